@@ -1,0 +1,3 @@
+from migrator.cli import main
+
+raise SystemExit(main())

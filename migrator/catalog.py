@@ -1,0 +1,373 @@
+"""The op catalog: the single table of every op migrator turns into a module.
+
+Each `Op` says which callables it covers (by qualified name), which tensor methods and Python
+operators, which module replaces it, and how the call's arguments split into constructor
+hyper-parameters and forward inputs. The codemods, the static checker, the runtime preparer and
+the equivalence check all read this table. It is plain data: importing it never imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+REQUIRED = object()
+"""Marks a parameter without a default."""
+
+# Argument roles.
+INPUT = "input"  # a forward input (tensor or scalar operand)
+INPUTS = "inputs"  # a sequence of tensors, passed to forward as separate inputs (cat/stack)
+HYPER = "hyper"  # a constructor hyper-parameter: must be constant or fixed at __init__ time
+TRAINING = "training"  # must be `self.training`: the module already behaves that way
+FIXED = "fixed"  # only the default is supported (e.g. dtype=None); anything else is refused
+IGNORED = "ignored"  # has no effect on the result (e.g. softmax's _stacklevel)
+WEIGHT = "weight"  # a learned tensor owned by the module (prelu): moves only in special cases
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One parameter of a catalogued callable, in signature order."""
+
+    name: str
+    role: str
+    default: object = REQUIRED
+    ctor: str | None = None
+    """Constructor keyword for a HYPER argument (defaults to `name`)."""
+    keyword_only: bool = False
+
+    @property
+    def ctor_name(self) -> str:
+        return self.ctor or self.name
+
+
+@dataclass(frozen=True)
+class Op:
+    """One catalogued op: the callables sharing one signature and the module that replaces them."""
+
+    key: str
+    """Base name of the attribute created for it (`relu` -> `self.relu`, `self.relu_1`)."""
+    module: str
+    """Qualified name of the replacing module class."""
+    args: tuple[Arg, ...]
+    functions: tuple[str, ...] = ()
+    """Qualified names of functions with this signature (`torch.nn.functional.relu`)."""
+    methods: tuple[str, ...] = ()
+    """Tensor method names; the receiver binds to the first argument."""
+    operators: tuple[str, ...] = ()
+    """Python binary operator symbols (`+`) whose result this op computes."""
+    inplace_operators: tuple[str, ...] = ()
+    """Augmented assignments (`+=`) that are rewritten out-of-place when that is provably safe."""
+    inplace_methods: tuple[str, ...] = ()
+    """In-place tensor methods (`add_`) rewritten out-of-place when that is provably safe."""
+    ctor_extra: tuple[tuple[str, str], ...] = ()
+    """Constructor keywords always passed, as source text (`inplace=True` for `relu_`)."""
+    module_defaults: tuple[tuple[str, object], ...] = ()
+    """Constructor defaults that differ from the callable's: such hyper-parameters are always
+    passed, even when the call leaves them at their default."""
+
+    @property
+    def module_name(self) -> str:
+        return self.module.rsplit(".", 1)[1]
+
+    @property
+    def package(self) -> str:
+        return self.module.rsplit(".", 1)[0]
+
+    def arg(self, name: str) -> Arg | None:
+        return next((a for a in self.args if a.name == name), None)
+
+
+# --- signature helpers -------------------------------------------------------------------------
+
+def _x() -> Arg:
+    return Arg("input", INPUT)
+
+
+def _h(name: str, default: object = REQUIRED, ctor: str | None = None, kw: bool = False) -> Arg:
+    return Arg(name, HYPER, default, ctor, kw)
+
+
+def _inplace() -> Arg:
+    return _h("inplace", False)
+
+
+F = "torch.nn.functional."
+NN = "torch.nn."
+OPS = "migrator.nn."
+
+
+def _activation(key: str, cls: str, *hyper: Arg, torch_fn: bool = False,
+                method: bool = False) -> list[Op]:
+    """An activation `F.<key>(input, *hyper, inplace=False)`, optionally also `torch.<key>`."""
+    functions = [F + key] + ([f"torch.{key}"] if torch_fn else [])
+    return [Op(key, NN + cls, (_x(), *hyper, _inplace()), tuple(functions), (key,) if method else ())]
+
+
+def _inplace_variant(key: str, cls: str, *hyper: Arg, functions: tuple[str, ...],
+                     methods: tuple[str, ...] = ()) -> Op:
+    """`F.relu_(x)`-style calls: the module is built with `inplace=True`."""
+    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", "True"),))
+
+
+def _dim_op(key: str, cls: str) -> list[Op]:
+    """softmax / softmin / log_softmax: F form (with _stacklevel) and torch/method form."""
+    f_args = (_x(), _h("dim", None), Arg("_stacklevel", IGNORED, 3), Arg("dtype", FIXED, None))
+    t_args = (_x(), _h("dim"), Arg("dtype", FIXED, None))
+    ops = [Op(key, NN + cls, f_args, (F + key,))]
+    if key != "softmin":
+        ops.append(Op(key, NN + cls, t_args, (f"torch.{key}",), (key,)))
+    return ops
+
+
+def _pool(kind: str, n: int) -> Op:
+    key = f"{kind}_pool{n}d"
+    if kind == "max":
+        args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0), _h("dilation", 1),
+                _h("ceil_mode", False), _h("return_indices", False))
+        return Op(key, f"{NN}MaxPool{n}d", args, (F + key,))
+    if kind == "avg":
+        args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0),
+                _h("ceil_mode", False), _h("count_include_pad", True))
+        if n > 1:
+            args += (_h("divisor_override", None),)
+        return Op(key, f"{NN}AvgPool{n}d", args, (F + key,))
+    if kind == "lp":
+        args = (_x(), _h("norm_type"), _h("kernel_size"), _h("stride", None), _h("ceil_mode", False))
+        return Op(key, f"{NN}LPPool{n}d", args, (F + key,))
+    if kind == "adaptive_avg":
+        return Op(key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,))
+    args = (_x(), _h("output_size"), _h("return_indices", False))
+    return Op(key, f"{NN}AdaptiveMaxPool{n}d", args, (F + key,))
+
+
+def _dropout(key: str, cls: str, training_default: bool) -> Op:
+    args = (_x(), _h("p", 0.5), Arg("training", TRAINING, training_default), _inplace())
+    return Op(key, NN + cls, args, (F + key,))
+
+
+def _binary(key: str, cls: str, symbol: str | None, torch_names: tuple[str, ...],
+            methods: tuple[str, ...], *hyper: Arg, second: str = "other",
+            inplace_methods: bool = True) -> Op:
+    args = (_x(), Arg(second, INPUT), *hyper)
+    return Op(key, OPS + cls, args, tuple(f"torch.{n}" for n in torch_names), methods,
+              operators=(symbol,) if symbol else (),
+              inplace_operators=(symbol + "=",) if symbol else (),
+              inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else ())
+
+
+def _reduction(key: str, cls: str) -> Op:
+    args = (_x(), _h("dim", None), _h("keepdim", False), Arg("dtype", FIXED, None, keyword_only=True))
+    return Op(key, OPS + cls, args, (f"torch.{key}",), (key,))
+
+
+def _build() -> tuple[Op, ...]:
+    ops: list[Op] = []
+    # Activations with a torch.nn class.
+    ops += _activation("relu", "ReLU", torch_fn=True, method=True)
+    ops.append(_inplace_variant("relu", "ReLU", functions=(F + "relu_", "torch.relu_"),
+                                methods=("relu_",)))
+    ops += _activation("relu6", "ReLU6")
+    ops += _activation("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0))
+    ops.append(_inplace_variant("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0),
+                                functions=(F + "hardtanh_",)))
+    ops += _activation("hardswish", "Hardswish")
+    ops += _activation("hardsigmoid", "Hardsigmoid")
+    ops += _activation("elu", "ELU", _h("alpha", 1.0))
+    ops.append(_inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",)))
+    ops += _activation("selu", "SELU", torch_fn=True)
+    ops += _activation("celu", "CELU", _h("alpha", 1.0))
+    ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01))
+    ops.append(_inplace_variant("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01),
+                                functions=(F + "leaky_relu_",)))
+    ops.append(Op("prelu", NN + "PReLU", (_x(), Arg("weight", WEIGHT)), (F + "prelu", "torch.prelu"),
+                  ("prelu",)))
+    ops.append(Op("rrelu", NN + "RReLU",
+                  (_x(), _h("lower", 1.0 / 8), _h("upper", 1.0 / 3), Arg("training", TRAINING, False),
+                   _inplace()), (F + "rrelu",)))
+    ops.append(Op("glu", NN + "GLU", (_x(), _h("dim", -1)), (F + "glu",)))
+    ops.append(Op("gelu", NN + "GELU", (_x(), _h("approximate", "none", kw=True)), (F + "gelu",)))
+    ops += _activation("silu", "SiLU")
+    ops += _activation("mish", "Mish")
+    ops.append(Op("sigmoid", NN + "Sigmoid", (_x(),), (F + "sigmoid", "torch.sigmoid"), ("sigmoid",)))
+    ops.append(Op("tanh", NN + "Tanh", (_x(),), (F + "tanh", "torch.tanh"), ("tanh",)))
+    ops.append(Op("logsigmoid", NN + "LogSigmoid", (_x(),), (F + "logsigmoid",)))
+    ops.append(Op("softplus", NN + "Softplus", (_x(), _h("beta", 1.0), _h("threshold", 20.0)),
+                  (F + "softplus",)))
+    ops.append(Op("softsign", NN + "Softsign", (_x(),), (F + "softsign",)))
+    ops.append(Op("softshrink", NN + "Softshrink", (_x(), _h("lambd", 0.5)), (F + "softshrink",)))
+    ops.append(Op("hardshrink", NN + "Hardshrink", (_x(), _h("lambd", 0.5)),
+                  (F + "hardshrink", "torch.hardshrink"), ("hardshrink",)))
+    ops.append(Op("tanhshrink", NN + "Tanhshrink", (_x(),), (F + "tanhshrink",)))
+    ops += _activation("threshold", "Threshold", _h("threshold"), _h("value"))
+    for key, cls in (("softmax", "Softmax"), ("softmin", "Softmin"), ("log_softmax", "LogSoftmax")):
+        ops += _dim_op(key, cls)
+    # Pooling.
+    for kind in ("max", "avg", "adaptive_avg", "adaptive_max", "lp"):
+        ops += [_pool(kind, n) for n in (1, 2, 3)]
+    # Dropout: the module follows self.training, so only `training=self.training` is rewritten.
+    ops.append(_dropout("dropout", "Dropout", True))
+    ops += [_dropout(f"dropout{n}d", f"Dropout{n}d", True) for n in (1, 2, 3)]
+    ops.append(_dropout("alpha_dropout", "AlphaDropout", False))
+    ops.append(_dropout("feature_alpha_dropout", "FeatureAlphaDropout", False))
+    # Shape ops.
+    flatten = (_x(), _h("start_dim", 0), _h("end_dim", -1))
+    ops.append(Op("flatten", NN + "Flatten", flatten, ("torch.flatten",), ("flatten",),
+                  module_defaults=(("start_dim", 1),)))
+    ops.append(Op("unflatten", NN + "Unflatten",
+                  (_x(), _h("dim"), _h("sizes", ctor="unflattened_size")),
+                  ("torch.unflatten",), ("unflatten",)))
+    ops.append(Op("pixel_shuffle", NN + "PixelShuffle", (_x(), _h("upscale_factor")),
+                  (F + "pixel_shuffle", "torch.pixel_shuffle")))
+    ops.append(Op("pixel_unshuffle", NN + "PixelUnshuffle", (_x(), _h("downscale_factor")),
+                  (F + "pixel_unshuffle", "torch.pixel_unshuffle")))
+    ops.append(Op("channel_shuffle", NN + "ChannelShuffle", (_x(), _h("groups")),
+                  (F + "channel_shuffle", "torch.channel_shuffle")))
+    resize = (_x(), _h("size", None), _h("scale_factor", None), _h("mode", "nearest"),
+              _h("align_corners", None), _h("recompute_scale_factor", None))
+    ops.append(Op("upsample", NN + "Upsample", resize + (Arg("antialias", FIXED, False),),
+                  (F + "interpolate",)))
+    ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",)))
+    ops.append(Op("pad", OPS + "Pad", (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
+                  (F + "pad",)))
+    # Normalisation without learned weights.
+    ops.append(Op("layer_norm", NN + "LayerNorm",
+                  (_x(), _h("normalized_shape"), Arg("weight", FIXED, None), Arg("bias", FIXED, None),
+                   _h("eps", 1e-5)), (F + "layer_norm",),
+                  ctor_extra=(("elementwise_affine", "False"),)))
+    ops.append(Op("group_norm", OPS + "GroupNorm",
+                  (_x(), _h("num_groups"), Arg("weight", FIXED, None), Arg("bias", FIXED, None),
+                   _h("eps", 1e-5)), (F + "group_norm",)))
+    ops.append(Op("normalize", OPS + "Normalize",
+                  (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", FIXED, None)),
+                  (F + "normalize",)))
+    # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
+    alpha = _h("alpha", 1, kw=True)
+    ops.append(_binary("add", "Add", "+", ("add",), ("add",), alpha))
+    ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub",), alpha))
+    ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul",)))
+    ops.append(_binary("div", "Div", "/", ("div", "divide"), ("div",),
+                       _h("rounding_mode", None, kw=True)))
+    ops.append(_binary("div", "Div", None, ("true_divide",), ("true_divide",)))
+    ops.append(_binary("floordiv", "FloorDiv", "//", ("floor_divide",), ("floor_divide",)))
+    ops.append(_binary("matmul", "MatMul", "@", ("matmul",), ("matmul",), inplace_methods=False))
+    ops.append(_binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2",
+                       inplace_methods=False))
+    ops.append(_binary("pow", "Pow", "**", ("pow",), ("pow",), second="exponent"))
+    for key, cls in (("cat", "Concat"), ("stack", "Stack")):
+        names = ("cat", "concat") if key == "cat" else ("stack",)
+        ops.append(Op(key, OPS + cls, (Arg("tensors", INPUTS), _h("dim", 0)),
+                      tuple(f"torch.{n}" for n in names)))
+    ops.append(Op("cat", OPS + "Concat", (Arg("tensors", INPUTS), _h("axis", 0, ctor="dim")),
+                  ("torch.concatenate",)))
+    ops.append(_reduction("mean", "Mean"))
+    ops.append(_reduction("sum", "Sum"))
+    ops.append(Op("sdpa", OPS + "ScaledDotProductAttention",
+                  (Arg("query", INPUT), Arg("key", INPUT), Arg("value", INPUT),
+                   Arg("attn_mask", INPUT, None), _h("dropout_p", 0.0), _h("is_causal", False),
+                   _h("scale", None, kw=True), _h("enable_gqa", False, kw=True)),
+                  (F + "scaled_dot_product_attention",)))
+    return tuple(ops)
+
+
+CATALOG: tuple[Op, ...] = _build()
+
+
+@dataclass(frozen=True)
+class _Index:
+    functions: dict[str, Op] = field(default_factory=dict)
+    methods: dict[str, Op] = field(default_factory=dict)
+    operators: dict[str, Op] = field(default_factory=dict)
+    inplace_operators: dict[str, Op] = field(default_factory=dict)
+    inplace_methods: dict[str, Op] = field(default_factory=dict)
+
+
+def _index() -> _Index:
+    index = _Index()
+    for op in CATALOG:
+        for table, names in ((index.functions, op.functions), (index.methods, op.methods),
+                             (index.operators, op.operators),
+                             (index.inplace_operators, op.inplace_operators),
+                             (index.inplace_methods, op.inplace_methods)):
+            for name in names:
+                if name in table:
+                    raise ValueError(f"catalog lists {name!r} twice")
+                table[name] = op
+    return index
+
+
+INDEX = _index()
+
+
+def by_function(qualname: str) -> Op | None:
+    """The op for a function's qualified name (`torch.nn.functional.relu`)."""
+    return INDEX.functions.get(qualname)
+
+
+def by_method(name: str) -> Op | None:
+    """The op for a tensor method name (`relu`, `softmax`)."""
+    return INDEX.methods.get(name)
+
+
+def by_operator(symbol: str) -> Op | None:
+    """The op for a binary operator symbol (`+`)."""
+    return INDEX.operators.get(symbol)
+
+
+def by_inplace_operator(symbol: str) -> Op | None:
+    """The op for an augmented assignment symbol (`+=`)."""
+    return INDEX.inplace_operators.get(symbol)
+
+
+def by_inplace_method(name: str) -> Op | None:
+    """The op for an in-place tensor method (`add_`)."""
+    return INDEX.inplace_methods.get(name)
+
+
+def replacing_modules() -> Iterator[str]:
+    """Qualified names of every module class the catalog creates."""
+    return iter(sorted({op.module for op in CATALOG}))
+
+
+# torch.nn classes that hold no parameters or buffers whatever their arguments: copies of such a
+# module are indistinguishable from the original, so a module of this class that is called at
+# several sites can be split safely. Built from the catalog plus the stateless classes it does
+# not create.
+STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
+    {m for m in replacing_modules() if m.startswith(NN) and m not in {NN + "PReLU", NN + "LayerNorm"}}
+    | {NN + name for name in (
+        "Identity", "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+        "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+        "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+        "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+        "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Fold", "Unfold", "CosineSimilarity",
+        "PairwiseDistance", "FractionalMaxPool2d", "FractionalMaxPool3d",
+    )}
+)
+
+# Attribute names every nn.Module already has: a created module must never shadow one.
+MODULE_ATTRIBUTES: frozenset[str] = frozenset("""
+    T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
+    double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+    get_submodule half ipu load_state_dict modules mtia named_buffers named_children named_modules
+    named_parameters parameters register_backward_hook register_buffer register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module
+    register_parameter register_state_dict_post_hook register_state_dict_pre_hook requires_grad_
+    set_extra_state set_submodule share_memory state_dict to to_empty train training type xpu
+    zero_grad
+""".split())
+
+
+def markdown_table() -> str:
+    """The catalog as the Markdown table shown in the README."""
+    rows = ["| module | callables | tensor methods / operators | hyper-parameters |",
+            "|---|---|---|---|"]
+    for module in replacing_modules():
+        ops = [op for op in CATALOG if op.module == module]
+        functions = sorted({f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions})
+        methods = sorted({f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
+                         | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators})
+        hyper = sorted({a.ctor_name for op in ops for a in op.args if a.role == HYPER})
+        rows.append(f"| `{module.replace('torch.nn.', 'nn.')}` | {', '.join(functions)} | "
+                    f"{', '.join(methods)} | {', '.join(hyper)} |")
+    return "\n".join(rows)

@@ -1,0 +1,98 @@
+"""`[tool.migrator]` settings from the nearest `pyproject.toml` above the given paths."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KNOWN_KEYS = {"ops_module", "include", "exclude", "disable", "verify"}
+
+
+class ConfigError(Exception):
+    """A `[tool.migrator]` table that cannot be used; `str()` is one line."""
+
+
+@dataclass
+class Config:
+    path: Path | None = None
+    ops_module: str = "migrator.nn"
+    """Module the created elementwise/combining op modules are imported from."""
+    include: tuple[str, ...] = ("*.py",)
+    exclude: tuple[str, ...] = ()
+    disable: frozenset[str] = frozenset()
+    """Finding codes not reported (and, for MIG0xx, not fixed)."""
+    verify: list[dict] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+
+def find_pyproject(paths: list[str]) -> Path | None:
+    start = Path(paths[0] if paths else ".").resolve()
+    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(paths: list[str], explicit: str | None = None) -> Config:
+    """The settings for a run over `paths` (or from an explicit pyproject file)."""
+    path = Path(explicit) if explicit else find_pyproject(paths)
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read [tool.migrator]: {exc}") from None
+    table = data.get("tool", {}).get("migrator", {})
+    config = Config(path=path, unknown=sorted(set(table) - KNOWN_KEYS))
+    try:
+        if "ops_module" in table:
+            config.ops_module = _string(table["ops_module"], "ops_module")
+        for key in ("include", "exclude"):
+            if key in table:
+                setattr(config, key, tuple(_strings(table[key], key)))
+        if "disable" in table:
+            config.disable = frozenset(_strings(table["disable"], "disable"))
+        verify = table.get("verify", [])
+        config.verify = verify if isinstance(verify, list) else [verify]
+    except TypeError as exc:
+        raise ConfigError(f"{path}: [tool.migrator] {exc}") from None
+    return config
+
+
+def _string(value: object, key: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{key}` must be a string")
+    return value
+
+
+def _strings(value: object, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"`{key}` must be a list of strings")
+    return value
+
+
+def add_config_argument(parser) -> None:
+    parser.add_argument("--config", metavar="PYPROJECT",
+                        help="pyproject.toml to read [tool.migrator] from (default: nearest)")
+
+
+def load_for(args) -> Config | None:
+    """Settings for a command's paths; prints the problem and returns None when unusable."""
+    try:
+        config = load(args.paths, args.config)
+    except ConfigError as exc:
+        print(f"migrator: {exc}", file=sys.stderr)
+        return None
+    for key in config.unknown:
+        print(f"{config.path}: unknown key `{key}` in [tool.migrator] (known: "
+              f"{', '.join(sorted(KNOWN_KEYS))})", file=sys.stderr)
+    return config

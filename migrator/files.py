@@ -1,0 +1,430 @@
+"""Reading, discovering and safely writing Python source files.
+
+`read_source` decodes a file the way Python does (PEP 263 cookie or BOM) and remembers how to put
+it back: `encode_source` restores the encoding, BOM and line endings, and `write_source` replaces
+the file atomically, only if it is still exactly what was read. `discover` expands command line
+paths into the Python files to process. Standard library only: this is on the fast static path.
+"""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import os
+import re
+import stat
+import subprocess
+import tempfile
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "SourceError",
+    "SourceFile",
+    "discover",
+    "encode_source",
+    "read_source",
+    "syntax_error",
+    "write_source",
+]
+
+_BOM = codecs.BOM_UTF8
+_NEWLINE_RE = re.compile(rb"\r\n|\r|\n")
+_COOKIE_RE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.ASCII)
+_GIT_TIMEOUT = 30.0
+
+#: Folder names never walked into (in addition to hidden folders and folders holding pyvenv.cfg).
+SKIP_DIRS = frozenset(
+    "venv .venv env .env site-packages __pycache__ node_modules build dist".split()
+)
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or written; `str()` is one line: `path:line: reason`."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, reason: str) -> None:
+        super().__init__(path, line, reason)  # args match the signature: picklable
+        self.path = Path(path)
+        self.line = line or 0
+        self.reason = " ".join(str(reason).split())
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A decoded source file plus what is needed to write it back byte-faithfully."""
+
+    path: Path
+    text: str  # decoded, BOM removed, every line ending turned into "\n"
+    encoding: str  # codec name as `tokenize.detect_encoding` gives it: "utf-8", "iso-8859-1", ...
+    bom: bool  # the file starts with a UTF-8 byte order mark
+    newline: str  # dominant line ending of the file: "\n", "\r\n" or "\r"
+    mode: int  # permission bits (stat.S_IMODE) at read time
+    raw: bytes = field(repr=False)  # the exact bytes read, to detect changes on disk
+
+
+def read_source(path: str | os.PathLike[str]) -> SourceFile:
+    """Read and decode a Python source file; raise `SourceError` if it cannot be used.
+
+    Syntax is not checked here; see `syntax_error` for reporting the parser's errors.
+    """
+    path = Path(path)
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise SourceError(path, 0, "is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise SourceError(path, 0, "not a regular file")
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise SourceError(path, 0, f"cannot read: {_os_reason(exc)}") from None
+
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise SourceError(path, _line_at(raw, nul), "contains a NUL byte (binary file?)")
+
+    encoding, bom = _detect_encoding(path, raw)
+    body = raw[len(_BOM) :] if bom else raw
+    try:
+        decoded = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.end].hex(" ")
+        raise SourceError(
+            path, _line_at(body, exc.start), f"cannot decode byte(s) {bad} as {encoding}"
+        ) from None
+    except LookupError:  # unreachable in practice: detect_encoding validates the codec
+        raise SourceError(path, 1, f"unknown encoding {encoding!r}") from None
+
+    return SourceFile(
+        path=path,
+        text=decoded.replace("\r\n", "\n").replace("\r", "\n"),
+        encoding=encoding,
+        bom=bom,
+        newline=_dominant_newline(decoded),
+        mode=stat.S_IMODE(st.st_mode),
+        raw=raw,
+    )
+
+
+def syntax_error(path: str | os.PathLike[str], exc: SyntaxError) -> SourceError:
+    """Turn a `SyntaxError` (or libcst `ParserSyntaxError`) into a one-line `SourceError`."""
+    line = getattr(exc, "lineno", None) or getattr(exc, "raw_line", None) or 0
+    message = getattr(exc, "msg", None) or getattr(exc, "message", None) or str(exc)
+    return SourceError(path, line, f"syntax error: {message}")
+
+
+def encode_source(source: SourceFile, new_text: str) -> bytes:
+    """Encode rewritten text like the original: same encoding, BOM and (dominant) line ending.
+
+    Unchanged text gives back the original bytes exactly, even for files with mixed line endings.
+    Raises `SourceError` when the text holds a character the file's encoding cannot represent.
+    """
+    if new_text == source.text:
+        return source.raw
+    nl = source.newline
+    text = new_text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", nl)
+    try:
+        data = text.encode(source.encoding)
+    except UnicodeEncodeError as exc:
+        char = text[exc.start]
+        raise SourceError(
+            source.path,
+            text.count(nl, 0, exc.start) + 1,
+            f"rewritten text has {char!r} (U+{ord(char):04X}), not encodable in {source.encoding}",
+        ) from None
+    return _BOM + data if source.bom else data
+
+
+def write_source(source: SourceFile, new_text: str) -> bool:
+    """Atomically replace the file with `new_text`; return False (writing nothing) if unchanged.
+
+    Refuses with `SourceError`, leaving the file untouched, when the path is a symlink, the file is
+    not writable, or it was deleted or changed since `read_source` read it.
+    """
+    data = encode_source(source, new_text)
+    if data == source.raw:
+        return False
+    path = source.path
+    st = _check_writable(path)
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".migrator-tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if hasattr(os, "geteuid") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # best effort: only root can give a file away
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        _check_unchanged(source)  # as late as possible, right before the swap
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise SourceError(path, 0, f"cannot write: {_os_reason(exc)}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    _fsync_dir(path.parent)
+    return True
+
+
+def discover(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = ("*.py",),
+    respect_gitignore: bool = True,
+) -> Iterator[Path]:
+    """Yield the Python files named by `paths`, each once, in a deterministic order.
+
+    Files given explicitly are yielded if they end in .py/.pyi (or match `include`) and do not match
+    `exclude`; a missing .py file is yielded too, for `read_source` to report. Folders are walked in
+    sorted order, skipping hidden folders, virtual environments, build/cache folders, symlinked
+    folders, symlinked files pointing outside the folder, `exclude` matches and (inside a git work
+    tree) files ignored by git. `exclude` globs are matched against the posix path relative to the
+    walked folder (the current directory for explicit files) and against the name of the path and
+    of each of its parent folders.
+    """
+    exclude = tuple(p.rstrip("/") for p in exclude if p.rstrip("/"))
+    include = tuple(include)
+    seen: set[str] = set()
+    links: list[Path] = []  # symlinked files, yielded last unless their target was yielded already
+
+    def fresh(p: Path, key: str | None = None) -> bool:
+        key = os.path.normcase(key or os.path.realpath(p))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for arg in paths:
+        arg = Path(arg)
+        if arg.is_dir():
+            for p, key in _walk(arg, exclude, include, respect_gitignore):
+                if key is None:
+                    links.append(p)
+                elif fresh(p, key):
+                    yield p
+        elif (arg.suffix in (".py", ".pyi") or _matches(arg.name, include)) and not _excluded(
+            _explicit_relpath(arg), exclude
+        ):
+            if arg.is_symlink():
+                links.append(arg)
+            elif fresh(arg):
+                yield arg
+    for p in links:
+        if fresh(p):
+            yield p
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    """1-based line number of byte `offset`, counting \\n, \\r\\n and \\r as line endings."""
+    return len(_NEWLINE_RE.findall(data, 0, offset)) + 1
+
+
+def _dominant_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    counts = {"\n": text.count("\n") - crlf, "\r\n": crlf, "\r": text.count("\r") - crlf}
+    return max(counts, key=lambda nl: counts[nl])  # ties: first in dict order, "\n" wins
+
+
+def _detect_encoding(path: Path, raw: bytes) -> tuple[str, bool]:
+    """(codec name, has BOM) from the BOM or PEP 263 cookie, as Python itself would decide."""
+    lines = iter(raw.splitlines(keepends=True)[:2])
+    try:
+        encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
+    except SyntaxError as exc:
+        cookie_line = next(
+            (n for n, line in enumerate(raw.splitlines()[:2], 1) if _COOKIE_RE.match(line)), None
+        )
+        if cookie_line is None:
+            # No cookie, first line not valid UTF-8: decode as UTF-8 to report the exact position.
+            return "utf-8", raw.startswith(_BOM)
+        raise SourceError(path, cookie_line, f"bad encoding declaration: {exc.msg}") from None
+    if encoding == "utf-8-sig":
+        return "utf-8", True
+    if not _ascii_compatible(encoding):
+        raise SourceError(path, 1, f"encoding {encoding} is not ASCII compatible")
+    return encoding, False
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    probe = "#\r\n x=1"
+    try:
+        return probe.encode(encoding) == probe.encode("ascii")
+    except (LookupError, UnicodeError):
+        return False
+
+
+def _check_writable(path: Path) -> os.stat_result:
+    """The file's lstat if migrator may replace it, else `SourceError`."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise SourceError(path, 0, "file was deleted since it was read; not written") from None
+    except OSError as exc:
+        raise SourceError(path, 0, f"cannot write: {_os_reason(exc)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise SourceError(path, 0, "is a symbolic link; migrator does not write through links")
+    if not stat.S_ISREG(st.st_mode):
+        raise SourceError(path, 0, "no longer a regular file; not written")
+    # os.access alone says yes to root for any file: honour the mode bits, never chmod to force.
+    if not (st.st_mode & 0o222) or not os.access(path, os.W_OK):
+        raise SourceError(path, 0, "file is read-only; not written")
+    return st
+
+
+def _check_unchanged(source: SourceFile) -> None:
+    path = source.path
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            raise SourceError(path, 0, "file was replaced since it was read; not written")
+        with open(path, "rb") as f:
+            current = f.read(len(source.raw) + 1)
+    except FileNotFoundError:
+        raise SourceError(path, 0, "file was deleted since it was read; not written") from None
+    if current != source.raw:
+        raise SourceError(path, 0, "file changed on disk since it was read; not written")
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable (best effort; not possible on every platform)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _excluded(relpath: str, patterns: tuple[str, ...]) -> bool:
+    """Does `relpath` (posix), or one of its parent folders, match an exclude pattern?"""
+    if not patterns:
+        return False
+    parts = relpath.split("/")
+    for i in range(len(parts)):
+        if _matches(parts[i], patterns) or _matches("/".join(parts[: i + 1]), patterns):
+            return True
+    return False
+
+
+def _explicit_relpath(path: Path) -> str:
+    """Posix path of an explicit argument, relative to the current directory when under it."""
+    if path.is_absolute():
+        try:
+            path = path.relative_to(Path.cwd())
+        except ValueError:
+            pass
+    return path.as_posix().removeprefix("./")
+
+
+def _is_skipped_dir(entry: os.DirEntry[str]) -> bool:
+    name = entry.name
+    return (
+        name.startswith(".")
+        or name in SKIP_DIRS
+        or name.endswith(".egg-info")
+        or os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+    )
+
+
+def _walk(
+    root: Path, exclude: tuple[str, ...], include: tuple[str, ...], respect_gitignore: bool
+) -> Iterator[tuple[Path, str | None]]:
+    """(path, real path) of candidate files under `root`, depth first, entries sorted by name.
+
+    The real path is None for symlinks (resolved by the caller); no other links are followed.
+    """
+    ignored = _git_ignored(root) if respect_gitignore else frozenset()
+    real_root = os.path.realpath(root)
+    stack: list[Iterator[tuple[os.DirEntry[str], str]]] = []
+
+    def listing(folder: str, rel: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return iter(())  # unreadable folder: nothing to yield
+        return ((e, f"{rel}{e.name}") for e in entries)
+
+    stack.append(listing(str(root), ""))
+    while stack:
+        try:
+            entry, rel = next(stack[-1])
+        except StopIteration:
+            stack.pop()
+            continue
+        try:
+            is_link = entry.is_symlink()
+            if entry.is_dir(follow_symlinks=False):  # never true for a link: links are not walked
+                if not (_is_skipped_dir(entry) or f"{rel}/" in ignored or _excluded(rel, exclude)):
+                    stack.append(listing(entry.path, f"{rel}/"))
+                continue
+            # is_file follows links: dangling links, link loops and links to folders are skipped.
+            if not entry.is_file() or not _matches(entry.name, include):
+                continue
+            if rel in ignored or _excluded(rel, exclude):
+                continue
+            if is_link and not _inside(os.path.realpath(entry.path), real_root):
+                continue
+        except OSError:
+            continue
+        yield root / rel, None if is_link else os.path.join(real_root, rel)
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives
+        return False
+
+
+def _git_ignored(root: Path) -> frozenset[str]:
+    """Paths under `root` (posix, relative to it; folders end in "/") that git ignores.
+
+    Empty when git is missing, fails, or `root` is not inside a work tree. When `root` itself is
+    ignored it was asked for explicitly, so nothing is filtered.
+    """
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--others", "--ignored", "--exclude-standard",
+             "--directory", "-z"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if result.returncode != 0:
+        return frozenset()
+    ignored = frozenset(os.fsdecode(p) for p in result.stdout.split(b"\0") if p)
+    return frozenset() if "./" in ignored else ignored

@@ -1,0 +1,53 @@
+"""Findings: what the analysis reports, each with a stable code, a path, a line and a column."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+CODES: dict[str, str] = {
+    "MIG001": "functional call can become a module",
+    "MIG002": "tensor operator or method can become a module",
+    "MIG003": "stateless module called at several sites can be split into copies",
+    "MIG101": "hyper-parameter is not constant or fixed at __init__ time",
+    "MIG102": "`training` is not `self.training`: a module would behave differently",
+    "MIG103": "module that may hold parameters or buffers is called at several sites",
+    "MIG104": "module of a class that cannot be known statically is called at several sites",
+    "MIG105": "op or module call inside a loop or comprehension is reused on every iteration",
+    "MIG106": "learned weight cannot move into a module without changing state_dict keys",
+    "MIG107": "argument value the replacing module does not support",
+    "MIG108": "in-place op cannot be proven safe to rewrite out of place",
+    "MIG109": "no `super().__init__()` in `__init__` to create the module after",
+    "MIG110": "helper method runs more than once per forward: its ops would be reused",
+    "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
+}
+"""Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+
+    @property
+    def fixable(self) -> bool:
+        return self.code < "MIG100"
+
+    def format(self) -> str:
+        return f"{self.path}:{self.line}:{self.col + 1}: {self.code} {self.message}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "col": self.col + 1, "fixable": self.fixable}
+
+
+def to_json(findings: list[Finding]) -> str:
+    return json.dumps([f.to_dict() for f in findings], indent=2)
+
+
+def markdown_table() -> str:
+    """The codes as the Markdown table shown in the README."""
+    return "\n".join(["| code | meaning |", "|---|---|"]
+                     + [f"| {code} | {text} |" for code, text in CODES.items()])

@@ -1,0 +1,362 @@
+"""Stateless modules for PyTorch ops that have no ``torch.nn`` class.
+
+migrator rewrites model source so that every op in ``forward`` is a named
+``nn.Module`` used exactly once: ``x + y`` becomes ``self.add(x, y)`` with
+``self.add = Add()`` created in ``__init__``.  The classes below are those
+modules.  None of them has parameters or buffers, and each ``forward``
+evaluates the very expression it replaced (same ATen op, bit-identical
+output), so the rewritten model is numerically unchanged.
+
+This file is SELF-CONTAINED on purpose: it imports nothing but ``torch``
+(plus ``typing``), so a migrator option can copy its text verbatim into the
+user's project and migrated code does not depend on migrator at run time.
+Keep it that way: no relative imports, no migrator imports, and no
+``from __future__ import annotations`` (TorchScript must read the
+annotations).
+
+Every module works in eager mode, under ``torch.fx.symbolic_trace`` (inlined
+or as a leaf), ``torch.export.export`` and ``torch.onnx.export(dynamo=True)``.
+
+TorchScript (``torch.jit.script``) is supported with two limits, both due to
+TorchScript's static typing:
+
+* Binary ops (``Add`` ... ``Pow``) are typed ``Tensor x Tensor`` there.
+  Python-number operands (``2 + t``, ``t * 0.5``) work everywhere else.
+* TorchScript has no ``*args``.  ``Concat`` and ``Stack`` take any number of
+  tensors in eager / fx / export; when scripted they are swapped (through the
+  ``__prepare_scriptable__`` hook) for a twin taking 1 to 8 positional tensors,
+  so a scripted caller may use ``self.cat(a, b)`` but not ``self.cat(*feats)``
+  with a list.  As with every ``__prepare_scriptable__`` user, ``torch.jit.script``
+  puts the twin into the scripted model's Python parent too (it edits
+  ``_modules`` in place); the twin computes the same thing, up to 8 tensors.
+"""
+
+from typing import List, Optional, Sequence, Union
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "FloorDiv",
+    "MatMul",
+    "BMM",
+    "Pow",
+    "Concat",
+    "Stack",
+    "Mean",
+    "Sum",
+    "ScaledDotProductAttention",
+    "Pad",
+    "GroupNorm",
+    "Normalize",
+]
+
+
+# ----------------------------------------------------------------- arithmetic
+
+
+class Add(torch.nn.Module):
+    """``x + y``, or ``torch.add(x, y, alpha=alpha)`` when ``alpha != 1``."""
+
+    def __init__(self, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.alpha == 1:
+            return x + y
+        return torch.add(x, y, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha!r}"
+
+
+class Sub(torch.nn.Module):
+    """``x - y``, or ``torch.sub(x, y, alpha=alpha)`` when ``alpha != 1``."""
+
+    def __init__(self, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.alpha == 1:
+            return x - y
+        return torch.sub(x, y, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha!r}"
+
+
+class Mul(torch.nn.Module):
+    """``x * y``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x * y
+
+
+class Div(torch.nn.Module):
+    """``x / y``, or ``torch.div(x, y, rounding_mode=...)`` when a mode is given."""
+
+    def __init__(self, rounding_mode: Optional[str] = None) -> None:
+        super().__init__()
+        self.rounding_mode = rounding_mode
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.rounding_mode is None:
+            return x / y
+        else:
+            return torch.div(x, y, rounding_mode=self.rounding_mode)
+
+    def extra_repr(self) -> str:
+        return f"rounding_mode={self.rounding_mode!r}"
+
+
+class FloorDiv(torch.nn.Module):
+    """``x // y``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x // y
+
+
+class MatMul(torch.nn.Module):
+    """``x @ y``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x @ y
+
+
+class BMM(torch.nn.Module):
+    """``torch.bmm(x, y)``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(x, y)
+
+
+class Pow(torch.nn.Module):
+    """``x ** y``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x**y
+
+
+# ------------------------------------------------------------ concat / stack
+
+
+def _present(first: torch.Tensor, rest: List[Optional[torch.Tensor]]) -> List[torch.Tensor]:
+    """``[first]`` followed by the tensors of ``rest`` that are not None."""
+    out = [first]
+    for t in rest:
+        if t is not None:
+            out.append(t)
+    return out
+
+
+class Concat(torch.nn.Module):
+    """``torch.cat(tensors, dim)`` over the positional args: ``self.cat(a, b)``, ``self.cat(*feats)``."""
+
+    def __init__(self, dim: int = 0) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return torch.cat(tensors, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}"
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        # TorchScript cannot compile ``*tensors``; it compiles this twin instead.
+        return _ScriptableConcat(dim=self.dim).train(self.training)
+
+
+class _ScriptableConcat(Concat):
+    """TorchScript form of ``Concat``: 1 to 8 positional tensors."""
+
+    def forward(  # type: ignore[override]
+        self,
+        t0: torch.Tensor,
+        t1: Optional[torch.Tensor] = None,
+        t2: Optional[torch.Tensor] = None,
+        t3: Optional[torch.Tensor] = None,
+        t4: Optional[torch.Tensor] = None,
+        t5: Optional[torch.Tensor] = None,
+        t6: Optional[torch.Tensor] = None,
+        t7: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return torch.cat(_present(t0, [t1, t2, t3, t4, t5, t6, t7]), dim=self.dim)
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        return self
+
+
+class Stack(torch.nn.Module):
+    """``torch.stack(tensors, dim)`` over the positional args: ``self.stack(a, b)``, ``self.stack(*xs)``."""
+
+    def __init__(self, dim: int = 0) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return torch.stack(tensors, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}"
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        # TorchScript cannot compile ``*tensors``; it compiles this twin instead.
+        return _ScriptableStack(dim=self.dim).train(self.training)
+
+
+class _ScriptableStack(Stack):
+    """TorchScript form of ``Stack``: 1 to 8 positional tensors."""
+
+    def forward(  # type: ignore[override]
+        self,
+        t0: torch.Tensor,
+        t1: Optional[torch.Tensor] = None,
+        t2: Optional[torch.Tensor] = None,
+        t3: Optional[torch.Tensor] = None,
+        t4: Optional[torch.Tensor] = None,
+        t5: Optional[torch.Tensor] = None,
+        t6: Optional[torch.Tensor] = None,
+        t7: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return torch.stack(_present(t0, [t1, t2, t3, t4, t5, t6, t7]), dim=self.dim)
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        return self
+
+
+# ---------------------------------------------------------------- reductions
+
+
+class Mean(torch.nn.Module):
+    """``x.mean()`` when ``dim`` is None (and not ``keepdim``), else ``x.mean(dim, keepdim)``."""
+
+    def __init__(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> None:
+        super().__init__()
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dim is None and not self.keepdim:
+            return x.mean()
+        return x.mean(self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
+class Sum(torch.nn.Module):
+    """``x.sum()`` when ``dim`` is None (and not ``keepdim``), else ``x.sum(dim, keepdim)``."""
+
+    def __init__(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> None:
+        super().__init__()
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dim is None and not self.keepdim:
+            return x.sum()
+        return x.sum(self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
+# ---------------------------------------------------------- functional ops
+
+
+class ScaledDotProductAttention(torch.nn.Module):
+    """``F.scaled_dot_product_attention`` with fixed options.
+
+    Like the function, it applies ``dropout_p`` whatever ``self.training`` is.
+    """
+
+    def __init__(
+        self,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: Optional[float] = None,
+        enable_gqa: bool = False,
+    ) -> None:
+        super().__init__()
+        self.dropout_p = dropout_p
+        self.is_causal = is_causal
+        self.scale = scale
+        self.enable_gqa = enable_gqa
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return F.scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout_p,
+            is_causal=self.is_causal,
+            scale=self.scale,
+            enable_gqa=self.enable_gqa,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"dropout_p={self.dropout_p!r}, is_causal={self.is_causal!r}, "
+            f"scale={self.scale!r}, enable_gqa={self.enable_gqa!r}"
+        )
+
+
+class Pad(torch.nn.Module):
+    """``F.pad(x, pad, mode, value)``."""
+
+    def __init__(self, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> None:
+        super().__init__()
+        self.pad = pad
+        self.mode = mode
+        self.value = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pad(x, self.pad, self.mode, self.value)
+
+    def extra_repr(self) -> str:
+        return f"pad={self.pad!r}, mode={self.mode!r}, value={self.value!r}"
+
+
+class GroupNorm(torch.nn.Module):
+    """``F.group_norm(x, num_groups, None, None, eps)``: group norm without affine weights."""
+
+    def __init__(self, num_groups: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.num_groups = num_groups
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.group_norm(x, self.num_groups, None, None, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"num_groups={self.num_groups!r}, eps={self.eps!r}"
+
+
+class Normalize(torch.nn.Module):
+    """``F.normalize(x, p, dim, eps)``: Lp-normalise along ``dim``."""
+
+    def __init__(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> None:
+        super().__init__()
+        self.p = p
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.normalize(x, self.p, self.dim, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p!r}, dim={self.dim!r}, eps={self.eps!r}"

@@ -1,0 +1,700 @@
+"""Analyse one source file: find every catalog op and reused module on the forward path of each
+`nn.Module` subclass, decide what can be rewritten safely, and report what cannot and why.
+
+The result is a `Plan` (applied by the codemod) and a list of `Finding`s. Only `ast` is used
+here, so `migrator check` never pays for a LibCST parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migrator import catalog
+from migrator.catalog import FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRAINING, WEIGHT, Op
+from migrator.findings import Finding
+from migrator.rewrite.names import function_locals, literal
+from migrator.rewrite.plan import Plan, Positions, Replace
+from migrator.rewrite.project import ClassInfo, FileInfo, Project
+from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.walk import Visit, header_lines, walk
+
+SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b")
+MANY = 1 << 30
+"""Call count standing for 'runs an unknown number of times' (loops)."""
+
+# Modules whose output may be their input object itself: an in-place op on their result is not
+# provably free of effects elsewhere.
+_FRESH_OUTPUT = frozenset(f"torch.nn.{c}" for c in """
+    Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear
+    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm InstanceNorm1d
+    InstanceNorm2d InstanceNorm3d RMSNorm Embedding MaxPool1d MaxPool2d MaxPool3d AvgPool1d
+    AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample
+""".split())
+
+
+@dataclass
+class InitAttr:
+    """An attribute assigned in `__init__`."""
+
+    name: str
+    stmt: ast.stmt
+    value: ast.expr
+    top_index: int
+    """Index of the top-level `__init__` statement holding the assignment."""
+    nested: bool
+    count: int = 1
+
+
+@dataclass
+class Site:
+    """A call of a module attribute (`self.act(x)`) on the forward path."""
+
+    attr: str
+    func: ast.Attribute
+    times: int
+
+
+@dataclass
+class FileContext:
+    """What one file's analysis shares across its classes."""
+
+    path: str
+    source: str
+    info: FileInfo
+    project: Project
+    ops_module: str
+    positions: Positions
+    plan: Plan = field(default_factory=Plan)
+    findings: list[Finding] = field(default_factory=list)
+    skip: set[int] = field(default_factory=set)
+    created: dict[str, set[str]] = field(default_factory=dict)
+    class_names: dict[str, set[str]] = field(default_factory=dict)
+    from_imports: dict[str, list[str]] = field(default_factory=dict)
+    plain_imports: list[str] = field(default_factory=list)
+
+    def report(self, node: ast.AST, code: str, message: str) -> None:
+        self.findings.append(Finding(self.path, node.lineno,
+                                     self.positions.column(node.lineno, node.col_offset), code,
+                                     message))
+
+    def text(self, node: ast.AST) -> str:
+        return self.positions.segment(node)
+
+    def module_ref(self, qualname: str) -> str:
+        """How this file can name a class, adding the fewest imports needed."""
+        if qualname.startswith("migrator.nn."):
+            qualname = self.ops_module + qualname[len("migrator.nn"):]
+        names = self.info.names
+        spelled = names.alias_for(qualname)
+        if spelled:
+            return spelled
+        package, cls = qualname.rsplit(".", 1)
+        for module, imported in self.from_imports.items():
+            if module == package and cls in imported:
+                return cls
+        if package == "torch.nn":
+            if names.is_free("nn") and "nn" not in self._pending_names():
+                self.from_imports.setdefault("torch", []).append("nn")
+                return f"nn.{cls}"
+            if names.is_free("torch"):
+                self._add_plain("torch")
+                return qualname
+        elif names.is_free(cls) and cls not in self._pending_names():
+            self.from_imports.setdefault(package, []).append(cls)
+            return cls
+        top = package.split(".")[0]
+        if names.is_free(top):
+            self._add_plain(package)
+            return qualname
+        raise _Refusal("MIG109", f"no free name to import `{qualname}` under")
+
+    def _pending_names(self) -> set[str]:
+        return {n for names in self.from_imports.values() for n in names}
+
+    def _add_plain(self, module: str) -> None:
+        if module not in self.plain_imports:
+            self.plain_imports.append(module)
+
+    def finish(self) -> None:
+        self.plan.imports = [f"import {m}" for m in self.plain_imports] + [
+            f"from {module} import {', '.join(sorted(names))}"
+            for module, names in self.from_imports.items()]
+        self.findings.sort()
+
+
+class _Refusal(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def skip_lines(source: str) -> set[int]:
+    """Line numbers carrying a `# migrator: skip` comment."""
+    if "migrator" not in source:
+        return set()
+    return {i for i, line in enumerate(source.split("\n"), 1)
+            if "#" in line and SKIP_PRAGMA.search(line[line.index("#"):])}
+
+
+def analyze(source: str, path: str, project: Project, tree: ast.Module | None = None,
+            ops_module: str = "migrator.nn") -> tuple[Plan, list[Finding]]:
+    """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
+    tree = tree or ast.parse(source)
+    info = project.add(tree, Path(path) if path else None)
+    ctx = FileContext(path, source, info, project, ops_module, Positions(source))
+    ctx.skip = skip_lines(source)
+    for cls in info.classes.values():
+        if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
+            continue
+        ClassAnalysis(ctx, cls).run()
+    ctx.finish()
+    return ctx.plan, ctx.findings
+
+
+class ClassAnalysis:
+    """Analysis of one `nn.Module` subclass."""
+
+    def __init__(self, ctx: FileContext, cls: ClassInfo) -> None:
+        self.ctx = ctx
+        self.cls = cls
+        self.methods = cls.methods()
+        self.init = self.methods.get("__init__")
+        self.attrs: dict[str, InitAttr] = {}
+        self.assigned_elsewhere: set[str] = set()
+        self.tensor_attrs: set[str] = set()
+        self.sites: dict[str, list[Site]] = {}
+        self.super_index = self._super_index()
+        self._collect_attributes()
+        self.taken = self._taken_names()
+
+    # -- class facts ---------------------------------------------------------------------------
+    def _super_index(self) -> int | None:
+        if self.init is None:
+            return None
+        for i, stmt in enumerate(self.init.body):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if isinstance(func, ast.Attribute) and func.attr == "__init__":
+                    owner = func.value
+                    if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
+                            and owner.func.id == "super"):
+                        return i
+                    if self.ctx.info.names.resolve(owner) or (
+                            isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes):
+                        return i
+        return None
+
+    def _collect_attributes(self) -> None:
+        for name, method in self.methods.items():
+            for node in ast.walk(method):
+                targets: list[ast.expr] = []
+                value = None
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                    targets, value = [node.target], getattr(node, "value", None)
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in ("register_buffer", "register_parameter")
+                      and node.args and isinstance(node.args[0], ast.Constant)):
+                    self.tensor_attrs.add(str(node.args[0].value))
+                for target in targets:
+                    if not _self_attr(target):
+                        continue
+                    if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
+                        self.assigned_elsewhere.add(target.attr)
+                        continue
+                    self._record_init_attr(target.attr, node, value)
+
+    def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
+        top_index, nested = self._top_level(stmt)
+        if attr in self.attrs:
+            self.attrs[attr].count += 1
+            self.attrs[attr].nested = True
+            self.attrs[attr].top_index = max(self.attrs[attr].top_index, top_index)
+        else:
+            self.attrs[attr] = InitAttr(attr, stmt, value, top_index, nested)
+        if self.ctx.info.names.resolve(value.func if isinstance(value, ast.Call) else value) in (
+                "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+            self.tensor_attrs.add(attr)
+
+    def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
+        for i, top in enumerate(self.init.body):
+            if top is stmt:
+                return i, False
+            if top.lineno <= stmt.lineno <= top.end_lineno:
+                return i, True
+        return len(self.init.body) - 1, True
+
+    def module_attrs(self) -> set[str]:
+        """Attributes that hold modules: assigned a call (not a parameter) or set elsewhere."""
+        attrs = {a for a, info in self.attrs.items()
+                 if isinstance(info.value, (ast.Call, ast.IfExp)) and a not in self.tensor_attrs}
+        return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def _family(self) -> list[ClassInfo]:
+        """This class, its ancestors that can be found, and its subclasses in the same file."""
+        family, todo = [], [self.cls]
+        while todo:
+            cls = todo.pop()
+            if cls in family:
+                continue
+            family.append(cls)
+            todo += [c for b in cls.bases if (c := self.ctx.project.find_class(b, cls.file))]
+        for other in self.ctx.info.classes.values():
+            if other not in family and any(anc in family for anc in self._ancestors(other)):
+                family.append(other)
+        return family
+
+    def _ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
+        found, todo = [], [cls]
+        while todo:
+            current = todo.pop()
+            for base in current.bases:
+                parent = self.ctx.project.find_class(base, current.file)
+                if parent is not None and parent not in found:
+                    found.append(parent)
+                    todo.append(parent)
+        return found
+
+    def _taken_names(self) -> set[str]:
+        taken = set(catalog.MODULE_ATTRIBUTES)
+        for cls in self._family():
+            taken |= self.ctx.created.get(cls.qualname, set())
+            if cls.qualname not in self.ctx.class_names:
+                self.ctx.class_names[cls.qualname] = _names_defined(cls.node)
+            taken |= self.ctx.class_names[cls.qualname]
+        return taken
+
+    def new_name(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        self.ctx.created.setdefault(self.cls.qualname, set()).add(name)
+        return name
+
+    # -- forward path --------------------------------------------------------------------------
+    def reach(self) -> dict[str, int]:
+        """How many times each method on the forward path runs per forward call."""
+        calls: dict[str, list[tuple[str, bool]]] = {}
+        for name, method in self.methods.items():
+            for visit in walk(method):
+                node = visit.node
+                if (isinstance(node, ast.Call) and _self_attr(node.func)
+                        and node.func.attr in self.methods and node.func.attr != name):
+                    calls.setdefault(node.func.attr, []).append((name, visit.repeated))
+        counts: dict[str, int] = {}
+
+        def count(name: str, stack: tuple[str, ...]) -> int:
+            if name == "forward":
+                return 1
+            if name in stack:
+                return MANY
+            if name not in counts:
+                total = 0
+                for caller, repeated in calls.get(name, []):
+                    times = count(caller, stack + (name,))
+                    total += MANY if (repeated and times) else times
+                counts[name] = min(total, MANY)
+            return counts[name]
+
+        return {name: count(name, ()) for name in self.methods
+                if name != "__init__" and count(name, ()) > 0}
+
+    def run(self) -> None:
+        forward = self.methods.get("forward")
+        if forward is None:
+            return
+        self._check_signature(forward)
+        module_attrs = self.module_attrs()
+        for name, times in self.reach().items():
+            method = self.methods[name]
+            if self.ctx.skip.intersection(header_lines(method)):
+                continue
+            tensors = TensorNames(method, lambda n, s=function_locals(method):
+                                  self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
+            scanner = _Scanner(self, method, times, tensors, module_attrs)
+            scanner.scan()
+        self._split_reused()
+
+    def _check_signature(self, forward: ast.FunctionDef) -> None:
+        args = forward.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            if arg.annotation is not None and _is_dict_annotation(arg.annotation):
+                self.ctx.report(arg, "MIG201", f"forward input `{arg.arg}` is a dict")
+        if forward.returns is not None and _is_dict_annotation(forward.returns):
+            self.ctx.report(forward, "MIG201", "forward is annotated to return a dict")
+            return
+        for node in ast.walk(forward):
+            if isinstance(node, ast.Return) and (isinstance(node.value, ast.Dict) or (
+                    isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id == "dict")):
+                self.ctx.report(node, "MIG201", "forward returns a dict")
+
+    # -- creating modules ----------------------------------------------------------------------
+    def fixed(self, node: ast.expr) -> set[str] | None:
+        """The `self` attributes a hyper-parameter depends on, or None if it is not fixed at
+        `__init__` time."""
+        if literal(node):
+            return set()
+        if isinstance(node, ast.Name):
+            return set() if node.id in self.ctx.info.names.constants else None
+        if _self_attr(node):
+            info = self.attrs.get(node.attr)
+            if (info is None or info.nested or node.attr in self.assigned_elsewhere
+                    or node.attr in self.module_attrs() or node.attr in self.tensor_attrs):
+                return None
+            return {node.attr}
+        if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
+            return set()
+        parts: list[ast.expr] = []
+        if isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            parts = list(node.elts)
+        else:
+            return None
+        deps: set[str] = set()
+        for part in parts:
+            sub = self.fixed(part)
+            if sub is None:
+                return None
+            deps |= sub
+        return deps
+
+    def anchor(self, deps: set[str]) -> int:
+        """Line of the `__init__` statement after which a module depending on `deps` is made."""
+        if self.super_index is None:
+            raise _Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
+                                     "module after")
+        index = max([self.super_index] + [self.attrs[d].top_index for d in deps])
+        return self.init.body[index].lineno
+
+    def create(self, op: Op, ctor: list[str], deps: set[str]) -> str:
+        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+        line = self.anchor(deps)
+        module = self.ctx.module_ref(op.module)
+        name = self.new_name(op.key)
+        self.ctx.plan.insert_after(line, f"self.{name} = {module}({', '.join(ctor)})")
+        return name
+
+    # -- reused modules ------------------------------------------------------------------------
+    def _split_reused(self) -> None:
+        for attr, sites in self.sites.items():
+            times = sum(site.times for site in sites)
+            if times < 2:
+                continue
+            first = sites[0].func
+            try:
+                kind = self._split_kind(attr, sites)
+            except _Refusal as refusal:
+                self.ctx.report(first, refusal.code, refusal.message)
+                continue
+            info = self.attrs[attr]
+            for site in sites[1:]:
+                name = self.new_name(attr)
+                self.ctx.plan.insert_after(info.stmt.lineno,
+                                           f"self.{name} = {self.ctx.text(info.value)}")
+                self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
+                                                      name))
+                self.ctx.report(site.func, "MIG003",
+                                f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
+                                f"becomes `self.{name}`")
+
+    def _split_kind(self, attr: str, sites: list[Site]) -> str:
+        info = self.attrs.get(attr)
+        where = f"`self.{attr}` is called {'in a loop' if any(s.times >= MANY for s in sites) else f'at {len(sites)} sites'}"
+        if info is None:
+            raise _Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
+                                     "its class cannot be known")
+        value = info.value
+        verdict = self.ctx.project._value_stateless(value, self.ctx.info)
+        label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
+        if verdict is False:
+            raise _Refusal("MIG103", f"{where} and `{label}` may hold parameters or buffers: copies "
+                                     "would untie its weights; give each site its own module")
+        if verdict is None:
+            raise _Refusal("MIG104", f"{where} and the class of `{self.ctx.text(value)}` cannot be "
+                                     "known statically; split it by hand if it is stateless")
+        if any(s.times >= MANY for s in sites):
+            raise _Refusal("MIG105", f"{where}: one module object serves every iteration; unroll "
+                                     "the loop or use an nn.ModuleList")
+        if any(s.times > 1 for s in sites):
+            raise _Refusal("MIG110", f"{where} inside a helper method that runs more than once per "
+                                     "forward")
+        if info.count > 1 or info.nested and _one_line_suite(self.init, info.stmt):
+            raise _Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
+        return label
+
+
+class _Scanner:
+    """Finds catalog ops and module calls in one forward-path method."""
+
+    def __init__(self, owner: ClassAnalysis, method: ast.FunctionDef, times: int,
+                 tensors: TensorNames, module_attrs: set[str]) -> None:
+        self.owner = owner
+        self.ctx = owner.ctx
+        self.method = method
+        self.times = times
+        self.tensors = tensors
+        self.module_attrs = module_attrs
+        self.shadowed = function_locals(method)
+        self.consumed: set[int] = set()
+
+    def scan(self) -> None:
+        for visit in walk(self.method):
+            if self.ctx.skip.intersection(header_lines(visit.stmt)) or id(visit.node) in self.consumed:
+                continue
+            node = visit.node
+            try:
+                if isinstance(node, ast.Call):
+                    self._call(node, visit)
+                elif isinstance(node, ast.BinOp):
+                    self._binop(node, visit)
+                elif isinstance(node, ast.AugAssign):
+                    self._augassign(node, visit)
+            except _Refusal as refusal:
+                self.ctx.report(node, refusal.code, refusal.message)
+
+    def _times(self, visit: Visit) -> int:
+        return MANY if visit.repeated else self.times
+
+    def _call(self, node: ast.Call, visit: Visit) -> None:
+        func = node.func
+        if _self_attr(func) and func.attr in self.module_attrs:
+            self.owner.sites.setdefault(func.attr, []).append(Site(func.attr, func,
+                                                                   self._times(visit)))
+            return
+        qualname = self.ctx.info.names.resolve(func, self.shadowed)
+        op = catalog.by_function(qualname) if qualname else None
+        if op is not None:
+            self._convert(op, node, _bind(op, node, None), visit, "MIG001",
+                          self.ctx.text(func))
+            return
+        if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
+            op = catalog.by_method(func.attr)
+            if op is not None:
+                self._convert(op, node, _bind(op, node, func.value), visit, "MIG002",
+                              f".{func.attr}()")
+            elif (op := catalog.by_inplace_method(func.attr)) is not None:
+                if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
+                    self._inplace(op, node, func.value, node.args, node.keywords, visit,
+                                  f".{func.attr}()")
+
+    def _binop(self, node: ast.BinOp, visit: Visit) -> None:
+        op = catalog.by_operator(_SYMBOLS.get(type(node.op), ""))
+        if op is None or not (self.tensors.is_tensor(node.left) or self.tensors.is_tensor(node.right)):
+            return
+        bound = {op.args[0].name: (node.left, ("left",)), op.args[1].name: (node.right, ("right",))}
+        self._convert(op, node, bound, visit, "MIG002", f"`{_SYMBOLS[type(node.op)]}`",
+                      kind="binop")
+
+    def _augassign(self, node: ast.AugAssign, visit: Visit) -> None:
+        op = catalog.by_inplace_operator(_SYMBOLS.get(type(node.op), "") + "=")
+        if op is None or not self.tensors.is_tensor(node.target):
+            return
+        self._inplace(op, node, node.target, [node.value], [], visit,
+                      f"`{_SYMBOLS[type(node.op)]}=`")
+
+    def _inplace(self, op: Op, node: ast.AST, target: ast.expr, args: list[ast.expr],
+                 keywords: list[ast.keyword], visit: Visit, label: str) -> None:
+        """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
+        current value is a fresh tensor that nothing else can see."""
+        reason = self._inplace_unsafe(target, visit.stmt)
+        if reason:
+            raise _Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
+        call = ast.Call(func=ast.Name("_"), args=[target, *args], keywords=keywords)
+        bound = _bind(op, call, None)
+        if isinstance(bound, str):
+            return
+        augmented = isinstance(node, ast.AugAssign)
+        refs = {op.args[0].name: ("target",) if augmented else ("receiver",),
+                op.args[1].name: ("right",) if augmented else ("arg", 0)}
+        bound = {k: (v[0], refs.get(k, v[1])) for k, v in bound.items()}
+        kind = "augassign" if augmented else "inplace"
+        self._convert(op, node, bound, visit, "MIG002", label, kind=kind)
+
+    def _inplace_unsafe(self, target: ast.expr, stmt: ast.stmt) -> str | None:
+        if not isinstance(target, ast.Name):
+            return "only a local name can be rebound"
+        body = _body_holding(self.method, stmt)
+        index = next(i for i, s in enumerate(body) if s is stmt)
+        for prior in reversed(body[:index]):
+            for node in ast.walk(prior):
+                if isinstance(node, ast.Name) and node.id == target.id and isinstance(node.ctx, ast.Load):
+                    if not (_assigns(prior, target.id) and prior is not None):
+                        return "the value is read before, so it may be shared"
+            if _assigns(prior, target.id):
+                value = prior.value
+                if isinstance(value, ast.BinOp):
+                    return None
+                if isinstance(value, ast.Call) and _self_attr(value.func):
+                    info = self.owner.attrs.get(value.func.attr)
+                    if info and isinstance(info.value, ast.Call):
+                        cls = self.ctx.info.names.resolve(info.value.func)
+                        if cls in _FRESH_OUTPUT:
+                            return None
+                return "its value does not provably come from an op that allocates a new tensor"
+        return "its value is not assigned in the same block"
+
+    def _convert(self, op: Op, node: ast.AST, bound, visit: Visit, code: str, label: str,
+                 kind: str = "call") -> None:
+        if isinstance(bound, str):
+            if bound:
+                raise _Refusal("MIG107", f"{label}: {bound}")
+            return
+        ctor: list[str] = []
+        deps: set[str] = set()
+        inputs: list[tuple[tuple, str | None]] = []
+        weight_module: str | None = None
+        for arg in op.args:
+            value, ref = bound.get(arg.name, (None, None))
+            if arg.role == INPUT:
+                if value is None:
+                    if arg.default is REQUIRED:
+                        return
+                    continue
+                inputs.append((ref, None if arg.default is REQUIRED else arg.name))
+            elif arg.role == INPUTS:
+                if value is None:
+                    return
+                if isinstance(value, (ast.List, ast.Tuple)):
+                    if any(isinstance(e, ast.Starred) for e in value.elts):
+                        raise _Refusal("MIG107", f"{label}: starred items in the tensor list")
+                    inputs.append((("elements", ref), None))
+                else:
+                    inputs.append((("star", ref), None))
+            elif arg.role == HYPER:
+                if value is None:
+                    default = dict(op.module_defaults).get(arg.ctor_name, arg.default)
+                    if default != arg.default:
+                        ctor.append(f"{arg.ctor_name}={arg.default!r}")
+                    continue
+                sub = self.owner.fixed(value)
+                if sub is None:
+                    raise _Refusal("MIG101", f"{label}: `{arg.name}={self.ctx.text(value)}` is not a "
+                                             "constant or a value fixed at __init__ time")
+                deps |= sub
+                ctor.append(f"{arg.ctor_name}={self.ctx.text(value)}")
+            elif arg.role == TRAINING:
+                if not (value is not None and _self_attr(value) and value.attr == "training"):
+                    shown = self.ctx.text(value) if value is not None else f"{arg.default} (default)"
+                    raise _Refusal("MIG102", f"{label}: `training={shown}`; the module would follow "
+                                             "`self.training` instead")
+            elif arg.role == FIXED:
+                if value is not None and not (literal(value) and ast.literal_eval(value) == arg.default):
+                    raise _Refusal("MIG107", f"{label}: `{arg.name}={self.ctx.text(value)}` is not "
+                                             f"supported by the module (only {arg.default!r})")
+            elif arg.role == WEIGHT:
+                weight_module = self._weight_owner(op, value, label)
+            elif arg.role != IGNORED:
+                raise AssertionError(arg.role)
+        ctor += [f"{k}={v}" for k, v in op.ctor_extra]
+        if visit.repeated:
+            raise _Refusal("MIG105", f"{label} runs in a loop or comprehension: one module would "
+                                     "serve every iteration; left as is")
+        if self.times > 1:
+            raise _Refusal("MIG110", f"{label} is in `{self.method.name}`, which runs "
+                                     f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
+                                     " per forward; left as is")
+        if weight_module is not None:
+            name = weight_module
+            self.owner.sites.setdefault(name, []).append(Site(name, node.func, self.times))
+        else:
+            name = self.owner.create(op, ctor, deps)
+        self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
+                                              tuple(inputs)))
+        self.ctx.report(node, code, f"{label} -> `self.{name}`" + (
+            "" if weight_module else f" = {op.module_name}({', '.join(ctor)})"))
+
+    def _weight_owner(self, op: Op, value: ast.expr | None, label: str) -> str:
+        """The module attribute whose own `weight` the call passes (`self.act.weight` where
+        `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
+        if (isinstance(value, ast.Attribute) and value.attr == "weight" and _self_attr(value.value)):
+            info = self.owner.attrs.get(value.value.attr)
+            if (info and isinstance(info.value, ast.Call)
+                    and self.ctx.info.names.resolve(info.value.func) == op.module):
+                return value.value.attr
+        shown = self.ctx.text(value) if value is not None else "?"
+        raise _Refusal("MIG106", f"{label}: weight `{shown}` would move into a new "
+                                 f"{op.module_name} and change its state_dict key; left as is")
+
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+            ast.MatMult: "@", ast.Pow: "**"}
+
+
+def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):
+    """Map the op's parameter names to (value node, input ref), or a reason string ('' for a
+    call that does not fit the signature and is better left alone)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return "arguments passed with * or ** cannot be split statically"
+    positional: list[tuple[ast.expr, tuple]] = []
+    if receiver is not None:
+        positional.append((receiver, ("receiver",)))
+    positional += [(a, ("arg", i)) for i, a in enumerate(call.args)]
+    bound: dict[str, tuple[ast.expr, tuple]] = {}
+    for (value, ref), arg in zip(positional, op.args):
+        if arg.keyword_only:
+            return ""
+        bound[arg.name] = (value, ref)
+    if len(positional) > len(op.args):
+        return ""
+    names = {a.name for a in op.args}
+    for kw in call.keywords:
+        if kw.arg not in names or kw.arg in bound:
+            return ""
+        bound[kw.arg] = (kw.value, ("kw", kw.arg))
+    return bound
+
+
+def _names_defined(cls: ast.ClassDef) -> set[str]:
+    """Attribute, method and class-level names a class defines or uses on `self`."""
+    names: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and _self_attr(node):
+            names.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
+
+
+def _self_attr(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def _assigns(stmt: ast.stmt, name: str) -> bool:
+    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name)
+
+
+def _body_holding(func: ast.AST, stmt: ast.stmt) -> list[ast.stmt]:
+    for node in ast.walk(func):
+        for part in ("body", "orelse", "finalbody"):
+            body = getattr(node, part, None)
+            if isinstance(body, list) and any(s is stmt for s in body):
+                return body
+    return [stmt]
+
+
+def _one_line_suite(init: ast.FunctionDef, stmt: ast.stmt) -> bool:
+    return any(parent is not stmt and parent.lineno == stmt.lineno
+               for parent in ast.walk(init) if isinstance(parent, ast.stmt))
+
+
+def _is_dict_annotation(node: ast.expr) -> bool:
+    head = ast.unparse(node).split("[", 1)[0].split(".")[-1]
+    return head in {"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "TypedDict"}

@@ -1,0 +1,152 @@
+"""Apply a `Plan` to source text with LibCST, so everything the plan does not touch keeps its
+exact formatting and comments."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from migrator.rewrite.plan import Plan, Replace, Span
+
+
+def apply(source: str, plan: Plan) -> str:
+    """The source with the plan's replacements, inserted statements and imports."""
+    module = cst.parse_module(source)
+    updated = MetadataWrapper(module, unsafe_skip_copy=True).visit(_Apply(plan))
+    return updated.code
+
+
+class _Apply(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+        self.replaces: dict[tuple[str, Span], Replace] = {}
+        for replace in plan.replaces:
+            self.replaces[(replace.kind, replace.span)] = replace
+
+    def _span(self, node: cst.CSTNode) -> Span:
+        pos = self.get_metadata(PositionProvider, node)
+        return (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+
+    def _take(self, kind: str, node: cst.CSTNode) -> Replace | None:
+        return self.replaces.get((kind, self._span(node)))
+
+    # -- expressions ---------------------------------------------------------------------------
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        replace = self._take("call", original)
+        if replace is None:
+            return updated
+        return _call(replace, updated).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_BinaryOperation(self, original: cst.BinaryOperation,
+                              updated: cst.BinaryOperation) -> cst.BaseExpression:
+        replace = self._take("binop", original)
+        if replace is None:
+            return updated
+        return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        replace = self._take("rename", original)
+        if replace is None:
+            return updated
+        return updated.with_changes(attr=cst.Name(replace.attr))
+
+    # -- statements ----------------------------------------------------------------------------
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.BaseSmallStatement:
+        replace = self._take("augassign", original)
+        if replace is None:
+            return updated
+        return cst.Assign(targets=[cst.AssignTarget(updated.target.deep_clone())],
+                          value=_call(replace, updated), semicolon=updated.semicolon)
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
+        if not isinstance(original.value, cst.Call):
+            return updated
+        replace = self._take("inplace", original.value)
+        if replace is None:
+            return updated
+        call = updated.value
+        return cst.Assign(targets=[cst.AssignTarget(call.func.value.deep_clone())],
+                          value=_call(replace, call), semicolon=updated.semicolon)
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock,
+                            updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        body = self._with_inserts(original.body, updated.body)
+        return updated.with_changes(body=body) if body is not None else updated
+
+    def _with_inserts(self, original, updated) -> list | None:
+        if not self.plan.inserts:
+            return None
+        body, changed = [], False
+        for old, new in zip(original, updated):
+            body.append(new)
+            for code in self.plan.inserts.get(self._span(old)[0], ()):
+                body.append(cst.parse_statement(code + "\n"))
+                changed = True
+        return body if changed else None
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self.plan.imports:
+            return updated
+        body = list(updated.body)
+        at = _import_position(body)
+        new = [cst.parse_statement(code + "\n") for code in self.plan.imports]
+        return updated.with_changes(body=body[:at] + new + body[at:])
+
+
+def _import_position(body: list[cst.CSTNode]) -> int:
+    """After the module's leading docstring, `__future__` imports and top import block."""
+    at = 0
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            at = i + 1
+        elif i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString):
+            at = 1
+        elif at or not isinstance(stmt, cst.SimpleStatementLine):
+            break
+    return at
+
+
+def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
+    args: list[cst.Arg] = []
+    for ref, keyword in replace.inputs:
+        for value, star in _resolve(ref, node):
+            if isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
+                value = value.with_changes(lpar=[], rpar=[])
+            arg = cst.Arg(value=value, star=star)
+            if keyword:
+                arg = arg.with_changes(keyword=cst.Name(keyword),
+                                       equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                             cst.SimpleWhitespace("")))
+            args.append(arg)
+    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for a in args[:-1]] + args[-1:]
+    return cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
+
+
+def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str]]:
+    """The expressions an input reference names in `node`, each with its star ('' or '*')."""
+    kind = ref[0]
+    if kind == "left":
+        return [(node.left, "")]
+    if kind == "right":
+        return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "")]
+    if kind == "target":
+        return [(node.target, "")]
+    if kind == "receiver":
+        return [(node.func.value, "")]
+    if kind == "arg":
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        return [(positional[ref[1]].value, "")]
+    if kind == "kw":
+        return [(next(a.value for a in node.args if a.keyword and a.keyword.value == ref[1]), "")]
+    (value, _), = _resolve(ref[1], node)
+    if kind == "elements":
+        return [(element.value, "") for element in value.elements]
+    if kind == "star":
+        return [(value, "*")]
+    raise ValueError(ref)

@@ -1,0 +1,148 @@
+"""Resolve names in a module to qualified names by following its imports and aliases.
+
+`F.relu`, `torch.nn.functional.relu` and `from torch.nn.functional import relu as r; r` all
+resolve to `torch.nn.functional.relu`. A name that the module (or the function at hand) binds to
+anything other than an import resolves to nothing, so a local `def relu` is never mistaken for
+torch's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ModuleNames:
+    """Module-level bindings of one source file."""
+
+    module: str
+    """Qualified name of the module itself (`pkg.models.resnet`), or '' when unknown."""
+    is_package: bool = False
+    imports: dict[str, str] = field(default_factory=dict)
+    """Local name -> qualified name, for names bound only by imports."""
+    local: set[str] = field(default_factory=set)
+    """Names bound by anything else at module level (def, class, assignment)."""
+    constants: dict[str, ast.expr] = field(default_factory=dict)
+    """Module-level names assigned exactly once, to a literal."""
+
+    def absolute(self, level: int, module: str | None) -> str:
+        """The absolute module named by a (possibly relative) `from` import."""
+        if level == 0:
+            return module or ""
+        parts = self.module.split(".") if self.module else []
+        drop = level - 1 if self.is_package else level
+        base = parts[: len(parts) - drop] if drop <= len(parts) else []
+        return ".".join(base + ([module] if module else []))
+
+    def resolve(self, node: ast.expr, shadowed: frozenset[str] | set[str] = frozenset()) -> str | None:
+        """Qualified name of `node` (a Name or dotted Attribute chain), or None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in shadowed:
+            return None
+        if node.id in self.imports:
+            base = self.imports[node.id]
+        elif node.id in self.local and self.module:
+            base = f"{self.module}.{node.id}"
+        else:
+            return None
+        return ".".join([base, *reversed(parts)])
+
+    def alias_for(self, qualname: str) -> str | None:
+        """The shortest local spelling of `qualname` through existing imports (`nn.ReLU`)."""
+        best: str | None = None
+        for local, target in self.imports.items():
+            if qualname == target or qualname.startswith(target + "."):
+                spelled = local + qualname[len(target):]
+                if best is None or len(spelled) < len(best):
+                    best = spelled
+        return best
+
+    def is_free(self, name: str) -> bool:
+        return name not in self.imports and name not in self.local
+
+
+def literal(node: ast.expr) -> bool:
+    """Whether `node` is a literal: a constant, a signed number, or a tuple/list of literals."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return literal(node.operand)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(literal(e) for e in node.elts)
+    return False
+
+
+def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> ModuleNames:
+    """Module-level imports, other bindings and literal constants of `tree`.
+
+    Imports anywhere at module level count, including inside `if`/`try` blocks; a name bound
+    both by an import and by something else is treated as unknown.
+    """
+    names = ModuleNames(module, is_package)
+    assigned: dict[str, list[ast.expr | None]] = {}
+
+    def visit(body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        names.imports[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        names.imports[top] = top
+            elif isinstance(stmt, ast.ImportFrom):
+                base = names.absolute(stmt.level, stmt.module)
+                for alias in stmt.names:
+                    if alias.name != "*":
+                        names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.local.add(stmt.name)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                value = None if isinstance(stmt, ast.AugAssign) else stmt.value
+                for target in targets:
+                    for node in ast.walk(target):
+                        if isinstance(node, ast.Name):
+                            assigned.setdefault(node.id, []).append(
+                                value if isinstance(target, ast.Name) else None)
+            elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+                for part in ("body", "orelse", "finalbody"):
+                    visit(getattr(stmt, part, []))
+                for handler in getattr(stmt, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(stmt, (ast.For, ast.While)):
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        assigned.setdefault(node.id, []).append(None)
+
+    visit(tree.body)
+    for name, values in assigned.items():
+        names.local.add(name)
+        if len(values) == 1 and values[0] is not None and literal(values[0]):
+            names.constants[name] = values[0]
+    for name in names.local & set(names.imports):
+        del names.imports[name]
+    return names
+
+
+def function_locals(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Names a function binds itself (parameters, assignments, imports, nested defs)."""
+    args = func.args
+    bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    for node in ast.walk(func):
+        if node is func:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound

@@ -1,0 +1,79 @@
+"""The edit plan: what the analysis decided, located by source position, for the codemod to apply.
+
+Positions are (line, column) with columns counted in characters, as LibCST counts them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+Span = tuple[int, int, int, int]
+"""(start line, start column, end line, end column) of an expression, parentheses excluded."""
+
+# Where a forward input of the new call comes from, relative to the replaced node.
+# ("arg", i) / ("kw", name): an argument of the original call; ("receiver",): the object of a
+# method call; ("left",) / ("right",): binary operands; ("target",): an augmented assignment's
+# target; ("elements", ref) / ("star", ref): the items of a list argument, or `*arg`.
+InputRef = tuple
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace the node at `span` by `self.<attr>(<inputs>)`.
+
+    kind: "call" (a call or method call), "binop", "augassign" (the statement `a += b` becomes
+    `a = self.add(a, b)`), "inplace" (the statement `a.add_(b)` becomes `a = self.add(a, b)`),
+    "rename" (the attribute `self.act` at span becomes `self.<attr>`).
+    """
+
+    kind: str
+    span: Span
+    attr: str
+    inputs: tuple[tuple[InputRef, str | None], ...] = ()
+    """Each input with the keyword to pass it by (None: positional)."""
+
+
+@dataclass
+class Plan:
+    replaces: list[Replace] = field(default_factory=list)
+    inserts: dict[int, list[str]] = field(default_factory=dict)
+    """Statement start line -> statements (source text) to insert right after it."""
+    imports: list[str] = field(default_factory=list)
+    """Import statements to add at the top of the module."""
+
+    def insert_after(self, line: int, code: str) -> None:
+        self.inserts.setdefault(line, []).append(code)
+
+    def __bool__(self) -> bool:
+        return bool(self.replaces or self.inserts or self.imports)
+
+
+class Positions:
+    """Convert `ast` positions (UTF-8 byte columns) to character columns."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.split("\n")
+
+    def column(self, line: int, byte_col: int) -> int:
+        text = self.lines[line - 1]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of a node (what `ast.get_source_segment` returns, without re-splitting
+        the source on every call)."""
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            line = self.lines[first]
+            if line.isascii():
+                return line[node.col_offset:node.end_col_offset]
+            return line.encode()[node.col_offset:node.end_col_offset].decode()
+        head = self.lines[first].encode()[node.col_offset:].decode()
+        tail = self.lines[last].encode()[:node.end_col_offset].decode()
+        return "\n".join([head, *self.lines[first + 1:last], tail])
+
+    def span(self, node: ast.AST) -> Span:
+        return (node.lineno, self.column(node.lineno, node.col_offset),
+                node.end_lineno, self.column(node.end_lineno, node.end_col_offset))

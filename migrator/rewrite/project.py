@@ -1,0 +1,182 @@
+"""What is known across files: module names, classes, which classes are `nn.Module`s and which
+hold no parameters or buffers.
+
+Files are parsed with `ast` on demand (and cached), so a base class defined in a sibling file of
+the same package is found without the caller naming that file.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from migrator.catalog import STATELESS_TORCH_MODULES
+from migrator.rewrite.names import ModuleNames, collect
+
+TORCH_MODULE = "torch.nn.Module"
+_NOT_MODULES = {"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
+                "torch.nn.UninitializedBuffer", "torch.nn.parameter.Parameter"}
+_PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
+_REGISTERS_STATE = {"register_buffer", "register_parameter"}
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    qualname: str
+    node: ast.ClassDef
+    file: "FileInfo"
+
+    @property
+    def bases(self) -> list[str | None]:
+        return [self.file.names.resolve(b) for b in self.node.bases]
+
+    def methods(self) -> dict[str, ast.FunctionDef]:
+        return {s.name: s for s in self.node.body if isinstance(s, ast.FunctionDef)}
+
+
+@dataclass
+class FileInfo:
+    path: Path | None
+    tree: ast.Module
+    names: ModuleNames
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+
+
+def module_name(path: Path) -> tuple[str, bool, Path]:
+    """(dotted module name, is a package `__init__`, import root) of a source file."""
+    path = path.resolve()
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), is_package, folder
+
+
+class Project:
+    """Cache of parsed files, keyed by module name, resolved against the files' import roots."""
+
+    def __init__(self) -> None:
+        self._by_module: dict[str, FileInfo | None] = {}
+        self._roots: list[Path] = []
+        self._stateless: dict[str, bool | None] = {}
+
+    def add(self, tree: ast.Module, path: Path | None) -> FileInfo:
+        """Register a parsed file (the one being processed) and return its info."""
+        module, is_package, root = module_name(path) if path else ("", False, None)
+        if root is not None:
+            for folder in (root, path.resolve().parent):
+                if folder not in self._roots:
+                    self._roots.append(folder)
+        info = FileInfo(path, tree, collect(tree, module, is_package))
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                qual = f"{module}.{stmt.name}" if module else stmt.name
+                info.classes[stmt.name] = ClassInfo(stmt.name, qual, stmt, info)
+        if module:
+            self._by_module[module] = info
+        return info
+
+    def _load(self, module: str) -> FileInfo | None:
+        if module in self._by_module:
+            return self._by_module[module]
+        self._by_module[module] = None
+        rel = Path(*module.split("."))
+        for root in self._roots:
+            for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
+                if candidate.is_file():
+                    try:
+                        tree = ast.parse(candidate.read_bytes())
+                    except (SyntaxError, ValueError, OSError):
+                        return None
+                    return self.add(tree, candidate)
+        return None
+
+    def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
+        """The class named by a qualified name, from the given file or a file on disk."""
+        if not qualname or "." not in qualname:
+            return within.classes.get(qualname) if within and qualname else None
+        module, name = qualname.rsplit(".", 1)
+        if within is not None and within.names.module == module:
+            return within.classes.get(name)
+        info = self._load(module)
+        if info is None:
+            return None
+        if name in info.classes:
+            return info.classes[name]
+        return self.find_class(info.names.imports.get(name))
+
+    def is_module(self, cls: ClassInfo, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether `cls` derives from `torch.nn.Module`, through classes that can be found."""
+        for base in cls.bases:
+            if base is None or base in _seen:
+                continue
+            if is_torch_module(base):
+                return True
+            parent = self.find_class(base, cls.file)
+            if parent is not None and self.is_module(parent, _seen | {cls.qualname}):
+                return True
+        return False
+
+    def stateless(self, qualname: str | None, within: FileInfo | None = None) -> bool | None:
+        """True if instances of the class hold no parameters or buffers whatever their
+        arguments, False if they may, None when that cannot be known statically."""
+        if qualname is None:
+            return None
+        if qualname.startswith("torch.nn."):
+            return qualname in STATELESS_TORCH_MODULES or qualname == TORCH_MODULE
+        cls = self.find_class(qualname, within)
+        if cls is None:
+            return None
+        if cls.qualname in self._stateless:
+            return self._stateless[cls.qualname]
+        self._stateless[cls.qualname] = None  # cycles are unknown
+        result = self._class_stateless(cls)
+        self._stateless[cls.qualname] = result
+        return result
+
+    def _class_stateless(self, cls: ClassInfo) -> bool | None:
+        verdicts = [self.stateless(base, cls.file) for base in cls.bases]
+        for node in ast.walk(cls.node):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
+                    return False
+                if cls.file.names.resolve(func) in _PARAMETER:
+                    return False
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if _is_self_attr(target):
+                        verdicts.append(self._value_stateless(node.value, cls.file))
+        if False in verdicts:
+            return False
+        return None if None in verdicts else True
+
+    def _value_stateless(self, value: ast.expr, file: FileInfo) -> bool | None:
+        """Whether assigning `value` to an attribute can add parameters or buffers."""
+        if isinstance(value, ast.IfExp):
+            a, b = self._value_stateless(value.body, file), self._value_stateless(value.orelse, file)
+            return False if False in (a, b) else (None if None in (a, b) else True)
+        if isinstance(value, ast.Call):
+            return self.stateless(file.names.resolve(value.func), file)
+        if isinstance(value, (ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.Compare,
+                              ast.BoolOp, ast.JoinedStr)):
+            return True
+        return None
+
+
+def is_torch_module(qualname: str) -> bool:
+    """Whether a qualified name is `torch.nn.Module` or one of torch.nn's module classes."""
+    if qualname == TORCH_MODULE or qualname == "torch.nn.modules.module.Module":
+        return True
+    parts = qualname.split(".")
+    return (len(parts) == 3 and parts[:2] == ["torch", "nn"] and parts[2][:1].isupper()
+            and qualname not in _NOT_MODULES)
+
+
+def _is_self_attr(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")

@@ -1,0 +1,41 @@
+"""Loading the before/after fixture pairs under `fixtures/`."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CASES = sorted((FIXTURES / "cases").glob("*.before.py"))
+TREES = sorted(p for p in (FIXTURES / "trees").iterdir() if p.is_dir())
+
+
+def after_of(before: Path) -> Path:
+    return before.with_name(before.name.replace(".before.py", ".after.py"))
+
+
+def findings_of(before: Path) -> Path:
+    return before.with_name(before.name.replace(".before.py", ".findings.txt"))
+
+
+def expected_after(before: Path) -> str:
+    """The expected rewrite: the `.after.py` file, or the input itself for refusals."""
+    after = after_of(before)
+    return (after if after.exists() else before).read_text(encoding="utf-8")
+
+
+def expected_findings(before: Path) -> list[str]:
+    path = findings_of(before)
+    if not path.exists():
+        return []
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def import_path(path: Path, name: str):
+    """Import a fixture file as a fresh module under `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,96 @@
+"""Every fixture pair: the codemod turns `before` into `after` exactly, reports the expected
+findings, is idempotent, and the migrated model is equivalent to the original."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fixture_cases import CASES, TREES, expected_after, expected_findings, import_path
+from migrator.config import Config
+from migrator.rewrite.engine import fix_text
+from migrator.rewrite.project import Project
+from migrator.runner import run
+
+IDS = [c.name.removesuffix(".before.py") for c in CASES]
+
+
+def _lines(findings) -> list[str]:
+    return [f"{f.line}:{f.col + 1}: {f.code} {f.message}" for f in findings]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_rewrite_matches_after(case):
+    new, findings = fix_text(case.read_text(encoding="utf-8"), str(case), Project())
+    assert new == expected_after(case)
+    assert _lines(findings) == expected_findings(case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_second_run_changes_nothing(case):
+    after = expected_after(case)
+    new, findings = fix_text(after, str(case), Project())
+    assert new == after
+    assert all(not f.fixable for f in findings)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_migrated_model_is_equivalent(case):
+    torch = pytest.importorskip("torch")
+    name = case.name.removesuffix(".before.py")
+    before = import_path(case, f"fixture_before_{name}")
+    after_text = expected_after(case)
+    after_path = case if after_text == case.read_text(encoding="utf-8") else case.with_name(
+        f"{name}.after.py")
+    after = import_path(after_path, f"fixture_after_{name}")
+    for train in (False, True):
+        torch.manual_seed(0)
+        original = before.Model()
+        torch.manual_seed(1)
+        migrated = after.Model()
+        migrated.load_state_dict(original.state_dict(), strict=True)
+        assert list(original.state_dict()) == list(migrated.state_dict())
+        original.train(train)
+        migrated.train(train)
+        torch.manual_seed(2)
+        inputs = before.example_inputs()
+        with torch.no_grad():
+            torch.manual_seed(3)
+            expected = original(*[i.clone() for i in inputs])
+            torch.manual_seed(3)
+            actual = migrated(*[i.clone() for i in inputs])
+        _assert_equal(torch, expected, actual)
+
+
+def _assert_equal(torch, expected, actual):
+    if isinstance(expected, (tuple, list)):
+        assert type(expected) is type(actual) and len(expected) == len(actual)
+        for e, a in zip(expected, actual):
+            _assert_equal(torch, e, a)
+    elif isinstance(expected, torch.Tensor):
+        assert torch.equal(expected, actual)
+    else:
+        assert expected == actual
+
+
+@pytest.mark.parametrize("tree", TREES, ids=[t.name for t in TREES])
+def test_tree_rewrite(tree, tmp_path):
+    """Multi-file fixtures (packages, cross-file base classes): `*.before.py` files are copied
+    as `*.py`, the whole tree is fixed, and each is compared with its `*.after.py`."""
+    work = tmp_path / tree.name
+    shutil.copytree(tree, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
+    for before in list(work.rglob("*.before.py")):
+        before.rename(before.with_name(before.name.replace(".before.py", ".py")))
+    outcomes = list(run([str(work)], Config(), rewrite=True))
+    assert all(o.error is None for o in outcomes)
+    for outcome in outcomes:
+        rel = outcome.path.relative_to(work)
+        source = tree / rel.with_name(rel.name.replace(".py", ".before.py"))
+        if source.exists():
+            expected = expected_after(source)
+            assert outcome.new_text == expected, rel
+            got = [f"{rel}:{line}" for line in _lines(outcome.findings)]
+            assert got == [f"{rel}:{line}" for line in expected_findings(source)]
+        else:
+            assert not outcome.changed, rel
