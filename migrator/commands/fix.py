@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
                 print(exc, file=sys.stderr)
                 errors += 1
                 continue
-            print(f"fixed {outcome.path}: " + ", ".join(f.message for f in fixed))
+            print(f"fixed {outcome.path}")
+            for finding in fixed:
+                print(f"  {finding.format()}")
             _ensure_ops_module(config)
     for finding in left:
         print(finding.format())

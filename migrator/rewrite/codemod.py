@@ -11,17 +11,53 @@ from migrator.rewrite.plan import Plan, Replace, Span
 
 def apply(source: str, plan: Plan) -> str:
     """The source with the plan's replacements, inserted statements and imports."""
-    module = cst.parse_module(source)
-    updated = MetadataWrapper(module, unsafe_skip_copy=True).visit(_Apply(plan))
-    return updated.code
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    mover = _MoveComments(plan)
+    wrapper.visit(mover)
+    return wrapper.visit(_Apply(plan, mover.comments)).code
+
+
+class _MoveComments(cst.CSTVisitor):
+    """Collect the comments written among the arguments a rewrite drops (the hyper-parameters):
+    they move to the line that creates the module, next to the values they describe."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.calls = {r.span: r for r in plan.replaces if r.kind == "call"}
+        self.comments: dict[str, list[str]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        pos = self.get_metadata(PositionProvider, node)
+        replace = self.calls.get((pos.start.line, pos.start.column, pos.end.line, pos.end.column))
+        if replace is None:
+            return
+        kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
+        found: list[str] = []
+        for arg in node.args:
+            if id(arg) not in kept:
+                arg.visit(_CommentCollector(found))
+        if found:
+            self.comments[replace.attr] = found
+
+
+class _CommentCollector(cst.CSTVisitor):
+    def __init__(self, found: list[str]) -> None:
+        super().__init__()
+        self.found = found
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node.value.lstrip("#").strip())
 
 
 class _Apply(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, comments: dict[str, list[str]]) -> None:
         super().__init__()
         self.plan = plan
+        self.comments = comments
         self.replaces: dict[tuple[str, Span], Replace] = {}
         for replace in plan.replaces:
             self.replaces[(replace.kind, replace.span)] = replace
@@ -83,6 +119,9 @@ class _Apply(cst.CSTTransformer):
         for old, new in zip(original, updated):
             body.append(new)
             for code in self.plan.inserts.get(self._span(old)[0], ()):
+                attr = code.split("=", 1)[0].strip().removeprefix("self.")
+                if attr in self.comments:
+                    code += "  # " + "; ".join(self.comments[attr])
                 body.append(cst.parse_statement(code + "\n"))
                 changed = True
         return body if changed else None
@@ -114,39 +153,68 @@ def _import_position(body: list[cst.CSTNode]) -> int:
 def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
     args: list[cst.Arg] = []
     for ref, keyword in replace.inputs:
-        for value, star in _resolve(ref, node):
+        for value, star, source in _resolve(ref, node):
             if isinstance(value, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
                 value = value.with_changes(lpar=[], rpar=[])
             arg = cst.Arg(value=value, star=star)
+            if source is not None and _multiline(source.comma):
+                # keep the line break and comment that follow a kept argument
+                arg = arg.with_changes(comma=source.comma,
+                                       whitespace_after_arg=source.whitespace_after_arg)
             if keyword:
                 arg = arg.with_changes(keyword=cst.Name(keyword),
                                        equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                              cst.SimpleWhitespace("")))
             args.append(arg)
-    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if isinstance(node, cst.BinaryOperation):  # a line break (and comment) at the operator stays
+        for space in (node.operator.whitespace_before, node.operator.whitespace_after):
+            if isinstance(space, cst.ParenthesizedWhitespace):
+                comma = cst.Comma(whitespace_after=space)
+                break
+    args = [a if isinstance(a.comma, cst.Comma) else a.with_changes(comma=comma)
             for a in args[:-1]] + args[-1:]
-    return cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
+    if (isinstance(node, cst.Call) and args and isinstance(args[-1].comma, cst.Comma)
+            and isinstance(node.args[-1].comma, cst.Comma)):
+        closing = node.args[-1].comma.whitespace_after  # the indent before `)` stays
+        kept = args[-1].comma.whitespace_after
+        if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(
+                kept, cst.ParenthesizedWhitespace):
+            kept = kept.with_changes(indent=closing.indent, last_line=closing.last_line)
+            args[-1] = args[-1].with_changes(comma=args[-1].comma.with_changes(
+                whitespace_after=kept))
+    call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
+    if isinstance(node, cst.Call):
+        call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
+    return call
 
 
-def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str]]:
-    """The expressions an input reference names in `node`, each with its star ('' or '*')."""
+def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
+    return isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after,
+                                                       cst.ParenthesizedWhitespace)
+
+
+def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str, cst.Arg | None]]:
+    """The expressions an input reference names in `node`, each with its star ('' or '*') and
+    the argument node it came from (None for operands and receivers)."""
     kind = ref[0]
     if kind == "left":
-        return [(node.left, "")]
+        return [(node.left, "", None)]
     if kind == "right":
-        return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "")]
+        return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "", None)]
     if kind == "target":
-        return [(node.target, "")]
+        return [(node.target, "", None)]
     if kind == "receiver":
-        return [(node.func.value, "")]
+        return [(node.func.value, "", None)]
     if kind == "arg":
-        positional = [a for a in node.args if a.keyword is None and not a.star]
-        return [(positional[ref[1]].value, "")]
+        arg = [a for a in node.args if a.keyword is None and not a.star][ref[1]]
+        return [(arg.value, "", arg)]
     if kind == "kw":
-        return [(next(a.value for a in node.args if a.keyword and a.keyword.value == ref[1]), "")]
-    (value, _), = _resolve(ref[1], node)
+        arg = next(a for a in node.args if a.keyword and a.keyword.value == ref[1])
+        return [(arg.value, "", arg)]
+    (value, _, arg), = _resolve(ref[1], node)
     if kind == "elements":
-        return [(element.value, "") for element in value.elements]
+        return [(element.value, "", None) for element in value.elements]
     if kind == "star":
-        return [(value, "*")]
+        return [(value, "*", arg)]
     raise ValueError(ref)

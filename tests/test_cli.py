@@ -1,0 +1,144 @@
+"""`migrator fix` and `migrator check` as a user runs them: output, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODEL = '''import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        return F.relu(self.conv(x))
+'''
+FIXED = '''import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+        self.conv = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        return self.relu(self.conv(x))
+'''
+SHARED_CONV = '''import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        return self.conv(self.conv(x))
+'''
+
+
+def migrator(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "migrator", *args], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "net.py").write_text(MODEL)
+    (tmp_path / "models" / "clean.py").write_text(FIXED)
+    return tmp_path
+
+
+def test_fix_rewrites_in_place_and_reports(tree):
+    result = migrator("fix", "models", cwd=tree)
+    assert result.returncode == 1, result.stderr
+    assert (tree / "models" / "net.py").read_text() == FIXED
+    assert "fixed models/net.py" in result.stdout
+    assert "MIG001" in result.stdout
+    assert "1 file(s) changed" in result.stderr
+    again = migrator("fix", "models", cwd=tree)
+    assert again.returncode == 0 and again.stdout == ""
+
+
+def test_fix_diff_writes_nothing(tree):
+    result = migrator("fix", "--diff", "models", cwd=tree, env={"NO_COLOR": "1"})
+    assert result.returncode == 1
+    assert (tree / "models" / "net.py").read_text() == MODEL
+    assert "--- a/models/net.py\n+++ b/models/net.py\n" in result.stdout
+    assert "-        return F.relu(self.conv(x))\n+        return self.relu(self.conv(x))\n" in result.stdout
+    assert "\033[" not in result.stdout
+
+
+def test_fix_check_exit_codes(tree):
+    assert migrator("fix", "--check", "models", cwd=tree).returncode == 1
+    assert (tree / "models" / "net.py").read_text() == MODEL
+    assert migrator("fix", "--check", "models/clean.py", cwd=tree).returncode == 0
+
+
+def test_check_prints_findings_and_json(tree):
+    (tree / "models" / "shared.py").write_text(SHARED_CONV)
+    result = migrator("check", "models", cwd=tree)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("models/net.py:11:16: MIG001 F.relu -> `self.relu`")
+    assert lines[1].startswith("models/shared.py:10:16: MIG103 `self.conv` is called at 2 sites")
+    data = json.loads(migrator("check", "--format", "json", "models", cwd=tree).stdout)
+    assert [(d["path"], d["line"], d["col"], d["code"], d["fixable"]) for d in data] == [
+        ("models/net.py", 11, 16, "MIG001", True), ("models/shared.py", 10, 16, "MIG103", False)]
+    assert migrator("check", "models/clean.py", cwd=tree).returncode == 0
+
+
+def test_bad_files_are_reported_and_others_still_processed(tree):
+    (tree / "models" / "broken.py").write_text("class A(:\n    pass\n")
+    (tree / "models" / "latin.py").write_bytes(b"x = '\xe9'\n")
+    result = migrator("fix", "models", cwd=tree)
+    assert result.returncode == 2
+    errors = result.stderr.splitlines()
+    assert any(e.startswith("models/broken.py:1: ") for e in errors)
+    assert any(e.startswith("models/latin.py:1: ") for e in errors)
+    assert (tree / "models" / "broken.py").read_text() == "class A(:\n    pass\n"
+    assert (tree / "models" / "net.py").read_text() == FIXED
+
+
+def test_usage_error_exits_2(tree):
+    assert migrator("fix", "--bogus", cwd=tree).returncode == 2
+
+
+def test_static_commands_never_import_torch(tree):
+    code = ("import sys; from migrator.cli import main; rc = main(['check', 'models']); "
+            "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True)
+    assert result.stdout.strip().splitlines()[-1] == "False"
+    code = code.replace("'check'", "'fix'")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True)
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_ops_module_writes_the_op_modules_into_the_project(tree):
+    (tree / "pyproject.toml").write_text('[tool.migrator]\nops_module = "models.quant_ops"\n')
+    (tree / "models" / "__init__.py").write_text("")
+    (tree / "models" / "add.py").write_text(MODEL.replace("F.relu(self.conv(x))", "self.conv(x) + x"))
+    result = migrator("fix", "models", cwd=tree)
+    assert result.returncode == 1, result.stderr
+    text = (tree / "models" / "add.py").read_text()
+    assert "from models.quant_ops import Add\n" in text and "migrator" not in text
+    ops = tree / "models" / "quant_ops.py"
+    assert ops.read_text() == (Path(__file__).parent.parent / "migrator" / "nn.py").read_text()
+
+
+def test_unknown_config_key_is_reported(tree):
+    (tree / "pyproject.toml").write_text('[tool.migrator]\nopsmodule = "x"\n')
+    result = migrator("check", "models/clean.py", cwd=tree)
+    assert "unknown key `opsmodule` in [tool.migrator]" in result.stderr
