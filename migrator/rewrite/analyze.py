@@ -415,7 +415,7 @@ class ClassAnalysis:
             raise _Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
                                      "its class cannot be known")
         value = info.value
-        verdict = self.ctx.project._value_stateless(value, self.ctx.info)
+        verdict = self.ctx.project.value_stateless(value, self.ctx.info)
         label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
         if verdict is False:
             raise _Refusal("MIG103", f"{where} and `{label}` may hold parameters or buffers: copies "
@@ -490,7 +490,7 @@ class _Scanner:
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
         op = catalog.by_operator(_SYMBOLS.get(type(node.op), ""))
-        if op is None or not (self.tensors.is_tensor(node.left) or self.tensors.is_tensor(node.right)):
+        if op is None or not self.tensors.is_tensor(node):
             return
         bound = {op.args[0].name: (node.left, ("left",)), op.args[1].name: (node.right, ("right",))}
         self._convert(op, node, bound, visit, "MIG002", f"`{_SYMBOLS[type(node.op)]}`",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrator.catalog import STATELESS_TORCH_MODULES
-from migrator.rewrite.names import ModuleNames, collect
+from migrator.rewrite.names import ModuleNames, collect, literal
 
 TORCH_MODULE = "torch.nn.Module"
 _NOT_MODULES = {"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
@@ -140,28 +140,33 @@ class Project:
 
     def _class_stateless(self, cls: ClassInfo) -> bool | None:
         verdicts = [self.stateless(base, cls.file) for base in cls.bases]
-        for node in ast.walk(cls.node):
-            if isinstance(node, ast.Call):
-                func = node.func
-                if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
-                    return False
-                if cls.file.names.resolve(func) in _PARAMETER:
-                    return False
-            elif isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if _is_self_attr(target):
-                        verdicts.append(self._value_stateless(node.value, cls.file))
+        for method in cls.methods().values():
+            plain = _plain_parameters(method)
+            for node in ast.walk(method):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
+                        return False
+                    if cls.file.names.resolve(func) in _PARAMETER:
+                        return False
+                elif isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets):
+                    verdicts.append(self.value_stateless(node.value, cls.file, plain))
         if False in verdicts:
             return False
         return None if None in verdicts else True
 
-    def _value_stateless(self, value: ast.expr, file: FileInfo) -> bool | None:
-        """Whether assigning `value` to an attribute can add parameters or buffers."""
+    def value_stateless(self, value: ast.expr, file: FileInfo,
+                        plain: frozenset[str] = frozenset()) -> bool | None:
+        """Whether assigning `value` to an attribute adds no parameters or buffers (None:
+        unknown). `plain` names hold plain values (parameters with literal defaults)."""
         if isinstance(value, ast.IfExp):
-            a, b = self._value_stateless(value.body, file), self._value_stateless(value.orelse, file)
+            a = self.value_stateless(value.body, file, plain)
+            b = self.value_stateless(value.orelse, file, plain)
             return False if False in (a, b) else (None if None in (a, b) else True)
         if isinstance(value, ast.Call):
             return self.stateless(file.names.resolve(value.func), file)
+        if isinstance(value, ast.Name):
+            return True if value.id in plain or value.id in file.names.constants else None
         if isinstance(value, (ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.Compare,
                               ast.BoolOp, ast.JoinedStr)):
             return True
@@ -180,3 +185,16 @@ def is_torch_module(qualname: str) -> bool:
 def _is_self_attr(node: ast.expr) -> bool:
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id == "self")
+
+
+def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
+    """Parameters that hold plain values: a literal default or a scalar annotation."""
+    args = method.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
+                        args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    plain = {name for name, default in defaults.items() if literal(default)}
+    plain |= {a.arg for a in (*positional, *args.kwonlyargs) if a.annotation is not None
+              and ast.unparse(a.annotation) in ("int", "float", "bool", "str")}
+    return frozenset(plain)

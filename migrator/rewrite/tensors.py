@@ -27,7 +27,10 @@ NOT_TENSOR_TORCH = frozenset("""
     torch.unbind torch.tensor_split torch.broadcast_shapes torch.jit.is_scripting
     torch.jit.is_tracing torch.compiler.is_compiling torch.is_autocast_enabled
 """.split())
-_SCALAR_ANNOTATIONS = frozenset("int float bool str list tuple dict List Tuple Dict Sequence".split())
+_SCALAR_ANNOTATIONS = frozenset("""int float bool str bytes list tuple dict set List Tuple Dict Set
+    Sequence Mapping Iterable Iterator Callable Any""".split())
+_NOT_TENSOR_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp,
+                        ast.DictComp, ast.GeneratorExp, ast.JoinedStr)
 
 
 class TensorNames:
@@ -137,6 +140,8 @@ class TensorNames:
                 return node.attr in self.tensor_attrs
             return node.attr in {"T", "mT", "H", "mH", "data", "real", "imag"} and self.is_tensor(node.value)
         if isinstance(node, ast.BinOp):
+            if any(_container(side) for side in (node.left, node.right)):
+                return False
             return self.is_tensor(node.left) or self.is_tensor(node.right)
         if isinstance(node, ast.UnaryOp):
             return not isinstance(node.op, ast.Not) and self.is_tensor(node.operand)
@@ -148,13 +153,24 @@ class TensorNames:
 
 
 def _annotation_kind(annotation: ast.expr | None) -> str | None:
-    """'tensor', 'other' or None (unannotated or unknown)."""
+    """'tensor' (Tensor, Optional[Tensor]), 'other' (scalars, containers) or None (unknown)."""
     if annotation is None:
         return None
-    text = ast.unparse(annotation)
-    if "Tensor" in text:
+    text = ast.unparse(annotation).replace(" ", "")
+    for prefix in ("Optional[", "typing.Optional["):
+        if text.startswith(prefix) and text.endswith("]"):
+            text = text[len(prefix):-1]
+    alternatives = set(text.split("|")) - {"None"}
+    if len(alternatives) == 1:
+        text = alternatives.pop()
+    if text.split(".")[-1] in {"Tensor", "Parameter"}:
         return "tensor"
-    head = text.split("[", 1)[0].split(".")[-1]
-    if head in _SCALAR_ANNOTATIONS or text in {"None"} or "Dict" in text or "dict" in text:
+    if text.split("[", 1)[0].split(".")[-1] in _SCALAR_ANNOTATIONS or "[" in text or text == "None":
         return "other"
     return None
+
+
+def _container(node: ast.expr) -> bool:
+    """A literal that is certainly not a tensor (list, tuple, string, ...)."""
+    return isinstance(node, _NOT_TENSOR_LITERALS) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
