@@ -103,7 +103,10 @@ class FileContext:
                 self._add_plain("torch")
                 return qualname
         elif names.is_free(cls) and cls not in self._pending_names():
-            self.from_imports.setdefault(package, []).append(cls)
+            if any(t.rpartition(".")[0] == package for t in names.imports.values()):
+                self.plan.import_names.setdefault(package, []).append(cls)
+            else:
+                self.from_imports.setdefault(package, []).append(cls)
             return cls
         top = package.split(".")[0]
         if names.is_free(top):
@@ -112,7 +115,8 @@ class FileContext:
         raise _Refusal("MIG109", f"no free name to import `{qualname}` under")
 
     def _pending_names(self) -> set[str]:
-        return {n for names in self.from_imports.values() for n in names}
+        return {n for table in (self.from_imports, self.plan.import_names)
+                for names in table.values() for n in names}
 
     def _add_plain(self, module: str) -> None:
         if module not in self.plain_imports:

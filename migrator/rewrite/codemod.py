@@ -58,6 +58,7 @@ class _Apply(cst.CSTTransformer):
         super().__init__()
         self.plan = plan
         self.comments = comments
+        self.import_names = dict(plan.import_names)
         self.replaces: dict[tuple[str, Span], Replace] = {}
         for replace in plan.replaces:
             self.replaces[(replace.kind, replace.span)] = replace
@@ -125,6 +126,23 @@ class _Apply(cst.CSTTransformer):
                 body.append(cst.parse_statement(code + "\n"))
                 changed = True
         return body if changed else None
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
+            return updated
+        module = cst.Module([]).code_for_node(updated.module)
+        names = self.import_names.pop(module, None)
+        if not names:
+            return updated
+        last = updated.names[-1]
+        added = [cst.ImportAlias(cst.Name(n)) for n in names]
+        if isinstance(last.comma, cst.Comma):  # a parenthesised list with a trailing comma
+            added = [a.with_changes(comma=last.comma) for a in added]
+            return updated.with_changes(names=[*updated.names, *added])
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        head = [*updated.names[:-1], last.with_changes(comma=comma)]
+        return updated.with_changes(
+            names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:])
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not self.plan.imports:

@@ -41,12 +41,14 @@ class Plan:
     """Statement start line -> statements (source text) to insert right after it."""
     imports: list[str] = field(default_factory=list)
     """Import statements to add at the top of the module."""
+    import_names: dict[str, list[str]] = field(default_factory=dict)
+    """Module -> names to add to the file's existing `from <module> import ...` statement."""
 
     def insert_after(self, line: int, code: str) -> None:
         self.inserts.setdefault(line, []).append(code)
 
     def __bool__(self) -> bool:
-        return bool(self.replaces or self.inserts or self.imports)
+        return bool(self.replaces or self.inserts or self.imports or self.import_names)
 
 
 class Positions:
