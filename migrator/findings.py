@@ -17,7 +17,7 @@ CODES: dict[str, str] = {
     "MIG106": "learned weight cannot move into a module without changing state_dict keys",
     "MIG107": "argument value the replacing module does not support",
     "MIG108": "in-place op cannot be proven safe to rewrite out of place",
-    "MIG109": "no `super().__init__()` in `__init__` to create the module after",
+    "MIG109": "no safe place in `__init__` to create the module",
     "MIG110": "helper method runs more than once per forward: its ops would be reused",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }

@@ -35,6 +35,10 @@ _FRESH_OUTPUT = frozenset(f"torch.nn.{c}" for c in """
 """.split())
 
 
+_CONTAINERS = frozenset(f"torch.nn.{c}" for c in
+                       "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
+
+
 @dataclass
 class InitAttr:
     """An attribute assigned in `__init__`."""
@@ -172,6 +176,7 @@ class ClassAnalysis:
         self.tensor_attrs: set[str] = set()
         self.sites: dict[str, list[Site]] = {}
         self.super_index = self._super_index()
+        self.new_init: list[str] = []
         self._collect_attributes()
         self.taken = self._taken_names()
 
@@ -238,6 +243,14 @@ class ClassAnalysis:
         attrs = {a for a, info in self.attrs.items()
                  if isinstance(info.value, (ast.Call, ast.IfExp)) and a not in self.tensor_attrs}
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def _container(self) -> str | None:
+        """The torch.nn container class this class derives from, if any."""
+        for cls in [self.cls, *self._ancestors(self.cls)]:
+            for base in cls.bases:
+                if base in _CONTAINERS:
+                    return base.replace("torch.nn.", "nn.")
+        return None
 
     def _family(self) -> list[ClassInfo]:
         """This class, its ancestors that can be found, and its subclasses in the same file."""
@@ -324,6 +337,7 @@ class ClassAnalysis:
                                   self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
             scanner = _Scanner(self, method, times, tensors, module_attrs)
             scanner.scan()
+        self._plan_new_init()
         self._split_reused()
 
     def _check_signature(self, forward: ast.FunctionDef) -> None:
@@ -373,8 +387,15 @@ class ClassAnalysis:
             deps |= sub
         return deps
 
-    def anchor(self, deps: set[str]) -> int:
-        """Line of the `__init__` statement after which a module depending on `deps` is made."""
+    def anchor(self, deps: set[str]) -> int | None:
+        """Line of the `__init__` statement after which a module depending on `deps` is made
+        (None: the class has no `__init__`; one is created)."""
+        container = self._container()
+        if container:
+            raise _Refusal("MIG109", f"the class derives from `{container}`: a new submodule "
+                                     "would join its sequence of modules")
+        if self.init is None:
+            return None
         if self.super_index is None:
             raise _Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
                                      "module after")
@@ -382,12 +403,29 @@ class ClassAnalysis:
         return self.init.body[index].lineno
 
     def create(self, op: Op, ctor: list[str], deps: set[str]) -> str:
-        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name.
+
+        A class without an `__init__` of its own gets one that passes every argument on."""
         line = self.anchor(deps)
         module = self.ctx.module_ref(op.module)
         name = self.new_name(op.key)
-        self.ctx.plan.insert_after(line, f"self.{name} = {module}({', '.join(ctor)})")
+        code = f"self.{name} = {module}({', '.join(ctor)})"
+        if line is None:
+            self.new_init.append(code)
+        else:
+            self.ctx.plan.insert_after(line, code)
         return name
+
+    def _plan_new_init(self) -> None:
+        if not self.new_init:
+            return
+        body = "".join(f"    {code}\n" for code in self.new_init)
+        first = next(s for s in self.cls.node.body
+                     if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)))
+        self.ctx.plan.insert_before(first.lineno if not first.decorator_list else
+                                    first.decorator_list[0].lineno,
+                                    "def __init__(self, *args, **kwargs):\n"
+                                    "    super().__init__(*args, **kwargs)\n" + body)
 
     # -- reused modules ------------------------------------------------------------------------
     def _split_reused(self) -> None:

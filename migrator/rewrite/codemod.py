@@ -114,10 +114,18 @@ class _Apply(cst.CSTTransformer):
         return updated.with_changes(body=body) if body is not None else updated
 
     def _with_inserts(self, original, updated) -> list | None:
-        if not self.plan.inserts:
+        if not (self.plan.inserts or self.plan.inserts_before):
             return None
         body, changed = [], False
         for old, new in zip(original, updated):
+            for code in self.plan.inserts_before.get(self._span(old)[0], ()):
+                # the new statement takes the blank lines above (comments stay with their
+                # statement); one blank line follows it
+                lines = list(new.leading_lines)
+                blank = next((i for i, line in enumerate(lines) if line.comment), len(lines))
+                body.append(cst.parse_statement(code).with_changes(leading_lines=lines[:blank]))
+                new = new.with_changes(leading_lines=[cst.EmptyLine(indent=False)] + lines[blank:])
+                changed = True
             body.append(new)
             for code in self.plan.inserts.get(self._span(old)[0], ()):
                 attr = code.split("=", 1)[0].strip().removeprefix("self.")

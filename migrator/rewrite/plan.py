@@ -39,6 +39,8 @@ class Plan:
     replaces: list[Replace] = field(default_factory=list)
     inserts: dict[int, list[str]] = field(default_factory=dict)
     """Statement start line -> statements (source text) to insert right after it."""
+    inserts_before: dict[int, list[str]] = field(default_factory=dict)
+    """Statement start line -> statements to insert right before it (a new `__init__`)."""
     imports: list[str] = field(default_factory=list)
     """Import statements to add at the top of the module."""
     import_names: dict[str, list[str]] = field(default_factory=dict)
@@ -47,8 +49,12 @@ class Plan:
     def insert_after(self, line: int, code: str) -> None:
         self.inserts.setdefault(line, []).append(code)
 
+    def insert_before(self, line: int, code: str) -> None:
+        self.inserts_before.setdefault(line, []).append(code)
+
     def __bool__(self) -> bool:
-        return bool(self.replaces or self.inserts or self.imports or self.import_names)
+        return bool(self.replaces or self.inserts or self.inserts_before or self.imports
+                    or self.import_names)
 
 
 class Positions:
