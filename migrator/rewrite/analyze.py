@@ -100,6 +100,8 @@ class FileContext:
             if module == package and cls in imported:
                 return cls
         if package == "torch.nn":
+            if "nn" in self.from_imports.get("torch", ()):
+                return f"nn.{cls}"
             if names.is_free("nn") and "nn" not in self._pending_names():
                 self.from_imports.setdefault("torch", []).append("nn")
                 return f"nn.{cls}"
@@ -321,7 +323,7 @@ class ClassAnalysis:
             return counts[name]
 
         return {name: count(name, ()) for name in self.methods
-                if name != "__init__" and count(name, ()) > 0}
+                if name != "__init__" and not _static(self.methods[name]) and count(name, ()) > 0}
 
     def run(self) -> None:
         forward = self.methods.get("forward")
@@ -400,6 +402,9 @@ class ClassAnalysis:
             raise _Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
                                      "module after")
         index = max([self.super_index] + [self.attrs[d].top_index for d in deps])
+        if self.init.body[index].lineno == self.init.lineno:
+            raise _Refusal("MIG109", "`__init__` is written on one line: put its body on lines "
+                                     "of its own first")
         return self.init.body[index].lineno
 
     def create(self, op: Op, ctor: list[str], deps: set[str]) -> str:
@@ -421,9 +426,8 @@ class ClassAnalysis:
             return
         body = "".join(f"    {code}\n" for code in self.new_init)
         first = next(s for s in self.cls.node.body
-                     if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)))
-        self.ctx.plan.insert_before(first.lineno if not first.decorator_list else
-                                    first.decorator_list[0].lineno,
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.ctx.plan.insert_before(first.lineno,
                                     "def __init__(self, *args, **kwargs):\n"
                                     "    super().__init__(*args, **kwargs)\n" + body)
 
@@ -695,6 +699,12 @@ def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):
             return ""
         bound[kw.arg] = (kw.value, ("kw", kw.arg))
     return bound
+
+
+def _static(method: ast.FunctionDef) -> bool:
+    """A static or class method: it has no `self` to hold modules."""
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+               for d in method.decorator_list)
 
 
 def _names_defined(cls: ast.ClassDef) -> set[str]:
