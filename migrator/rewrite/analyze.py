@@ -357,22 +357,56 @@ class ClassAnalysis:
                 self.ctx.report(node, "MIG201", "forward returns a dict")
 
     # -- creating modules ----------------------------------------------------------------------
-    def fixed(self, node: ast.expr) -> set[str] | None:
-        """The `self` attributes a hyper-parameter depends on, or None if it is not fixed at
-        `__init__` time."""
+    def hyper(self, node: ast.expr, shadowed: set[str]) -> tuple[str, set[str]]:
+        """(source text valid in `__init__`, `self` attributes it depends on) of a
+        hyper-parameter; raises a refusal when its value is not fixed at `__init__` time.
+        `shadowed`: the names the calling method binds itself."""
+        deps: set[str] = set()
+        replace: dict[str, ast.expr] = {}
+        init_locals = function_locals(self.init) if self.init else set()
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and part.id != "self":
+                if part.id in shadowed:
+                    raise _Refusal("MIG101", f"`{part.id}` is a local value of the method")
+                if part.id in init_locals and part.id in self.ctx.info.names.constants:
+                    replace[part.id] = self.ctx.info.names.constants[part.id]
+                elif part.id in init_locals:
+                    raise _Refusal("MIG101", f"`{part.id}` means something else in `__init__`")
+        reason = self._unfixed(node, deps)
+        if reason:
+            raise _Refusal("MIG101", reason)
+        text = self.ctx.text(node)
+        if replace:  # constants shadowed in `__init__` are written out as their values
+            names = sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in replace),
+                           key=lambda n: (n.lineno, n.col_offset), reverse=True)
+            if any(n.lineno != node.lineno for n in names) or node.lineno != node.end_lineno:
+                raise _Refusal("MIG101", "a constant it uses means something else in `__init__`")
+            start = self.ctx.positions.column(node.lineno, node.col_offset)
+            for name in names:
+                a = self.ctx.positions.column(name.lineno, name.col_offset) - start
+                b = self.ctx.positions.column(name.lineno, name.end_col_offset) - start
+                text = text[:a] + self.ctx.text(replace[name.id]) + text[b:]
+        return text, deps
+
+    def _unfixed(self, node: ast.expr, deps: set[str]) -> str | None:
+        """Why `node` is not fixed at `__init__` time (None: it is); collects `self` deps."""
         if literal(node):
-            return set()
+            return None
         if isinstance(node, ast.Name):
-            return set() if node.id in self.ctx.info.names.constants else None
+            return (None if node.id in self.ctx.info.names.constants
+                    else f"`{node.id}` is not a module-level constant")
         if _self_attr(node):
             info = self.attrs.get(node.attr)
-            if (info is None or info.nested or node.attr in self.assigned_elsewhere
-                    or node.attr in self.module_attrs() or node.attr in self.tensor_attrs):
-                return None
-            return {node.attr}
+            if info is None or node.attr in self.assigned_elsewhere:
+                return f"`self.{node.attr}` is not assigned only in `__init__`"
+            if info.nested:
+                return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
+            if node.attr in self.module_attrs() or node.attr in self.tensor_attrs:
+                return f"`self.{node.attr}` is a module or a tensor"
+            deps.add(node.attr)
+            return None
         if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
-            return set()
-        parts: list[ast.expr] = []
+            return None
         if isinstance(node, ast.BinOp):
             parts = [node.left, node.right]
         elif isinstance(node, ast.UnaryOp):
@@ -380,14 +414,8 @@ class ClassAnalysis:
         elif isinstance(node, (ast.Tuple, ast.List)):
             parts = list(node.elts)
         else:
-            return None
-        deps: set[str] = set()
-        for part in parts:
-            sub = self.fixed(part)
-            if sub is None:
-                return None
-            deps |= sub
-        return deps
+            return "it is computed at run time"
+        return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)
 
     def anchor(self, deps: set[str]) -> int | None:
         """Line of the `__init__` statement after which a module depending on `deps` is made
@@ -623,12 +651,13 @@ class _Scanner:
                     if default != arg.default:
                         ctor.append(f"{arg.ctor_name}={arg.default!r}")
                     continue
-                sub = self.owner.fixed(value)
-                if sub is None:
-                    raise _Refusal("MIG101", f"{label}: `{arg.name}={self.ctx.text(value)}` is not a "
-                                             "constant or a value fixed at __init__ time")
+                try:
+                    text, sub = self.owner.hyper(value, self.shadowed)
+                except _Refusal as refusal:
+                    raise _Refusal("MIG101", f"{label}: `{arg.name}={self.ctx.text(value)}` is not "
+                                             f"fixed at __init__ time: {refusal.message}") from None
                 deps |= sub
-                ctor.append(f"{arg.ctor_name}={self.ctx.text(value)}")
+                ctor.append(f"{arg.ctor_name}={text}")
             elif arg.role == TRAINING:
                 if not (value is not None and _self_attr(value) and value.attr == "training"):
                     shown = self.ctx.text(value) if value is not None else f"{arg.default} (default)"
