@@ -59,6 +59,9 @@ class Site:
     attr: str
     func: ast.Attribute
     times: int
+    pending: tuple[Replace, ast.AST, str] | None = None
+    """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
+    module's single call: (replace, node, message)."""
 
 
 @dataclass
@@ -86,6 +89,13 @@ class FileContext:
 
     def text(self, node: ast.AST) -> str:
         return self.positions.segment(node)
+
+    def block_text(self, node: ast.AST, stmt: ast.stmt) -> str:
+        """The node's text for a new statement beside `stmt`: continuation lines lose the
+        statement's indentation, which the codemod adds back."""
+        lines = self.text(node).split("\n")
+        indent = " " * stmt.col_offset
+        return "\n".join(lines[:1] + [l.removeprefix(indent) for l in lines[1:]])
 
     def module_ref(self, qualname: str) -> str:
         """How this file can name a class, adding the fewest imports needed."""
@@ -464,6 +474,11 @@ class ClassAnalysis:
         for attr, sites in self.sites.items():
             times = sum(site.times for site in sites)
             if times < 2:
+                for site in sites:
+                    if site.pending:
+                        replace, node, message = site.pending
+                        self.ctx.plan.replaces.append(replace)
+                        self.ctx.report(node, "MIG001", message)
                 continue
             first = sites[0].func
             try:
@@ -475,7 +490,7 @@ class ClassAnalysis:
             for site in sites[1:]:
                 name = self.new_name(attr)
                 self.ctx.plan.insert_after(info.stmt.lineno,
-                                           f"self.{name} = {self.ctx.text(info.value)}")
+                                           f"self.{name} = {self.ctx.block_text(info.value, info.stmt)}")
                 self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
                                                       name))
                 self.ctx.report(site.func, "MIG003",
@@ -680,14 +695,15 @@ class _Scanner:
                                      f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
                                      " per forward; left as is")
         if weight_module is not None:
-            name = weight_module
-            self.owner.sites.setdefault(name, []).append(Site(name, node.func, self.times))
-        else:
-            name = self.owner.create(op, ctor, deps)
+            replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
+            self.owner.sites.setdefault(weight_module, []).append(Site(
+                weight_module, node.func, self.times,
+                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight")))
+            return
+        name = self.owner.create(op, ctor, deps)
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
                                               tuple(inputs)))
-        self.ctx.report(node, code, f"{label} -> `self.{name}`" + (
-            "" if weight_module else f" = {op.module_name}({', '.join(ctor)})"))
+        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})")
 
     def _weight_owner(self, op: Op, value: ast.expr | None, label: str) -> str:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
