@@ -34,6 +34,8 @@ class _MoveComments(cst.CSTVisitor):
         if replace is None:
             return
         kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
+        kept |= {id(_resolve(ref[1], node)[0][2]) for ref, _ in replace.inputs
+                 if ref[0] in ("elements", "star")}
         found: list[str] = []
         for arg in node.args:
             if id(arg) not in kept:
@@ -185,8 +187,8 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
             arg = cst.Arg(value=value, star=star)
             if source is not None and _multiline(source.comma):
                 # keep the line break and comment that follow a kept argument
-                arg = arg.with_changes(comma=source.comma,
-                                       whitespace_after_arg=source.whitespace_after_arg)
+                arg = arg.with_changes(comma=source.comma, whitespace_after_arg=getattr(
+                    source, "whitespace_after_arg", arg.whitespace_after_arg))
             if keyword:
                 arg = arg.with_changes(keyword=cst.Name(keyword),
                                        equal=cst.AssignEqual(cst.SimpleWhitespace(""),
@@ -212,7 +214,26 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
     call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
+    if len(replace.inputs) == 1 and replace.inputs[0][0][0] == "elements" and args:
+        call = _list_layout(call, _resolve(replace.inputs[0][0][1], node)[0][0])
     return call
+
+
+def _list_layout(call: cst.Call, items: cst.List | cst.Tuple) -> cst.Call:
+    """`torch.cat([a, b])` written over several lines: the brackets' line breaks (and the
+    comments in them) become the new call's."""
+    if isinstance(items, cst.List):
+        opening, closing = items.lbracket.whitespace_after, items.rbracket.whitespace_before
+    elif items.lpar:
+        opening, closing = items.lpar[0].whitespace_after, items.rpar[-1].whitespace_before
+    else:
+        return call
+    if not isinstance(closing, cst.ParenthesizedWhitespace):
+        return call
+    last = call.args[-1]
+    comma = last.comma if isinstance(last.comma, cst.Comma) else cst.Comma()
+    args = [*call.args[:-1], last.with_changes(comma=comma.with_changes(whitespace_after=closing))]
+    return call.with_changes(whitespace_before_args=opening, args=args)
 
 
 def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
@@ -220,9 +241,10 @@ def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
                                                        cst.ParenthesizedWhitespace)
 
 
-def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str, cst.Arg | None]]:
+def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str,
+                                                         cst.Arg | cst.Element | None]]:
     """The expressions an input reference names in `node`, each with its star ('' or '*') and
-    the argument node it came from (None for operands and receivers)."""
+    the argument or list element it came from (None for operands and receivers)."""
     kind = ref[0]
     if kind == "left":
         return [(node.left, "", None)]
@@ -240,7 +262,7 @@ def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, st
         return [(arg.value, "", arg)]
     (value, _, arg), = _resolve(ref[1], node)
     if kind == "elements":
-        return [(element.value, "", None) for element in value.elements]
+        return [(element.value, "", element) for element in value.elements]
     if kind == "star":
         return [(value, "*", arg)]
     raise ValueError(ref)
