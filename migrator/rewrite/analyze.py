@@ -311,31 +311,75 @@ class ClassAnalysis:
 
     # -- forward path --------------------------------------------------------------------------
     def reach(self) -> dict[str, int]:
-        """How many times each method on the forward path runs per forward call."""
-        calls: dict[str, list[tuple[str, bool]]] = {}
-        for name, method in self.methods.items():
-            for visit in walk(method):
+        """How many times each method of this class runs per forward call: the most over this
+        class and its subclasses in the same file, whose overrides and `super()` calls can make
+        a helper run more often."""
+        most: dict[str, int] = {}
+        for overrides in [{}, *(self._overrides(sub) for sub in self._subclasses_in_file())]:
+            for name, times in self._counts(overrides).items():
+                most[name] = max(most.get(name, 0), times)
+        return {name: times for name, times in most.items()
+                if times > 0 and name != "__init__" and not _static(self.methods[name])}
+
+    def _counts(self, overrides: dict[str, ast.FunctionDef]) -> dict[str, int]:
+        """Run counts of this class's methods when `overrides` replace some of them."""
+        def target(name: str) -> tuple[str, str] | None:
+            if name in overrides:
+                return ("sub", name)
+            return ("own", name) if name in self.methods else None
+
+        functions = {("own", n): f for n, f in self.methods.items()}
+        functions.update({("sub", n): f for n, f in overrides.items()})
+        calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
+        for key, function in functions.items():
+            for visit in walk(function):
                 node = visit.node
-                if (isinstance(node, ast.Call) and _self_attr(node.func)
-                        and node.func.attr in self.methods and node.func.attr != name):
-                    calls.setdefault(node.func.attr, []).append((name, visit.repeated))
-        counts: dict[str, int] = {}
+                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                    continue
+                owner, name = node.func.value, node.func.attr
+                if _self_attr(node.func):
+                    callee = target(name)
+                elif (key[0] == "sub" and isinstance(owner, ast.Call)
+                      and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+                    callee = ("own", name) if name in self.methods else None
+                else:
+                    continue
+                if callee and callee != key:
+                    calls.setdefault(callee, []).append((key, visit.repeated))
+        entry = target("forward")
+        counts: dict[tuple[str, str], int] = {}
 
-        def count(name: str, stack: tuple[str, ...]) -> int:
-            if name == "forward":
+        def count(key: tuple[str, str], stack: tuple) -> int:
+            if key == entry:
                 return 1
-            if name in stack:
+            if key in stack:
                 return MANY
-            if name not in counts:
+            if key not in counts:
                 total = 0
-                for caller, repeated in calls.get(name, []):
-                    times = count(caller, stack + (name,))
+                for caller, repeated in calls.get(key, []):
+                    times = count(caller, stack + (key,))
                     total += MANY if (repeated and times) else times
-                counts[name] = min(total, MANY)
-            return counts[name]
+                counts[key] = min(total, MANY)
+            return counts[key]
 
-        return {name: count(name, ()) for name in self.methods
-                if name != "__init__" and not _static(self.methods[name]) and count(name, ()) > 0}
+        return {name: count(("own", name), ()) for name in self.methods}
+
+    def _subclasses_in_file(self) -> list[ClassInfo]:
+        return [c for c in self.ctx.info.classes.values()
+                if c is not self.cls and self.cls in self._ancestors(c)]
+
+    def _overrides(self, sub: ClassInfo) -> dict[str, ast.FunctionDef]:
+        """Methods a subclass (and the classes between) define over this class's."""
+        chain, current = [], sub
+        while current is not None and current is not self.cls:
+            chain.append(current)
+            current = next((p for b in current.bases
+                            if (p := self.ctx.project.find_class(b, current.file))
+                            and (p is self.cls or self.cls in self._ancestors(p))), None)
+        overrides: dict[str, ast.FunctionDef] = {}
+        for cls in reversed(chain):
+            overrides.update(cls.methods())
+        return overrides
 
     def run(self) -> None:
         forward = self.methods.get("forward")
