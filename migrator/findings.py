@@ -19,6 +19,7 @@ CODES: dict[str, str] = {
     "MIG108": "in-place op cannot be proven safe to rewrite out of place",
     "MIG109": "no safe place in `__init__` to create the module",
     "MIG110": "helper method runs more than once per forward: its ops would be reused",
+    "MIG111": "an attribute has the name of a module migrator creates in a base class",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""

@@ -79,7 +79,6 @@ class FileContext:
     plan: Plan = field(default_factory=Plan)
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
-    created: dict[str, set[str]] = field(default_factory=dict)
     class_names: dict[str, set[str]] = field(default_factory=dict)
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
@@ -154,6 +153,11 @@ class _Refusal(Exception):
         self.message = message
 
 
+def may_have_work(text: str) -> bool:
+    """Cheap filter: only a class with its own `forward` can hold work."""
+    return "class" in text and "def forward" in text
+
+
 def skip_lines(source: str) -> set[int]:
     """Line numbers carrying a `# migrator: skip` comment."""
     if "migrator" not in source:
@@ -167,6 +171,7 @@ def analyze(source: str, path: str, project: Project, tree: ast.Module | None = 
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
     tree = tree or ast.parse(source)
     info = project.add(tree, Path(path) if path else None)
+    project.analyzed.add(info.names.module)
     ctx = FileContext(path, source, info, project, ops_module, Positions(source))
     ctx.skip = skip_lines(source)
     for cls in info.classes.values():
@@ -293,12 +298,31 @@ class ClassAnalysis:
 
     def _taken_names(self) -> set[str]:
         taken = set(catalog.MODULE_ATTRIBUTES)
+        created = self.ctx.project.created
+        own = _names_defined(self.cls.node)
         for cls in self._family():
-            taken |= self.ctx.created.get(cls.qualname, set())
+            self._work_out(cls)
+            taken |= created.get(cls.qualname, set())
+            clash = sorted(own & created.get(cls.qualname, set())) if cls is not self.cls else []
+            if clash and cls.file is not self.ctx.info:
+                self.ctx.report(self.cls.node, "MIG111",
+                                f"`self.{clash[0]}` is also the name of the module migrator creates "
+                                f"in base class `{cls.name}`; rename this attribute")
             if cls.qualname not in self.ctx.class_names:
                 self.ctx.class_names[cls.qualname] = _names_defined(cls.node)
             taken |= self.ctx.class_names[cls.qualname]
         return taken
+
+    def _work_out(self, cls: ClassInfo) -> None:
+        """Make sure the rewrite of a class from another file of the project (not torch) has
+        been worked out, so the names it will create are known here."""
+        file = cls.file
+        module = file.names.module
+        if file is self.ctx.info or module in self.ctx.project.analyzed or file.source is None:
+            return
+        if module.split(".")[0] == "torch" or not may_have_work(file.source):
+            return
+        analyze(file.source, str(file.path), self.ctx.project, file.tree, self.ctx.ops_module)
 
     def new_name(self, base: str) -> str:
         name, n = base, 0
@@ -306,7 +330,7 @@ class ClassAnalysis:
             n += 1
             name = f"{base}_{n}"
         self.taken.add(name)
-        self.ctx.created.setdefault(self.cls.qualname, set()).add(name)
+        self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
         return name
 
     # -- forward path --------------------------------------------------------------------------

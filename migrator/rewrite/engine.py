@@ -5,14 +5,9 @@ from __future__ import annotations
 import ast
 
 from migrator.findings import Finding
-from migrator.rewrite.analyze import analyze
+from migrator.rewrite.analyze import analyze, may_have_work
 from migrator.rewrite.codemod import apply
 from migrator.rewrite.project import Project
-
-
-def may_have_work(text: str) -> bool:
-    """Cheap filter: only a class with its own `forward` can hold work."""
-    return "class" in text and "def forward" in text
 
 
 def check_text(text: str, path: str, project: Project,

@@ -25,6 +25,8 @@ class ModuleNames:
     """Names bound by anything else at module level (def, class, assignment)."""
     constants: dict[str, ast.expr] = field(default_factory=dict)
     """Module-level names assigned exactly once, to a literal."""
+    stars: list[str] = field(default_factory=list)
+    """Modules imported with `from <module> import *`."""
 
     def absolute(self, level: int, module: str | None) -> str:
         """The absolute module named by a (possibly relative) `from` import."""
@@ -97,7 +99,9 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
             elif isinstance(stmt, ast.ImportFrom):
                 base = names.absolute(stmt.level, stmt.module)
                 for alias in stmt.names:
-                    if alias.name != "*":
+                    if alias.name == "*":
+                        names.stars.append(base)
+                    else:
                         names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.local.add(stmt.name)

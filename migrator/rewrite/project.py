@@ -8,6 +8,8 @@ the same package is found without the caller naming that file.
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,7 @@ _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Bu
 _REGISTERS_STATE = {"register_buffer", "register_parameter"}
 
 
-@dataclass
+@dataclass(eq=False)
 class ClassInfo:
     name: str
     qualname: str
@@ -36,12 +38,14 @@ class ClassInfo:
         return {s.name: s for s in self.node.body if isinstance(s, ast.FunctionDef)}
 
 
-@dataclass
+@dataclass(eq=False)
 class FileInfo:
     path: Path | None
     tree: ast.Module
     names: ModuleNames
     classes: dict[str, ClassInfo] = field(default_factory=dict)
+    source: str | None = None
+    """The text, for files loaded from disk (so their own rewrite can be worked out)."""
 
 
 def module_name(path: Path) -> tuple[str, bool, Path]:
@@ -63,6 +67,10 @@ class Project:
         self._by_module: dict[str, FileInfo | None] = {}
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}
+        self.created: dict[str, set[str]] = {}
+        """Class qualname -> attribute names the rewrite creates in it (across files)."""
+        self.analyzed: set[str] = set()
+        """Modules whose rewrite has been worked out in this run."""
 
     def add(self, tree: ast.Module, path: Path | None) -> FileInfo:
         """Register a parsed file (the one being processed) and return its info."""
@@ -85,20 +93,29 @@ class Project:
             return self._by_module[module]
         self._by_module[module] = None
         rel = Path(*module.split("."))
-        for root in self._roots:
+        roots = self._roots + ([_torch_root()] if rel.parts[0] == "torch" and _torch_root() else [])
+        for root in roots:
             for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
                 if candidate.is_file():
                     try:
-                        tree = ast.parse(candidate.read_bytes())
+                        source = candidate.read_text(encoding="utf-8")
+                        tree = ast.parse(source)
                     except (SyntaxError, ValueError, OSError):
                         return None
-                    return self.add(tree, candidate)
+                    info = self.add(tree, candidate)
+                    info.source = source
+                    return info
         return None
 
-    def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
+    def find_class(self, qualname: str | None, within: FileInfo | None = None,
+                   _depth: int = 0) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""
         if not qualname or "." not in qualname:
             return within.classes.get(qualname) if within and qualname else None
+        if _depth > 8:  # import cycles
+            return None
+        if qualname in (TORCH_MODULE, "torch.nn.modules.module.Module"):
+            return None  # its attribute names are catalog.MODULE_ATTRIBUTES
         module, name = qualname.rsplit(".", 1)
         if within is not None and within.names.module == module:
             return within.classes.get(name)
@@ -107,7 +124,10 @@ class Project:
             return None
         if name in info.classes:
             return info.classes[name]
-        return self.find_class(info.names.imports.get(name))
+        if name in info.names.imports:
+            return self.find_class(info.names.imports[name], None, _depth + 1)
+        return next((c for star in info.names.stars
+                     if (c := self.find_class(f"{star}.{name}", None, _depth + 1))), None)
 
     def is_module(self, cls: ClassInfo, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether `cls` derives from `torch.nn.Module`, through classes that can be found."""
@@ -198,3 +218,12 @@ def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
     plain |= {a.arg for a in (*positional, *args.kwonlyargs) if a.annotation is not None
               and ast.unparse(a.annotation) in ("int", "float", "bool", "str")}
     return frozenset(plain)
+
+
+@functools.cache
+def _torch_root() -> Path | None:
+    """The folder holding the installed torch package's sources (found, never imported), so
+    that the attributes of torch.nn base classes are known."""
+    spec = importlib.util.find_spec("torch")
+    locations = spec.submodule_search_locations if spec else None
+    return Path(locations[0]).parent if locations else None

@@ -1,0 +1,46 @@
+"""Names across files: a subclass in another file never takes, or silently keeps, the name of a
+module that migrator creates in its base class."""
+
+from __future__ import annotations
+
+from migrator.config import Config
+from migrator.runner import run
+
+BASE = '''import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+'''
+CLASHING = '''import torch.nn as nn
+
+from .base import Base
+
+
+class Net(Base):
+    def __init__(self):
+        super().__init__()
+        self.gelu = nn.Identity()
+
+    def forward(self, x):
+        return self.gelu(super().forward(x))
+'''
+
+
+def test_existing_attribute_clashing_with_a_created_base_module_is_reported(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    (pkg / "net.py").write_text(CLASHING)
+    outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Config(), rewrite=False)}
+    [finding] = outcomes["net.py"].findings
+    assert (finding.line, finding.code) == (6, "MIG111")
+    assert "`self.gelu` is also the name of the module migrator creates in base class `Base`" \
+        in finding.message
