@@ -1,0 +1,467 @@
+"""Analysis of one `nn.Module` subclass: its attributes, the methods on its forward path and
+how often they run, the names it may take, where new modules are created, and which reused
+modules can be split."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from migrator import catalog
+from migrator.catalog import Op
+from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
+from migrator.rewrite.names import function_locals, literal
+from migrator.rewrite.plan import Replace
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.scan import Scanner
+from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.walk import header_lines, walk
+
+_CONTAINERS = frozenset(f"torch.nn.{c}" for c in
+                       "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
+
+
+@dataclass
+class InitAttr:
+    """An attribute assigned in `__init__`."""
+
+    name: str
+    stmt: ast.stmt
+    value: ast.expr
+    top_index: int
+    """Index of the top-level `__init__` statement holding the assignment."""
+    nested: bool
+    count: int = 1
+
+
+class ClassAnalysis:
+    """Analysis of one `nn.Module` subclass."""
+
+    def __init__(self, ctx: FileContext, cls: ClassInfo) -> None:
+        self.ctx = ctx
+        self.cls = cls
+        self.methods = cls.methods()
+        self.init = self.methods.get("__init__")
+        self.attrs: dict[str, InitAttr] = {}
+        self.assigned_elsewhere: set[str] = set()
+        self.tensor_attrs: set[str] = set()
+        self.sites: dict[str, list[Site]] = {}
+        self.super_index = self._super_index()
+        self.new_init: list[str] = []
+        self._collect_attributes()
+        self.taken = self._taken_names()
+
+    # -- class facts ---------------------------------------------------------------------------
+    def _super_index(self) -> int | None:
+        if self.init is None:
+            return None
+        for i, stmt in enumerate(self.init.body):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if isinstance(func, ast.Attribute) and func.attr == "__init__":
+                    owner = func.value
+                    if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
+                            and owner.func.id == "super"):
+                        return i
+                    if self.ctx.info.names.resolve(owner) or (
+                            isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes):
+                        return i
+        return None
+
+    def _collect_attributes(self) -> None:
+        for name, method in self.methods.items():
+            for node in ast.walk(method):
+                targets: list[ast.expr] = []
+                value = None
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                    targets, value = [node.target], getattr(node, "value", None)
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in ("register_buffer", "register_parameter")
+                      and node.args and isinstance(node.args[0], ast.Constant)):
+                    self.tensor_attrs.add(str(node.args[0].value))
+                for target in targets:
+                    if not self_attr(target):
+                        continue
+                    if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
+                        self.assigned_elsewhere.add(target.attr)
+                        continue
+                    self._record_init_attr(target.attr, node, value)
+
+    def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
+        top_index, nested = self._top_level(stmt)
+        if attr in self.attrs:
+            self.attrs[attr].count += 1
+            self.attrs[attr].nested = True
+            self.attrs[attr].top_index = max(self.attrs[attr].top_index, top_index)
+        else:
+            self.attrs[attr] = InitAttr(attr, stmt, value, top_index, nested)
+        if self.ctx.info.names.resolve(value.func if isinstance(value, ast.Call) else value) in (
+                "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+            self.tensor_attrs.add(attr)
+
+    def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
+        for i, top in enumerate(self.init.body):
+            if top is stmt:
+                return i, False
+            if top.lineno <= stmt.lineno <= top.end_lineno:
+                return i, True
+        return len(self.init.body) - 1, True
+
+    def module_attrs(self) -> set[str]:
+        """Attributes that hold modules: assigned a call (not a parameter) or set elsewhere."""
+        attrs = {a for a, info in self.attrs.items()
+                 if isinstance(info.value, (ast.Call, ast.IfExp)) and a not in self.tensor_attrs}
+        return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def _container(self) -> str | None:
+        """The torch.nn container class this class derives from, if any."""
+        for cls in [self.cls, *self._ancestors(self.cls)]:
+            for base in cls.bases:
+                if base in _CONTAINERS:
+                    return base.replace("torch.nn.", "nn.")
+        return None
+
+    def _family(self) -> list[ClassInfo]:
+        """This class, its ancestors that can be found, and its subclasses in the same file."""
+        family, todo = [], [self.cls]
+        while todo:
+            cls = todo.pop()
+            if cls in family:
+                continue
+            family.append(cls)
+            todo += [c for b in cls.bases if (c := self.ctx.project.find_class(b, cls.file))]
+        for other in self.ctx.info.classes.values():
+            if other not in family and any(anc in family for anc in self._ancestors(other)):
+                family.append(other)
+        return family
+
+    def _ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
+        found, todo = [], [cls]
+        while todo:
+            current = todo.pop()
+            for base in current.bases:
+                parent = self.ctx.project.find_class(base, current.file)
+                if parent is not None and parent not in found:
+                    found.append(parent)
+                    todo.append(parent)
+        return found
+
+    def _taken_names(self) -> set[str]:
+        taken = set(catalog.MODULE_ATTRIBUTES)
+        created = self.ctx.project.created
+        own = _names_defined(self.cls.node)
+        for cls in self._family():
+            if cls.file is not self.ctx.info:
+                self.ctx.work_out(cls.file)
+            taken |= created.get(cls.qualname, set())
+            clash = sorted(own & created.get(cls.qualname, set())) if cls is not self.cls else []
+            if clash and cls.file is not self.ctx.info:
+                self.ctx.report(self.cls.node, "MIG111",
+                                f"`self.{clash[0]}` is also the name of the module migrator creates "
+                                f"in base class `{cls.name}`; rename this attribute")
+            if cls.qualname not in self.ctx.class_names:
+                self.ctx.class_names[cls.qualname] = _names_defined(cls.node)
+            taken |= self.ctx.class_names[cls.qualname]
+        return taken
+
+    def new_name(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
+        return name
+
+    # -- forward path --------------------------------------------------------------------------
+    def reach(self) -> dict[str, int]:
+        """How many times each method of this class runs per forward call: the most over this
+        class and its subclasses in the same file, whose overrides and `super()` calls can make
+        a helper run more often."""
+        most: dict[str, int] = {}
+        for overrides in [{}, *(self._overrides(sub) for sub in self._subclasses_in_file())]:
+            for name, times in self._counts(overrides).items():
+                most[name] = max(most.get(name, 0), times)
+        return {name: times for name, times in most.items()
+                if times > 0 and name != "__init__" and not _static(self.methods[name])}
+
+    def _counts(self, overrides: dict[str, ast.FunctionDef]) -> dict[str, int]:
+        """Run counts of this class's methods when `overrides` replace some of them."""
+        def target(name: str) -> tuple[str, str] | None:
+            if name in overrides:
+                return ("sub", name)
+            return ("own", name) if name in self.methods else None
+
+        functions = {("own", n): f for n, f in self.methods.items()}
+        functions.update({("sub", n): f for n, f in overrides.items()})
+        calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
+        for key, function in functions.items():
+            for visit in walk(function):
+                node = visit.node
+                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                    continue
+                owner, name = node.func.value, node.func.attr
+                if self_attr(node.func):
+                    callee = target(name)
+                elif (key[0] == "sub" and isinstance(owner, ast.Call)
+                      and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+                    callee = ("own", name) if name in self.methods else None
+                else:
+                    continue
+                if callee and callee != key:
+                    calls.setdefault(callee, []).append((key, visit.repeated))
+        entry = target("forward")
+        counts: dict[tuple[str, str], int] = {}
+
+        def count(key: tuple[str, str], stack: tuple) -> int:
+            if key == entry:
+                return 1
+            if key in stack:
+                return MANY
+            if key not in counts:
+                total = 0
+                for caller, repeated in calls.get(key, []):
+                    times = count(caller, stack + (key,))
+                    total += MANY if (repeated and times) else times
+                counts[key] = min(total, MANY)
+            return counts[key]
+
+        return {name: count(("own", name), ()) for name in self.methods}
+
+    def _subclasses_in_file(self) -> list[ClassInfo]:
+        return [c for c in self.ctx.info.classes.values()
+                if c is not self.cls and self.cls in self._ancestors(c)]
+
+    def _overrides(self, sub: ClassInfo) -> dict[str, ast.FunctionDef]:
+        """Methods a subclass (and the classes between) define over this class's."""
+        chain, current = [], sub
+        while current is not None and current is not self.cls:
+            chain.append(current)
+            current = next((p for b in current.bases
+                            if (p := self.ctx.project.find_class(b, current.file))
+                            and (p is self.cls or self.cls in self._ancestors(p))), None)
+        overrides: dict[str, ast.FunctionDef] = {}
+        for cls in reversed(chain):
+            overrides.update(cls.methods())
+        return overrides
+
+    def run(self) -> None:
+        forward = self.methods.get("forward")
+        if forward is None:
+            return
+        self._check_signature(forward)
+        module_attrs = self.module_attrs()
+        for name, times in self.reach().items():
+            method = self.methods[name]
+            if self.ctx.skip.intersection(header_lines(method)):
+                continue
+            tensors = TensorNames(method, lambda n, s=function_locals(method):
+                                  self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
+            scanner = Scanner(self, method, times, tensors, module_attrs)
+            scanner.scan()
+        self._plan_new_init()
+        self._split_reused()
+
+    def _check_signature(self, forward: ast.FunctionDef) -> None:
+        args = forward.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            if arg.annotation is not None and _is_dict_annotation(arg.annotation):
+                self.ctx.report(arg, "MIG201", f"forward input `{arg.arg}` is a dict")
+        if forward.returns is not None and _is_dict_annotation(forward.returns):
+            self.ctx.report(forward, "MIG201", "forward is annotated to return a dict")
+            return
+        for node in ast.walk(forward):
+            if isinstance(node, ast.Return) and (isinstance(node.value, ast.Dict) or (
+                    isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id == "dict")):
+                self.ctx.report(node, "MIG201", "forward returns a dict")
+
+    # -- creating modules ----------------------------------------------------------------------
+    def hyper(self, node: ast.expr, shadowed: set[str]) -> tuple[str, set[str]]:
+        """(source text valid in `__init__`, `self` attributes it depends on) of a
+        hyper-parameter; raises a refusal when its value is not fixed at `__init__` time.
+        `shadowed`: the names the calling method binds itself."""
+        deps: set[str] = set()
+        replace: dict[str, ast.expr] = {}
+        init_locals = function_locals(self.init) if self.init else set()
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and part.id != "self":
+                if part.id in shadowed:
+                    raise Refusal("MIG101", f"`{part.id}` is a local value of the method")
+                if part.id in init_locals and part.id in self.ctx.info.names.constants:
+                    replace[part.id] = self.ctx.info.names.constants[part.id]
+                elif part.id in init_locals:
+                    raise Refusal("MIG101", f"`{part.id}` means something else in `__init__`")
+        reason = self._unfixed(node, deps)
+        if reason:
+            raise Refusal("MIG101", reason)
+        text = self.ctx.text(node)
+        if replace:  # constants shadowed in `__init__` are written out as their values
+            names = sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in replace),
+                           key=lambda n: (n.lineno, n.col_offset), reverse=True)
+            if any(n.lineno != node.lineno for n in names) or node.lineno != node.end_lineno:
+                raise Refusal("MIG101", "a constant it uses means something else in `__init__`")
+            start = self.ctx.positions.column(node.lineno, node.col_offset)
+            for name in names:
+                a = self.ctx.positions.column(name.lineno, name.col_offset) - start
+                b = self.ctx.positions.column(name.lineno, name.end_col_offset) - start
+                text = text[:a] + self.ctx.text(replace[name.id]) + text[b:]
+        return text, deps
+
+    def _unfixed(self, node: ast.expr, deps: set[str]) -> str | None:
+        """Why `node` is not fixed at `__init__` time (None: it is); collects `self` deps."""
+        if literal(node):
+            return None
+        if isinstance(node, ast.Name):
+            return (None if node.id in self.ctx.info.names.constants
+                    else f"`{node.id}` is not a module-level constant")
+        if self_attr(node):
+            info = self.attrs.get(node.attr)
+            if info is None or node.attr in self.assigned_elsewhere:
+                return f"`self.{node.attr}` is not assigned only in `__init__`"
+            if info.nested:
+                return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
+            if node.attr in self.module_attrs() or node.attr in self.tensor_attrs:
+                return f"`self.{node.attr}` is a module or a tensor"
+            deps.add(node.attr)
+            return None
+        if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
+            return None
+        if isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            parts = list(node.elts)
+        else:
+            return "it is computed at run time"
+        return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)
+
+    def anchor(self, deps: set[str]) -> int | None:
+        """Line of the `__init__` statement after which a module depending on `deps` is made
+        (None: the class has no `__init__`; one is created)."""
+        container = self._container()
+        if container:
+            raise Refusal("MIG109", f"the class derives from `{container}`: a new submodule "
+                                     "would join its sequence of modules")
+        if self.init is None:
+            return None
+        if self.super_index is None:
+            raise Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
+                                     "module after")
+        index = max([self.super_index] + [self.attrs[d].top_index for d in deps])
+        if self.init.body[index].lineno == self.init.lineno:
+            raise Refusal("MIG109", "`__init__` is written on one line: put its body on lines "
+                                     "of its own first")
+        return self.init.body[index].lineno
+
+    def create(self, op: Op, ctor: list[str], deps: set[str]) -> str:
+        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name.
+
+        A class without an `__init__` of its own gets one that passes every argument on."""
+        line = self.anchor(deps)
+        module = self.ctx.module_ref(op.module)
+        name = self.new_name(op.key)
+        code = f"self.{name} = {module}({', '.join(ctor)})"
+        if line is None:
+            self.new_init.append(code)
+        else:
+            self.ctx.plan.insert_after(line, code)
+        return name
+
+    def _plan_new_init(self) -> None:
+        if not self.new_init:
+            return
+        body = "".join(f"    {code}\n" for code in self.new_init)
+        first = next(s for s in self.cls.node.body
+                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.ctx.plan.insert_before(first.lineno,
+                                    "def __init__(self, *args, **kwargs):\n"
+                                    "    super().__init__(*args, **kwargs)\n" + body)
+
+    # -- reused modules ------------------------------------------------------------------------
+    def _split_reused(self) -> None:
+        for attr, sites in self.sites.items():
+            times = sum(site.times for site in sites)
+            if times < 2:
+                for site in sites:
+                    if site.pending:
+                        replace, node, message = site.pending
+                        self.ctx.plan.replaces.append(replace)
+                        self.ctx.report(node, "MIG001", message)
+                continue
+            first = sites[0].func
+            try:
+                kind = self._split_kind(attr, sites)
+            except Refusal as refusal:
+                self.ctx.report(first, refusal.code, refusal.message)
+                continue
+            info = self.attrs[attr]
+            for site in sites[1:]:
+                name = self.new_name(attr)
+                self.ctx.plan.insert_after(info.stmt.lineno,
+                                           f"self.{name} = {self.ctx.block_text(info.value, info.stmt)}")
+                self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
+                                                      name))
+                self.ctx.report(site.func, "MIG003",
+                                f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
+                                f"becomes `self.{name}`")
+
+    def _split_kind(self, attr: str, sites: list[Site]) -> str:
+        info = self.attrs.get(attr)
+        where = f"`self.{attr}` is called {'in a loop' if any(s.times >= MANY for s in sites) else f'at {len(sites)} sites'}"
+        if info is None:
+            raise Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
+                                     "its class cannot be known")
+        value = info.value
+        verdict = self.ctx.project.value_stateless(value, self.ctx.info)
+        label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
+        if verdict is False:
+            raise Refusal("MIG103", f"{where} and `{label}` may hold parameters or buffers: copies "
+                                     "would untie its weights; give each site its own module")
+        if verdict is None:
+            raise Refusal("MIG104", f"{where} and the class of `{self.ctx.text(value)}` cannot be "
+                                     "known statically; split it by hand if it is stateless")
+        if any(s.times >= MANY for s in sites):
+            raise Refusal("MIG105", f"{where}: one module object serves every iteration; unroll "
+                                     "the loop or use an nn.ModuleList")
+        if any(s.times > 1 for s in sites):
+            raise Refusal("MIG110", f"{where} inside a helper method that runs more than once per "
+                                     "forward")
+        if info.count > 1 or info.nested and _one_line_suite(self.init, info.stmt):
+            raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
+        return label
+
+
+def _static(method: ast.FunctionDef) -> bool:
+    """A static or class method: it has no `self` to hold modules."""
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+               for d in method.decorator_list)
+
+
+def _names_defined(cls: ast.ClassDef) -> set[str]:
+    """Attribute, method and class-level names a class defines or uses on `self`."""
+    names: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and self_attr(node):
+            names.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
+
+
+def _one_line_suite(init: ast.FunctionDef, stmt: ast.stmt) -> bool:
+    return any(parent is not stmt and parent.lineno == stmt.lineno
+               for parent in ast.walk(init) if isinstance(parent, ast.stmt))
+
+
+def _is_dict_annotation(node: ast.expr) -> bool:
+    head = ast.unparse(node).split("[", 1)[0].split(".")[-1]
+    return head in {"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "TypedDict"}

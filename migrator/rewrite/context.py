@@ -1,0 +1,123 @@
+"""What the analysis of one file shares: the file's facts, the plan and findings being built,
+and how the file can name the classes it creates."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable
+
+from migrator.findings import Finding
+from migrator.rewrite.plan import Plan, Positions, Replace
+from migrator.rewrite.project import FileInfo, Project
+
+MANY = 1 << 30
+"""Call count standing for 'runs an unknown number of times' (loops)."""
+
+
+@dataclass
+class Site:
+    """A call of a module attribute (`self.act(x)`) on the forward path."""
+
+    attr: str
+    func: ast.Attribute
+    times: int
+    pending: tuple[Replace, ast.AST, str] | None = None
+    """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
+    module's single call: (replace, node, message)."""
+
+
+@dataclass
+class FileContext:
+    """What one file's analysis shares across its classes."""
+
+    path: str
+    source: str
+    info: FileInfo
+    project: Project
+    ops_module: str
+    positions: Positions
+    plan: Plan = field(default_factory=Plan)
+    findings: list[Finding] = field(default_factory=list)
+    skip: set[int] = field(default_factory=set)
+    class_names: dict[str, set[str]] = field(default_factory=dict)
+    work_out: Callable[[FileInfo], None] = lambda info: None
+    """Works out the rewrite of another file of the project (set by `analyze`)."""
+    from_imports: dict[str, list[str]] = field(default_factory=dict)
+    plain_imports: list[str] = field(default_factory=list)
+
+    def report(self, node: ast.AST, code: str, message: str) -> None:
+        self.findings.append(Finding(self.path, node.lineno,
+                                     self.positions.column(node.lineno, node.col_offset), code,
+                                     message))
+
+    def text(self, node: ast.AST) -> str:
+        return self.positions.segment(node)
+
+    def block_text(self, node: ast.AST, stmt: ast.stmt) -> str:
+        """The node's text for a new statement beside `stmt`: continuation lines lose the
+        statement's indentation, which the codemod adds back."""
+        lines = self.text(node).split("\n")
+        indent = " " * stmt.col_offset
+        return "\n".join(lines[:1] + [l.removeprefix(indent) for l in lines[1:]])
+
+    def module_ref(self, qualname: str) -> str:
+        """How this file can name a class, adding the fewest imports needed."""
+        if qualname.startswith("migrator.nn."):
+            qualname = self.ops_module + qualname[len("migrator.nn"):]
+        names = self.info.names
+        spelled = names.alias_for(qualname)
+        if spelled:
+            return spelled
+        package, cls = qualname.rsplit(".", 1)
+        for module, imported in self.from_imports.items():
+            if module == package and cls in imported:
+                return cls
+        if package == "torch.nn":
+            if "nn" in self.from_imports.get("torch", ()):
+                return f"nn.{cls}"
+            if names.is_free("nn") and "nn" not in self._pending_names():
+                self.from_imports.setdefault("torch", []).append("nn")
+                return f"nn.{cls}"
+            if names.is_free("torch"):
+                self._add_plain("torch")
+                return qualname
+        elif names.is_free(cls) and cls not in self._pending_names():
+            if any(t.rpartition(".")[0] == package for t in names.imports.values()):
+                self.plan.import_names.setdefault(package, []).append(cls)
+            else:
+                self.from_imports.setdefault(package, []).append(cls)
+            return cls
+        top = package.split(".")[0]
+        if names.is_free(top):
+            self._add_plain(package)
+            return qualname
+        raise Refusal("MIG109", f"no free name to import `{qualname}` under")
+
+    def _pending_names(self) -> set[str]:
+        return {n for table in (self.from_imports, self.plan.import_names)
+                for names in table.values() for n in names}
+
+    def _add_plain(self, module: str) -> None:
+        if module not in self.plain_imports:
+            self.plain_imports.append(module)
+
+    def finish(self) -> None:
+        self.plan.imports = [f"import {m}" for m in self.plain_imports] + [
+            f"from {module} import {', '.join(sorted(names))}"
+            for module, names in self.from_imports.items()]
+        self.findings.sort()
+
+
+class Refusal(Exception):
+    """A rewrite that cannot be proven safe: the finding code and the reason."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def self_attr(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
