@@ -1,0 +1,342 @@
+"""The four equivalence checks of `migrator verify`, each comparing an original model with its
+migrated twin (same weights) and returning a `CheckResult` with figures.
+
+Graphs are compared in a canonical form where names do not matter: every node becomes its kind,
+its target (function, method, or module class with its hyper-parameters and the names of the
+weights it holds) and its arguments, with references to earlier nodes as positions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import fx
+from torch.fx.node import map_arg
+
+from migrator.check.outputs import count_tensors, difference, run_seeded
+from migrator.check.prepare import PrepareWarning, prepare_model, prepare_report
+from migrator.check.trace import SOURCE, TraceFailure, describe_source, last_model_frame
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+_STRIDE_IS_KERNEL = frozenset(f"{kind}_pool{n}d{suffix}" for kind, suffix in (
+    ("max", ""), ("max", "_with_indices"), ("avg", "")) for n in (1, 2, 3))
+
+
+@dataclass
+class CheckResult:
+    name: str
+    status: str
+    """"pass", "fail", or "skip" (did not run: never counted as a pass)."""
+    detail: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A reference to the node at this position of the graph."""
+
+    position: int
+
+    def __repr__(self) -> str:
+        return f"%{self.position}"
+
+
+# --------------------------------------------------------------------------- (1) state_dict
+
+def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
+    """Load the original's weights into the migrated model with strict=True, then compare keys
+    (in order), shapes and values."""
+    expected = original.state_dict()
+    try:
+        migrated.load_state_dict(expected, strict=True)
+    except RuntimeError as exc:
+        reason = " ".join(str(exc).split())
+        return CheckResult("state_dict", FAIL, f"strict load fails: {reason}")
+    actual = migrated.state_dict()
+    figures = {"tensors": len(expected), "values": sum(t.numel() for t in expected.values())}
+    if list(expected) != list(actual):
+        return CheckResult("state_dict", FAIL, "keys differ in order after loading", figures)
+    for key, tensor in expected.items():
+        if tensor.shape != actual[key].shape or not torch.equal(tensor, actual[key]):
+            return CheckResult("state_dict", FAIL, f"`{key}` differs after loading", figures)
+    return CheckResult("state_dict", PASS, f"{figures['tensors']} tensors "
+                       f"({figures['values']} values): keys, order, shapes and values equal "
+                       "after a strict load", figures)
+
+
+# --------------------------------------------------------------------------- (2) fx graph
+
+def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
+    """The migrated model traces, and (prepared, so what its source still calls as functions
+    counts as converted) equals the graph `prepare_model` derives from the original."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrepareWarning)
+        try:
+            expected = prepare_model(original)
+        except TraceFailure as exc:
+            return CheckResult("fx graph", SKIP, f"fx cannot trace the original: {exc.reason} "
+                               f"(at {exc.location})")
+        try:
+            actual = prepare_model(migrated)
+        except TraceFailure as exc:
+            return CheckResult("fx graph", FAIL, f"the original traces, the migrated model does "
+                               f"not: {exc.reason} (at {exc.location})")
+    expected_rows, actual_rows = _fx_rows(expected), _fx_rows(actual)
+    report = prepare_report(actual)
+    figures = {"nodes": len(actual_rows),
+               "modules": sum(1 for n in actual.graph.nodes if n.op == "call_module"),
+               "prepared_at_runtime": len(report.converted) + len(report.copies)}
+    mismatch = _first_mismatch(expected_rows, actual_rows)
+    if mismatch is not None:
+        detail = (f"node {mismatch} differs: prepared original has "
+                  f"{_describe_fx(expected, mismatch)}, migrated has {_describe_fx(actual, mismatch)}")
+        return CheckResult("fx graph", FAIL, detail, figures)
+    detail = f"{figures['nodes']} nodes ({figures['modules']} module calls) equal"
+    if figures["prepared_at_runtime"]:
+        detail += (f"; {figures['prepared_at_runtime']} op(s) or reused module(s) the migrated "
+                   "source leaves (see its findings) were prepared at runtime")
+    return CheckResult("fx graph", PASS, detail, figures)
+
+
+def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
+    names = _tensor_names(gm)
+    positions: dict[fx.Node, int] = {}
+    rows = []
+    for node in gm.graph.nodes:
+        positions[node] = len(rows)
+        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))
+        if node.op == "call_module":
+            args, kwargs = _bound(gm.get_submodule(node.target), args, kwargs)
+        rows.append((node.op, _fx_target(gm, node, names), args, kwargs))
+    return rows
+
+
+def _bound(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A module call's arguments as `forward` receives them: `(q, k, v, mask)` and
+    `(q, k, v, attn_mask=mask)` are one call."""
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args, kwargs
+    bound.apply_defaults()
+    return (), dict(bound.arguments)
+
+
+def _tensor_names(module: torch.nn.Module) -> dict[int, str]:
+    """id(tensor) -> the first name it has in `module` (tied weights share one name)."""
+    names: dict[int, str] = {}
+    for name, tensor in module.state_dict(keep_vars=True).items():
+        names.setdefault(id(tensor), name)
+    return names
+
+
+def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        weights = tuple(sorted(names.get(id(t), "?") for t in
+                               module.state_dict(keep_vars=True).values()))
+        return (_qualname(type(module)), _hyper_parameters(module), weights)
+    if node.op == "get_attr":
+        value = gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        return names.get(id(value), type(value).__name__)
+    if node.op == "call_function":
+        return _qualname(node.target)
+    if node.op == "call_method":
+        return node.target
+    return None  # placeholder, output: names aside
+
+
+def _qualname(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or repr(obj)
+    return f"{getattr(obj, '__module__', None) or ''}.{name}"
+
+
+def _hyper_parameters(module: torch.nn.Module) -> tuple:
+    """The module's public plain attributes (`negative_slope`, `dim`, `inplace`...)."""
+    return tuple(sorted((k, _plain(v)) for k, v in vars(module).items()
+                        if not k.startswith("_") and k != "training"))
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(map(_plain, value))
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    return type(value).__name__
+
+
+def _first_mismatch(expected: list, actual: list) -> int | None:
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if e != a:
+            return i
+    return None if len(expected) == len(actual) else min(len(expected), len(actual))
+
+
+def _describe_fx(gm: fx.GraphModule, position: int) -> str:
+    nodes = list(gm.graph.nodes)
+    if position >= len(nodes):
+        return "no node (the graph ends)"
+    node = nodes[position]
+    held = ""
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        what = " ".join(repr(module).split())
+        names = _tensor_names(gm)
+        weights = [names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values()]
+        held = f" holding {', '.join(weights)}" if weights else ""
+    else:
+        what = _qualname(node.target) if node.op == "call_function" else str(node.target)
+    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))
+    source = node.meta.get(SOURCE)
+    where = f" at {describe_source(source)}" if source else ""
+    return f"`{node.op} {what}{tuple(args)!r}`{held}{where}"
+
+
+# --------------------------------------------------------------------------- (3) export
+
+def check_export(original: torch.nn.Module, migrated: torch.nn.Module,
+                 inputs: tuple[Any, ...]) -> CheckResult:
+    """Both export with torch.export.export (eval mode) to the same ATen graph, names aside."""
+    expected, expected_error = _export(original, inputs)
+    actual, actual_error = _export(migrated, inputs)
+    if expected is None:
+        return CheckResult("export", SKIP, f"torch.export cannot export the original: "
+                           f"{expected_error}")
+    if actual is None:
+        return CheckResult("export", FAIL, f"the original exports, the migrated model does not: "
+                           f"{actual_error}")
+    expected_rows, actual_rows = _aten_rows(expected), _aten_rows(actual)
+    figures = {"aten_nodes": sum(1 for n in actual.graph.nodes if n.op == "call_function")}
+    mismatch = _first_mismatch(expected_rows, actual_rows)
+    if mismatch is not None:
+        return CheckResult("export", FAIL, f"ATen node {mismatch} differs: original has "
+                           f"{_describe_aten(expected, mismatch)}, migrated has "
+                           f"{_describe_aten(actual, mismatch)}", figures)
+    return CheckResult("export", PASS, f"{figures['aten_nodes']} ATen ops equal (functional, "
+                       "implicit ops decomposed)", figures)
+
+
+def _export(model: torch.nn.Module, inputs: tuple[Any, ...]):
+    """(program, None) or (None, why). The program is functional (in-place ops made out of
+    place) with its CompositeImplicitAutograd ops decomposed: such ops run exactly that
+    decomposition in eager mode, so aliases (`subtract`, `concat`) and spellings (`relu6` is
+    `hardtanh(0, 6)`) compare equal while real kernels (`silu`) stay as they are. A failing
+    export's partial graph and warnings (printed and logged by torch) stay out of the report."""
+    disabled = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            program = torch.export.export(model, inputs)
+            return program.run_decompositions(_implicit_decompositions()), None
+    except Exception as exc:  # export fails with many exception types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return None, f"{type(exc).__name__}: {first[:300]}"
+    finally:
+        logging.disable(disabled)
+
+
+def _implicit_decompositions():
+    """torch.export's default decompositions, kept to the CompositeImplicitAutograd ops."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(
+                op.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
+            del table[op]
+    return table
+
+
+def _aten_args(node: fx.Node, args: tuple) -> tuple:
+    """Pooling's stride defaults to the kernel size: `max_pool2d(x, [2, 2])` (stride left out)
+    is `max_pool2d(x, [2, 2], [2, 2])` (stride given, as nn.MaxPool2d does)."""
+    packet = getattr(node.target, "overloadpacket", None)
+    if getattr(packet, "__name__", "") in _STRIDE_IS_KERNEL and len(args) > 1 and (
+            len(args) == 2 or args[2] == []):
+        return (args[0], args[1], args[1], *args[3:])
+    return args
+
+
+def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
+    signature = program.graph_signature
+    weights = {"PARAMETER", "BUFFER"}
+    inputs = {spec.arg.name: (spec.kind.name, spec.target if spec.kind.name in weights else None)
+              for spec in signature.input_specs if hasattr(spec.arg, "name")}
+    outputs = tuple((spec.kind.name, spec.target if spec.kind.name == "BUFFER_MUTATION" else None)
+                    for spec in signature.output_specs)
+    positions: dict[fx.Node, int] = {}
+    rows = []
+    for node in program.graph.nodes:
+        positions[node] = len(rows)
+        if node.op == "placeholder":
+            target = inputs.get(node.name)
+        elif node.op == "output":
+            target = outputs
+        else:
+            target = str(node.target) if node.op == "call_function" else node.op
+        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))
+        rows.append((node.op, target, _aten_args(node, args), kwargs))
+    return rows
+
+
+def _describe_aten(program: torch.export.ExportedProgram, position: int) -> str:
+    nodes = list(program.graph.nodes)
+    if position >= len(nodes):
+        return "no node (the graph ends)"
+    node = nodes[position]
+    if node.op == "placeholder":
+        kind, target = _aten_rows(program)[position][1] or ("?", None)
+        return f"input {kind.lower()} `{target or node.name}`"
+    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))
+    frame = last_model_frame(node.meta.get("stack_trace"))
+    where = f" at {describe_source(frame)}" if frame else ""
+    return f"`{node.target}{tuple(args)!r}`{where}"
+
+
+# --------------------------------------------------------------------------- (4) outputs
+
+def check_outputs(original: torch.nn.Module, migrated: torch.nn.Module,
+                  inputs: tuple[Any, ...]) -> CheckResult:
+    """Bit-identical outputs (torch.equal) in eval mode, and in train mode with the same seed."""
+    parts, figures = [], {}
+    for mode, seed in (("eval", 0), ("train", 1)):
+        original.train(mode == "train")
+        migrated.train(mode == "train")
+        expected, expected_error = _run(original, inputs, seed)
+        actual, actual_error = _run(migrated, inputs, seed)
+        if expected_error or actual_error:
+            if expected_error and actual_error and expected_error == actual_error:
+                parts.append(f"{mode}: not compared, both raise {expected_error}")
+                continue
+            return CheckResult("outputs", FAIL, f"{mode} mode: original "
+                               f"{'raises ' + expected_error if expected_error else 'runs'}, "
+                               f"migrated {'raises ' + actual_error if actual_error else 'runs'}",
+                               figures)
+        figures[f"{mode}_tensors"] = count_tensors(expected)
+        found = difference(expected, actual)
+        if found:
+            return CheckResult("outputs", FAIL, f"{mode} mode (seed {seed}): {found}", figures)
+        parts.append(f"{mode}: {figures[f'{mode}_tensors']} tensor(s) bit-identical"
+                     + (f" (seed {seed})" if mode == "train" else ""))
+    original.eval()
+    migrated.eval()
+    if not figures:
+        return CheckResult("outputs", FAIL, "no output compared: " + "; ".join(parts), figures)
+    return CheckResult("outputs", PASS, "; ".join(parts), figures)
+
+
+def _run(model: torch.nn.Module, inputs: tuple[Any, ...], seed: int):
+    try:
+        return run_seeded(model, inputs, seed, keep_buffers=False), None
+    except Exception as exc:  # a forward may raise anything
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

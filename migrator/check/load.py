@@ -1,0 +1,228 @@
+"""Load one file's two versions side by side, each in isolation.
+
+A model file usually lives in a package that imports itself (`from .layers import Conv`,
+`from zoo.layers import Conv`). Each side is imported afresh with the project's top-level names
+removed from `sys.modules` for the duration, and a meta path finder serving that side's text for
+the files it overrides (the git revision's, or the text before `migrator fix`). Afterwards the
+side's modules are taken out of `sys.modules` again and what was there before is put back, so
+neither side sees the other's modules. Code objects are named `file.py@<side>`, and the text is
+registered with linecache, so tracebacks show the right lines.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_GIT_TIMEOUT = 60.0
+_OWN_PACKAGE = __name__.partition(".")[0]
+_FILE_MODULE = "_migrator_verified_file"
+"""Module name of a file imported on its own (its name is not a module name)."""
+
+
+class LoadError(Exception):
+    """A side that cannot be loaded; `str()` says which file, which side and why."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One version of the project: files in `overlay` (absolute path -> source) replace the files
+    on disk; every other file is read from disk."""
+
+    label: str
+    overlay: Mapping[Path, str | bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        resolved = {Path(path).resolve(): text for path, text in self.overlay.items()}
+        object.__setattr__(self, "overlay", resolved)
+
+
+def import_root(file: Path) -> tuple[Path, str]:
+    """(folder to put on sys.path, dotted module name) of a file, climbing out of packages."""
+    folder, parts = file.parent, [] if file.name == "__init__.py" else [file.stem]
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts)
+
+
+def git_side(file: Path, rev: str) -> Side:
+    """The files under `file`'s import root as they are at git revision `rev`."""
+    root, _ = import_root(file)
+    top = Path(_git(root, "rev-parse", "--show-toplevel").strip()).resolve()
+    relative = file.resolve().relative_to(top).as_posix()
+    try:
+        _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except LoadError:
+        raise LoadError(f"unknown git revision {rev!r}") from None
+    try:
+        _git(top, "cat-file", "-e", f"{rev}:{relative}")
+    except LoadError:
+        raise LoadError(f"{relative} does not exist at {rev}") from None
+    changed = _git(top, "diff", "--name-only", "-z", rev, "--", str(root.resolve()))
+    overlay = {}
+    for path in filter(None, changed.split("\0")):
+        if path.endswith(".py"):
+            try:
+                overlay[top / path] = _git(top, "show", f"{rev}:{path}", text=False)
+            except LoadError:
+                continue  # added since rev: the original side has it from disk
+    return Side(rev, overlay)
+
+
+def _git(cwd: Path, *args: str, text: bool = True) -> Any:
+    try:
+        result = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True,
+                                stdin=subprocess.DEVNULL, timeout=_GIT_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise LoadError(f"git {args[0]} failed: {exc}") from None
+    if result.returncode != 0:
+        message = " ".join(result.stderr.decode(errors="replace").split())
+        raise LoadError(f"git {' '.join(args)}: {message}")
+    return result.stdout.decode() if text else result.stdout
+
+
+@dataclass(frozen=True)
+class Loaded:
+    value: Any
+    """The attribute asked for."""
+    module: ModuleType
+    """The module holding it."""
+    overridden: frozenset[Path]
+    """The side's overlay files this import used."""
+
+
+def load(file: Path, attribute: str, side: Side) -> Loaded:
+    """`attribute` of the module at `file`, imported in isolation for `side`.
+
+    A file whose name is not a module name (`model.before.py`) is imported on its own, under a
+    private name, with its folder on sys.path."""
+    root, module_name = import_root(file)
+    importable = (file.name == "__init__.py" or file.stem.isidentifier()) and all(
+        part.isidentifier() for part in module_name.split("."))
+    top = module_name.partition(".")[0] if importable else _FILE_MODULE
+    with _isolated(root, top, side) as finder:
+        try:
+            module = (importlib.import_module(module_name) if importable
+                      else _import_file(file, finder))
+        except Exception as exc:
+            raise LoadError(f"cannot import {file.name} ({side.label}): "
+                            f"{type(exc).__name__}: {exc}") from exc
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise LoadError(f"{file.name} ({side.label}) has no `{attribute}`") from None
+    return Loaded(value, module, frozenset(finder.served))
+
+
+def _import_file(file: Path, finder: _OverlayFinder) -> ModuleType:
+    source = finder.source(file)
+    loader = (importlib.machinery.SourceFileLoader(_FILE_MODULE, str(file)) if source is None
+              else _SourceLoader(source, f"{file}@{finder.side.label}"))
+    spec = importlib.util.spec_from_file_location(_FILE_MODULE, file, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_FILE_MODULE] = module
+    loader.exec_module(module)
+    return module
+
+
+def _project_names(root: Path, top: str) -> frozenset[str]:
+    """Top-level module names importable from `root` that belong to the project there: always the
+    target's own `top` package; others unless a module of that name was imported from elsewhere
+    (then it is not the project's, and the model does not import it from here either)."""
+    names = set()
+    for entry in root.iterdir():
+        if entry.suffix == ".py":
+            names.add(entry.stem)
+        elif entry.is_dir() and entry.name.isidentifier():
+            names.add(entry.name)
+    names -= set(sys.stdlib_module_names) | set(sys.builtin_module_names) | {_OWN_PACKAGE}
+    outside = {n for n in names if n in sys.modules and not _lives_in(sys.modules[n], root)}
+    return frozenset(names - outside) | {top}
+
+
+def _lives_in(module: ModuleType, root: Path) -> bool:
+    places = [getattr(module, "__file__", None), *getattr(module, "__path__", [])]
+    return any(p and Path(p).resolve().is_relative_to(root.resolve()) for p in places)
+
+
+@contextmanager
+def _isolated(root: Path, top: str, side: Side) -> Iterator[_OverlayFinder]:
+    names = _project_names(root, top)
+
+    def ours(name: str) -> bool:
+        return name.partition(".")[0] in names
+
+    stashed = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+    finder = _OverlayFinder(side)
+    sys.path.insert(0, str(root))
+    sys.meta_path.insert(0, finder)
+    importlib.invalidate_caches()
+    try:
+        yield finder
+    finally:
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(stashed)
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(root))
+
+
+class _OverlayFinder(importlib.abc.MetaPathFinder):
+    """Serves the side's text for the files it overrides; other files load as usual."""
+
+    def __init__(self, side: Side) -> None:
+        self.side = side
+        self.served: set[Path] = set()
+
+    def source(self, file: Path) -> str | bytes | None:
+        """The side's text for `file` (recorded as served), or None to read it from disk."""
+        path = Path(file).resolve()
+        text = self.side.overlay.get(path)
+        if text is not None:
+            self.served.add(path)
+        return text
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not self.side.overlay:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.has_location:
+            return None
+        source = self.source(spec.origin)
+        if source is None:
+            return None
+        loader = _SourceLoader(source, f"{spec.origin}@{self.side.label}")
+        return importlib.util.spec_from_file_location(
+            fullname, spec.origin, loader=loader,
+            submodule_search_locations=spec.submodule_search_locations)
+
+
+class _SourceLoader(importlib.abc.Loader):
+    def __init__(self, source: str | bytes, filename: str) -> None:
+        self.text = importlib.util.decode_source(source) if isinstance(source, bytes) else source
+        self.filename = filename
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        lines = self.text.splitlines(keepends=True)
+        linecache.cache[self.filename] = (len(self.text), None, lines, self.filename)
+        exec(compile(self.text, self.filename, "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, fullname: str) -> str:
+        return self.text

@@ -1,0 +1,326 @@
+"""`prepare_model`: trace a model with torch.fx and give every op on its forward path its own
+module, as `migrator fix` does to the source.
+
+Catalog ops (found by their resolved target, never by node name) become their catalog module,
+attached under the submodule that called them; stateless modules called more than once are
+split into copies; modules holding parameters or buffers are never copied, only reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import torch
+from torch import fx
+from torch.fx import Node
+
+from migrator.catalog import MODULE_ATTRIBUTES, TRAINING, Op
+from migrator.check.ops import (Match, Refused, bind, build_module, op_module_classes, resolve,
+                                runtime_catalog, scalar_nodes)
+from migrator.check.outputs import as_tuple, difference, run_seeded
+from migrator.check.trace import (SOURCE, PrepareError, TraceFailure, describe_source, owner_of,
+                                  trace)
+
+REPORT = "migrator_prepare"
+"""GraphModule.meta key holding the `PrepareReport`."""
+
+_ALIASING = frozenset(f"torch.nn.{name}" for name in (
+    "Flatten Unflatten Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout "
+    "FeatureAlphaDropout").split())
+"""Catalog modules whose output may be their input itself (a view, or dropout in eval mode)."""
+_FRESH_TORCH = tuple(f"torch.nn.{name}" for name in (
+    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear "
+    "BatchNorm1d BatchNorm2d BatchNorm3d InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm "
+    "Embedding").split())
+
+
+class PrepareWarning(UserWarning):
+    """Ops left as functions, or stateful modules called at several sites."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    call: str
+    module: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Left:
+    call: str
+    owner: str
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Copied:
+    original: str
+    copy: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Shared:
+    module: str
+    cls: str
+    calls: int
+    sources: tuple[str, ...]
+
+
+@dataclass
+class PrepareReport:
+    """What `prepare_model` did and left; `str()` is a readable summary."""
+
+    converted: list[Converted] = field(default_factory=list)
+    copies: list[Copied] = field(default_factory=list)
+    left: list[Left] = field(default_factory=list)
+    shared: list[Shared] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.converted)} op(s) turned into modules, {len(self.copies)} module "
+                 f"call(s) given a copy"]
+        if self.left:
+            lines.append(f"left as functions ({len(self.left)}):")
+            lines += [f"  {x.source}: {x.call} in `{x.owner or '<root>'}`: {x.reason}"
+                      for x in self.left]
+        if self.shared:
+            lines.append(f"modules with parameters or buffers called at several sites, not "
+                         f"copied (a copy would untie their weights) ({len(self.shared)}):")
+            lines += [f"  `{x.module}` ({x.cls}) called {x.calls} times: {', '.join(x.sources)}"
+                      for x in self.shared]
+        return "\n".join(lines)
+
+
+def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | None = None,
+                  module_classes_to_exclude: Iterable[type] | None = None,
+                  concrete_args: dict[str, Any] | None = None,
+                  example_inputs: Any = None) -> fx.GraphModule:
+    """A GraphModule computing what `model` computes, with every catalog op a module used once.
+
+    `modules_to_exclude` (qualified names or module objects) and `module_classes_to_exclude`
+    (subclasses too) stay leaves; `concrete_args` goes to tracing. The returned module shares its
+    leaf modules and weights with `model`, which is not changed. With `example_inputs`, both are
+    run (same seed) and their outputs must be `torch.equal`, else `PrepareError`. What could not
+    be converted is warned about (`PrepareWarning`) and kept in `gm.meta["migrator_prepare"]`.
+    Raises `TraceFailure` when fx cannot trace the model.
+    """
+    options = dict(modules_to_exclude=modules_to_exclude or (),
+                   module_classes_to_exclude=module_classes_to_exclude or (),
+                   concrete_args=concrete_args)
+    gm = trace(model, **options)
+    gm.training = model.training
+    report = PrepareReport()
+    namer = _Namer(gm, model)
+    _convert_ops(gm, model, options, namer, report)
+    _split_reused_modules(gm, namer, report)
+    gm.graph.lint()
+    gm.recompile()
+    gm.meta[REPORT] = report
+    if report.left or report.shared:
+        warnings.warn(f"prepare_model({type(model).__name__}): {report}", PrepareWarning,
+                      stacklevel=2)
+    if example_inputs is not None:
+        _self_check(model, gm, as_tuple(example_inputs))
+    return gm
+
+
+def prepare_report(gm: fx.GraphModule) -> PrepareReport:
+    """The report of a GraphModule returned by `prepare_model`."""
+    return gm.meta[REPORT]
+
+
+class _Namer:
+    """Free attribute names under a module path, avoiding what the original module has too."""
+
+    def __init__(self, gm: fx.GraphModule, model: torch.nn.Module) -> None:
+        self.gm, self.model = gm, model
+        self.taken: set[str] = set()
+
+    def name(self, owner: str, base: str) -> str:
+        used = set(MODULE_ATTRIBUTES)
+        for root in (self.gm, self.model):
+            try:
+                used |= set(dir(root.get_submodule(owner)))
+            except AttributeError:
+                pass
+        prefix = f"{owner}." if owner else ""
+        for n in itertools.count():
+            candidate = prefix + (f"{base}_{n}" if n else base)
+            if candidate.rpartition(".")[2] not in used and candidate not in self.taken:
+                self.taken.add(candidate)
+                return candidate
+
+
+def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: dict, namer: _Namer,
+                 report: PrepareReport) -> None:
+    catalog = runtime_catalog()
+    graph = gm.graph
+    scalars = scalar_nodes(graph.nodes)
+    matches = [(node, catalog.match(node)) for node in graph.nodes]
+    matches = [(n, m) for n, m in matches if m is not None and not _on_scalars(n, m, scalars)]
+    following = _training_following_mode(model, options, matches)
+    for node, match in matches:
+        owner = owner_of(node)
+        source = describe_source(node.meta.get(SOURCE))
+        try:
+            readers = _later_readers(gm, node) if match.inplace else []
+            binding = bind(match.op, node)
+            if _has_training(match.op) and node not in following:
+                raise Refused("`training` does not follow `self.training`: a module would "
+                              "behave differently in the other mode")
+            path = _weight_owner(gm, model, match.op, binding)
+            if path is None:
+                module = build_module(match.op, binding, gm)
+                module.train(_submodule(model, owner).training)
+                path = namer.name(owner, match.op.key)
+                gm.add_submodule(path, module)
+        except Refused as why:
+            report.left.append(Left(match.call, owner, source, str(why)))
+            continue
+        with graph.inserting_before(node):
+            replacement = graph.call_module(path, tuple(binding.inputs))
+        replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        for reader in readers:
+            reader.replace_input_with(node.args[0], replacement)
+        graph.erase_node(node)
+        if binding.weight is not None and not binding.weight.users:
+            graph.erase_node(binding.weight)
+        report.converted.append(Converted(match.call, path, source))
+
+
+def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, binding) -> str | None:
+    """For `F.prelu(x, self.act.weight)` where `self.act` is the op's own module class (an
+    nn.PReLU): the path of that module, now called instead of a new one being made."""
+    if binding.weight is None:
+        return None
+    path, _, name = binding.weight.target.rpartition(".")
+    owner = _submodule(model, path)
+    if not path or name != "weight" or type(owner) is not resolve(op.module):
+        return None
+    parent, _, attribute = path.rpartition(".")
+    setattr(gm.get_submodule(parent), attribute, owner)  # fx made a plain container there
+    return path
+
+
+def _on_scalars(node: Node, match: Match, scalars: set[Node]) -> bool:
+    """An operator on sizes or other plain numbers, not on tensors."""
+    return match.kind == "operator" and all(
+        not isinstance(a, Node) or a in scalars for a in node.args)
+
+
+def _has_training(op: Op) -> bool:
+    return any(a.role == TRAINING for a in op.args)
+
+
+def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
+    return model.get_submodule(path) if path else model
+
+
+def _training_following_mode(model: torch.nn.Module, options: dict,
+                             matches: list[tuple[Node, Match]]) -> set[Node]:
+    """Nodes whose `training` argument is `self.training`: traced again in the other mode, the
+    same call (same position among such calls) gets the other value."""
+    here = [(n, m) for n, m in matches if _has_training(m.op)]
+    if not here:
+        return set()
+    modes = {m: m.training for m in model.modules()}
+    model.train(not model.training)
+    try:
+        other = trace(model, **options)
+    except TraceFailure:
+        return set()
+    finally:
+        for module, mode in modes.items():
+            module.training = mode
+    catalog = runtime_catalog()
+    there = [n for n in other.graph.nodes
+             if (m := catalog.match(n)) is not None and _has_training(m.op)]
+    if [n.target for n, _ in here] != [n.target for n in there]:
+        return set()
+    return {node for (node, match), twin in zip(here, there)
+            if _training_value(match.op, node) is model.training
+            and _training_value(match.op, twin) is (not model.training)}
+
+
+def _training_value(op: Op, node: Node) -> Any:
+    try:
+        return bind(op, node).training
+    except Refused:
+        return None
+
+
+def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
+    """The nodes after the in-place op `node` that read the tensor it changes, to be given the
+    out-of-place result instead. Refused unless that tensor is the fresh output of a module and
+    nothing but such modules read it before (any other reader may hold a view of it)."""
+    target = node.args[0] if node.args else None
+    if not (isinstance(target, Node) and target.op == "call_module"
+            and _fresh_output(gm.get_submodule(target.target))):
+        raise Refused("changes in place a tensor that may be shared (not the fresh output of "
+                      "a module)")
+    later = set()
+    cursor = node.next
+    while cursor.op != "root":
+        later.add(cursor)
+        cursor = cursor.next
+    for reader in target.users:
+        if reader is not node and reader not in later and not (
+                reader.op == "call_module" and _fresh_output(gm.get_submodule(reader.target))):
+            raise Refused("changes in place a tensor read before by an op that may hold a view "
+                          "of it")
+    return [reader for reader in target.users if reader in later]
+
+
+def _fresh_output(module: torch.nn.Module) -> bool:
+    return type(module) in _fresh_classes() and not getattr(module, "inplace", False)
+
+
+@cache
+def _fresh_classes() -> frozenset[type]:
+    """Module classes whose output is always a new tensor (unless built with inplace=True)."""
+    classes, _ = op_module_classes()
+    aliasing = {resolve(name) for name in _ALIASING}
+    return frozenset((classes - aliasing) | {resolve(name) for name in _FRESH_TORCH})
+
+
+def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:
+    calls: dict[str, list[Node]] = defaultdict(list)
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            calls[node.target].append(node)
+    for target, nodes in calls.items():
+        if len(nodes) < 2:
+            continue
+        module = gm.get_submodule(target)
+        sources = tuple(describe_source(n.meta.get(SOURCE)) for n in nodes)
+        if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
+            report.shared.append(Shared(target, type(module).__name__, len(nodes), sources))
+            continue
+        owner, _, attribute = target.rpartition(".")
+        for node, source in zip(nodes[1:], sources[1:]):
+            path = namer.name(owner, attribute)
+            gm.add_submodule(path, copy.deepcopy(module))
+            node.target = path
+            report.copies.append(Copied(target, path, source))
+
+
+def _self_check(model: torch.nn.Module, gm: fx.GraphModule, inputs: tuple[Any, ...]) -> None:
+    expected = run_seeded(model, inputs)
+    try:
+        actual = run_seeded(gm, inputs)
+    except Exception as exc:  # the prepared model's modules may raise anything
+        raise PrepareError(f"the prepared {type(model).__name__} fails on the example inputs: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    found = difference(expected, actual)
+    if found:
+        raise PrepareError(f"the prepared {type(model).__name__} does not reproduce the original "
+                           f"on the example inputs: {found}")

@@ -1,0 +1,149 @@
+"""Symbolic tracing with migrator's leaf policy, source lines on nodes, and readable failures."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import fx
+
+from migrator.check.ops import op_module_classes
+
+SOURCE = "migrator_source"
+"""node.meta key: (filename, line) of the user code that created the node."""
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(__file__) + os.sep
+_PACKAGE_DIR = os.path.dirname(_OWN_DIR.rstrip(os.sep)) + os.sep
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+class PrepareError(RuntimeError):
+    """A model migrator cannot prepare, or a prepared model that does not match its original."""
+
+
+class TraceFailure(PrepareError):
+    """torch.fx could not trace the model; the message names the module, the line and the way out."""
+
+    def __init__(self, message: str, module: str, location: str, reason: str) -> None:
+        super().__init__(message)
+        self.module = module
+        self.location = location
+        self.reason = reason
+
+
+def is_op_module(module: torch.nn.Module) -> bool:
+    """A catalog op module: `nn.ReLU`, `migrator.nn.Add`, or a class of the same name from a copy
+    of migrator.nn (the `ops_module` setting) that holds no submodules, parameters or buffers."""
+    classes, copied_names = op_module_classes()
+    cls = type(module)
+    if cls in classes:
+        return True
+    return (cls.__name__ in copied_names and not module._modules and not module._parameters
+            and not module._buffers)
+
+
+def _is_user_file(filename: str) -> bool:
+    return not filename.startswith((_TORCH_DIR, _OWN_DIR, "<frozen", "<eval_with_key"))
+
+
+def _user_frame() -> tuple[str, int] | None:
+    frame = sys._getframe(2)
+    while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+
+
+def last_model_frame(stack_trace: str | None) -> tuple[str, int] | None:
+    """The innermost frame of a formatted stack trace (as torch.export records them) that is
+    neither torch's nor migrator's."""
+    frames = [(f, int(n)) for f, n in _FRAME.findall(stack_trace or "")
+              if not f.startswith((_TORCH_DIR, _PACKAGE_DIR))]
+    return frames[-1] if frames else None
+
+
+def describe_source(source: tuple[str, int] | None, with_code: bool = False) -> str:
+    """`path:line` (relative to the working directory when under it), optionally with the code."""
+    if source is None:
+        return "?"
+    filename, line = source
+    cwd = os.getcwd() + os.sep
+    text = f"{filename.removeprefix(cwd)}:{line}"
+    code = linecache.getline(filename, line).strip() if with_code else ""
+    return f"{text}: `{code}`" if code else text
+
+
+def owner_of(node: fx.Node) -> str:
+    """Qualified name of the module whose forward made the call `node` ('' for the root)."""
+    stack = node.meta.get("nn_module_stack")
+    return next(reversed(stack.values()))[0] if stack else ""
+
+
+class Tracer(fx.Tracer):
+    """fx tracer keeping catalog op modules and excluded modules as leaves, and recording, per
+    node, the user source line that created it."""
+
+    def __init__(self, modules_to_exclude: Iterable[Any] = (),
+                 module_classes_to_exclude: Iterable[type] = ()) -> None:
+        super().__init__()
+        excluded = list(modules_to_exclude or ())
+        self.excluded_names = {m for m in excluded if isinstance(m, str)}
+        self.excluded_ids = {id(m) for m in excluded if isinstance(m, torch.nn.Module)}
+        self.excluded_classes = tuple(module_classes_to_exclude or ())
+        self.calls: list[tuple[str, type]] = []
+        """Modules being traced through, outermost first (left as is when tracing fails)."""
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        if (module_qualified_name in self.excluded_names or id(m) in self.excluded_ids
+                or isinstance(m, self.excluded_classes) or is_op_module(m)):
+            return True
+        return super().is_leaf_module(m, module_qualified_name)
+
+    def call_module(self, m, forward, args, kwargs):
+        self.calls.append((self.path_of_module(m), type(m)))
+        result = super().call_module(m, forward, args, kwargs)
+        self.calls.pop()
+        return result
+
+    def create_proxy(self, kind, target, args, kwargs, *rest, **options):
+        proxy = super().create_proxy(kind, target, args, kwargs, *rest, **options)
+        if kind not in ("placeholder", "output"):
+            proxy.node.meta[SOURCE] = _user_frame()
+        return proxy
+
+
+def trace(model: torch.nn.Module, modules_to_exclude: Iterable[Any] = (),
+          module_classes_to_exclude: Iterable[type] = (),
+          concrete_args: dict[str, Any] | None = None) -> fx.GraphModule:
+    """`model` as a GraphModule (leaves shared with `model`); raises `TraceFailure`."""
+    tracer = Tracer(modules_to_exclude, module_classes_to_exclude)
+    try:
+        graph = tracer.trace(model, concrete_args)
+    except Exception as exc:  # fx reports with many exception types
+        raise _failure(model, tracer, exc) from exc
+    return fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+def _failure(model: torch.nn.Module, tracer: Tracer, exc: Exception) -> TraceFailure:
+    path, cls = tracer.calls[-1] if tracer.calls else ("", type(model))
+    module = f"`{path}` ({cls.__name__})" if path else f"the root module ({cls.__name__})"
+    source = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if _is_user_file(tb.tb_frame.f_code.co_filename):
+            source = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    location = describe_source(source)
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+    exclude = f'modules_to_exclude=["{path}"] or ' if path else ""
+    message = (f"torch.fx cannot trace {module} at {describe_source(source, with_code=True)}\n"
+               f"  fx says: {reason}\n"
+               f"  ways out: pass the value that decides it with concrete_args={{...}}; keep the "
+               f"module as a leaf with {exclude}module_classes_to_exclude=[{cls.__name__}]; or "
+               f"move the code into a function registered with torch.fx.wrap")
+    return TraceFailure(message, path, location, reason)

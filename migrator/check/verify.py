@@ -1,0 +1,209 @@
+"""Verify targets: build both versions of each model, run the four checks, report.
+
+`verify_base` compares the working tree with a git revision (`migrator verify`);
+`verify_rewrites` compares the text before and after an in-memory rewrite (`migrator fix
+--verify`) and says which files may be written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from migrator.check import compare
+from migrator.check.compare import FAIL, SKIP, CheckResult
+from migrator.check.load import LoadError, Side, git_side, load
+from migrator.check.outputs import as_tuple
+from migrator.check.targets import InputSpec, Target
+
+ORIGINAL_SEED, MIGRATED_SEED = 0, 1
+"""Different seeds to build each side: the migrated weights only match if loading works."""
+
+
+@dataclass
+class TargetResult:
+    target: str
+    original: str
+    migrated: str
+    inputs: str = ""
+    checks: list[CheckResult] = field(default_factory=list)
+    overridden: list[str] = field(default_factory=list)
+    """Files the migrated side took from its overlay (the rewritten files this target uses)."""
+
+    @property
+    def ok(self) -> bool:
+        return all(check.status != FAIL for check in self.checks)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+@dataclass
+class RewriteVerification:
+    """What `verify_rewrites` found: per-target results and the files not to write."""
+
+    results: list[TargetResult]
+    blocked: frozenset[Path]
+    """Rewritten files a failing target uses (its own file, or one it imports): leave them
+    untouched."""
+    unverified: frozenset[Path]
+    """Rewritten files no verified target uses."""
+
+    def may_write(self, path: Path) -> bool:
+        return Path(path).resolve() not in self.blocked
+
+
+def verify_target(target: Target, original: Side, migrated: Side) -> TargetResult:
+    """Build `target` from both sides (the original's weights loaded into the migrated model)
+    and run the checks: state_dict, fx graph, export, outputs."""
+    result = TargetResult(target.label, original.label, migrated.label)
+    try:
+        reference, inputs, _ = _build(target, original, ORIGINAL_SEED)
+        candidate, _, overridden = _build(target, migrated, MIGRATED_SEED)
+        result.overridden = sorted(map(str, overridden))
+        if inputs is None:
+            raise LoadError("no example inputs: pass --input SHAPE, set `inputs` in the config "
+                            "entry, return (model, example_inputs), or define example_inputs()")
+    except LoadError as exc:
+        result.checks.append(CheckResult("load", FAIL, str(exc)))
+        return result
+    result.inputs = ", ".join(_shape(x) for x in inputs)
+    checks = result.checks
+    checks.append(_guarded("state_dict", compare.check_state_dict, reference, candidate))
+    reference.eval()
+    candidate.eval()
+    checks.append(_guarded("fx graph", compare.check_fx_graph, reference, candidate))
+    checks.append(_guarded("export", compare.check_export, reference, candidate, inputs))
+    if checks[0].status == FAIL:
+        checks.append(CheckResult("outputs", SKIP, "the original's weights did not load"))
+    else:
+        checks.append(_guarded("outputs", compare.check_outputs, reference, candidate, inputs))
+    ran = [check.name for check in checks if check.status != SKIP]
+    for check in checks:
+        if check.status == SKIP and ran:
+            check.detail += f"; relying on {', '.join(ran)}"
+    return result
+
+
+def verify_base(targets: Iterable[Target], rev: str = "HEAD") -> list[TargetResult]:
+    """Each target's file at git revision `rev` (the original) against the working tree."""
+    results = []
+    for target in targets:
+        try:
+            original = git_side(target.file, rev)
+        except LoadError as exc:
+            result = TargetResult(target.label, rev, "working tree")
+            result.checks.append(CheckResult("load", FAIL, str(exc)))
+            results.append(result)
+            continue
+        results.append(verify_target(target, original, Side("working tree")))
+    return results
+
+
+def verify_rewrites(rewrites: Mapping[Path, tuple[str, str]],
+                    targets: Iterable[Target]) -> RewriteVerification:
+    """Verify every target whose file is rewritten or imports a rewritten file, with all files
+    at their old text (original) and at their new text (migrated); nothing is written."""
+    rewrites = {Path(p).resolve(): texts for p, texts in rewrites.items()}
+    original = Side("before fix", {p: old for p, (old, _) in rewrites.items()})
+    migrated = Side("after fix", {p: new for p, (_, new) in rewrites.items()})
+    affected = [t for t in targets if t.file.resolve() in rewrites or _uses_overlay(t, migrated)]
+    results = [verify_target(t, original, migrated) for t in affected]
+    used = [{t.file.resolve(), *map(Path, r.overridden)} for t, r in zip(affected, results)]
+    failing = set().union(*(files for files, r in zip(used, results) if not r.ok))
+    return RewriteVerification(results, frozenset(failing & rewrites.keys()),
+                               frozenset(set(rewrites).difference(*used)))
+
+
+def _uses_overlay(target: Target, side: Side) -> bool:
+    """Does importing `target` on `side` read one of its overlay files (or fail)?"""
+    try:
+        return bool(load(target.file, target.attribute, side).overridden)
+    except LoadError:
+        return True
+
+
+def _build(target: Target, side: Side,
+           seed: int) -> tuple[torch.nn.Module, tuple | None, frozenset[Path]]:
+    """(model, example inputs or None, overlay files used) of `target` on `side`."""
+    loaded = load(target.file, target.attribute, side)
+    factory, module = loaded.value, loaded.module
+    where = f"{target.label} ({side.label})"
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        try:
+            made = factory(**target.kwargs)
+        except Exception as exc:  # user code
+            raise LoadError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
+        inputs = None
+        if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
+            made, inputs = made
+        if not isinstance(made, torch.nn.Module):
+            raise LoadError(f"{where}: gives {type(made).__name__}, expected a model or "
+                            "(model, example_inputs)")
+        if target.inputs:
+            inputs = make_inputs(target.inputs)
+        elif inputs is None and callable(getattr(module, "example_inputs", None)):
+            inputs = module.example_inputs()
+    return made, None if inputs is None else as_tuple(inputs), loaded.overridden
+
+
+def make_inputs(specs: Iterable[InputSpec], seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Random tensors of the given shapes: normal floats, 0/1 integers, random booleans."""
+    tensors = []
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for spec in specs:
+            dtype = getattr(torch, spec.dtype, None)
+            if not isinstance(dtype, torch.dtype):
+                raise LoadError(f"unknown dtype {spec.dtype!r} (use a torch dtype name: float32, "
+                                "int64, bool...)")
+            if dtype == torch.bool:
+                tensors.append(torch.rand(spec.shape) < 0.5)
+            elif dtype.is_floating_point or dtype.is_complex:
+                tensors.append(torch.randn(spec.shape, dtype=dtype))
+            else:
+                tensors.append(torch.randint(0, 2, spec.shape, dtype=dtype))
+    return tuple(tensors)
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        text = "x".join(map(str, value.shape)) or "scalar"
+        return text if value.dtype == torch.float32 else f"{text}:{str(value.dtype)[6:]}"
+    return type(value).__name__
+
+
+def _guarded(name: str, check, *args) -> CheckResult:
+    try:
+        return check(*args)
+    except Exception as exc:  # a check that crashes did not pass
+        return CheckResult(name, FAIL, f"check crashed: {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:300]}")
+
+
+def format_text(results: list[TargetResult]) -> str:
+    """One table per target, then a summary line."""
+    lines = []
+    for result in results:
+        inputs = f", inputs {result.inputs}" if result.inputs else ""
+        lines.append(f"{result.target}  (original: {result.original}, migrated: "
+                     f"{result.migrated}{inputs})")
+        for check in result.checks:
+            lines.append(f"  {check.name:<10}  {check.status.upper():<4}  {check.detail}")
+        lines.append(f"  => {'PASS' if result.ok else 'FAIL'}")
+        lines.append("")
+    failed = sum(not r.ok for r in results)
+    lines.append(f"{len(results)} target(s) verified: {len(results) - failed} passed, "
+                 f"{failed} failed")
+    return "\n".join(lines)
+
+
+def format_json(results: list[TargetResult]) -> str:
+    return json.dumps({"ok": all(r.ok for r in results),
+                       "targets": [r.to_dict() for r in results]}, indent=2)

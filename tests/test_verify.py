@@ -1,0 +1,260 @@
+"""`migrator verify` and `verify_rewrites`, on the `verify_pkg` fixture package (relative and
+absolute self-imports): a correct rewrite passes every check, wrong rewrites fail naming the
+check, models fx (or export too) cannot capture rely on the remaining checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from migrator.check.targets import Target, TargetError, config_targets, parse_input, parse_target
+from migrator.cli import main
+from migrator.config import load as load_config
+from migrator.rewrite.engine import fix_text
+from migrator.rewrite.project import Project
+
+PKG = Path(__file__).resolve().parent / "verify_pkg"
+NET = PKG / "models" / "net.py"
+UNTRACEABLE = PKG / "models" / "untraceable.py"
+INPUT = (parse_input("2x3x8x8"),)
+
+
+def _rewrite(path: Path) -> tuple[str, str]:
+    old = path.read_text(encoding="utf-8")
+    new, _ = fix_text(old, str(path), Project())
+    assert new != old
+    return old, new
+
+
+def _statuses(result) -> dict[str, str]:
+    return {check.name: check.status for check in result.checks}
+
+
+def _verify(path, new_text, *targets):
+    from migrator.check.verify import verify_rewrites
+
+    return verify_rewrites({path: (path.read_text(encoding="utf-8"), new_text)}, targets)
+
+
+# --------------------------------------------------------------------------- parsing
+
+def test_targets_inputs_and_config_entries(tmp_path):
+    assert parse_input("1x3x224x224") == parse_input("1x3x224x224", "float32")
+    assert parse_input("2x7:int64").dtype == "int64"
+    for bad in ("1x3x", "big", "1,3"):
+        with pytest.raises(TargetError, match="expected a shape"):
+            parse_input(bad)
+    with pytest.raises(TargetError, match="file.py:ClassOrFactory"):
+        parse_target(f"{NET}", Path.cwd())
+    assert parse_target(f"{NET}:build", Path.cwd()).attribute == "build"
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.migrator.verify]]\ntarget = "m.py:M"\ninputs = "1x3"\nkwargs = {w = 2}\n'
+        '[[tool.migrator.verify]]\ntarget = "m.py:N"\nshape = "1x3"\n', encoding="utf-8")
+    (tmp_path / "m.py").write_text("", encoding="utf-8")
+    config = load_config([str(tmp_path)])
+    with pytest.raises(TargetError, match="entry 2: unknown key"):
+        config_targets(config)
+    config.verify.pop()
+    [target] = config_targets(config)
+    assert (target.file, target.inputs, target.kwargs) == (tmp_path / "m.py", (parse_input("1x3"),),
+                                                           {"w": 2})
+
+
+# --------------------------------------------------------------------------- loading
+
+def test_each_side_loads_in_isolation(monkeypatch):
+    from migrator.check.load import Side, load
+
+    elsewhere = types.ModuleType("verify_pkg")  # a same-named package imported before
+    monkeypatch.setitem(sys.modules, "verify_pkg", elsewhere)
+    before = set(sys.modules)
+    layers = PKG / "layers.py"
+    changed = layers.read_text(encoding="utf-8").replace("SCALE = 0.5", "SCALE = 3.0")
+    disk = load(NET, "Net", Side("disk")).module
+    loaded = load(NET, "Net", Side("other", {layers: changed, PKG / "unused.py": ""}))
+    other = loaded.module
+    assert loaded.overridden == {layers}
+    assert (disk.SCALE, other.SCALE) == (0.5, 3.0)  # absolute self-import: each side's layers
+    assert disk.ConvBN is not other.ConvBN  # relative import: a fresh package per side
+    assert other.ConvBN.forward.__globals__["SCALE"] == 3.0
+    assert sys.modules["verify_pkg"] is elsewhere
+    assert not [name for name in set(sys.modules) - before if name.startswith("verify_pkg")]
+
+
+# --------------------------------------------------------------------------- verify_rewrites
+
+def test_correct_rewrite_passes_every_check():
+    old, new = _rewrite(NET)
+    verification = _verify(NET, new, Target(NET, "build"))
+    [result] = verification.results
+    assert _statuses(result) == {"state_dict": "pass", "fx graph": "pass", "export": "pass",
+                                 "outputs": "pass"}
+    figures = {c.name: c.figures for c in result.checks}
+    assert figures["state_dict"]["tensors"] == 14 and figures["fx graph"]["nodes"] == 14
+    assert figures["outputs"] == {"eval_tensors": 1, "train_tensors": 1}
+    assert verification.may_write(NET) and not verification.unverified
+
+
+def test_lost_hyper_parameter_fails_naming_the_check():
+    from migrator.check.verify import format_text
+
+    _, new = _rewrite(NET)
+    wrong = new.replace("nn.LeakyReLU(negative_slope=0.2)", "nn.LeakyReLU()")
+    verification = _verify(NET, wrong, Target(NET, "build"))
+    [result] = verification.results
+    assert _statuses(result) == {"state_dict": "pass", "fx graph": "fail", "export": "fail",
+                                 "outputs": "fail"}
+    graph = result.checks[1].detail
+    assert "LeakyReLU(negative_slope=0.2)" in graph and "LeakyReLU(negative_slope=0.01)" in graph
+    assert "net.py@before fix:18" in graph
+    assert re.search(r"original has `aten\.leaky_relu\.default\(%\d+, 0\.2\)`.* migrated has "
+                     r"`aten\.leaky_relu\.default\(%\d+,\)`", result.checks[2].detail)
+    assert not verification.may_write(NET)
+    assert "fx graph    FAIL" in format_text(verification.results)
+
+
+def test_renamed_weight_fails_state_dict_and_outputs_do_not_pass():
+    _, new = _rewrite(NET)
+    [result] = _verify(NET, new.replace("self.head", "self.classifier"), Target(NET, "build")).results
+    statuses = _statuses(result)
+    assert statuses["state_dict"] == "fail" and statuses["outputs"] == "skip"
+    assert 'Missing key(s) in state_dict: "classifier.weight"' in result.checks[0].detail
+
+
+def test_models_fx_cannot_trace_rely_on_the_other_checks():
+    _, new = _rewrite(UNTRACEABLE)
+    gated, switch = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated", INPUT),
+                            Target(UNTRACEABLE, "ShapeSwitch", INPUT)).results
+    assert _statuses(gated) == {"state_dict": "pass", "fx graph": "skip", "export": "skip",
+                                "outputs": "pass"}
+    assert "fx cannot trace the original" in gated.checks[1].detail
+    assert gated.checks[2].detail.endswith("relying on state_dict, outputs")
+    assert _statuses(switch) == {"state_dict": "pass", "fx graph": "skip", "export": "pass",
+                                 "outputs": "pass"}
+    assert switch.checks[1].detail.endswith("relying on state_dict, export, outputs")
+
+    wrong = new.replace("self.sub(y, x)", "self.sub(x, y)")
+    [switch] = _verify(UNTRACEABLE, wrong, Target(UNTRACEABLE, "ShapeSwitch", INPUT)).results
+    assert _statuses(switch) == {"state_dict": "pass", "fx graph": "skip", "export": "fail",
+                                 "outputs": "fail"}
+    assert re.search(r"original has `aten\.sub\.Tensor\(%(\d+), %(\d+)\)`.* migrated has "
+                     r"`aten\.sub\.Tensor\(%\2, %\1\)`",
+                     switch.checks[2].detail)
+
+
+def test_a_failing_target_blocks_the_rewritten_files_it_imports():
+    layers = PKG / "layers.py"
+    old_layers = layers.read_text(encoding="utf-8")
+    wrong_layers = old_layers.replace("return self.bn(self.conv(x))", "return self.conv(x)")
+    old_net, new_net = _rewrite(NET)
+    from migrator.check.verify import verify_rewrites
+
+    verification = verify_rewrites({NET: (old_net, new_net), layers: (old_layers, wrong_layers)},
+                                   [Target(NET, "build")])
+    assert verification.blocked == {NET, layers} and not verification.unverified
+    assert not verification.results[0].ok
+    # Targets whose own file is unchanged are verified when a file they import is rewritten.
+    verification = verify_rewrites({layers: (old_layers, wrong_layers)},
+                                   [Target(NET, "build"), Target(UNTRACEABLE, "Gated", INPUT)])
+    assert [r.ok for r in verification.results] == [False, False]
+    assert verification.blocked == {layers}
+
+
+def test_missing_inputs_and_uncovered_files():
+    _, new = _rewrite(UNTRACEABLE)
+    verification = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated"))
+    [result] = verification.results
+    assert [(c.name, c.status) for c in result.checks] == [("load", "fail")]
+    assert "no example inputs" in result.checks[0].detail
+    assert not verification.may_write(UNTRACEABLE)
+    assert _verify(UNTRACEABLE, new).unverified == {UNTRACEABLE}
+
+
+FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
+
+
+@pytest.mark.parametrize("name", ["binary_functions", "inplace_methods", "activations_b",
+                                  "pooling_2d", "sdpa"])
+def test_fixture_rewrites_verify(name):
+    """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
+    nn.PReLU owning a weight, return pooling indices, or pass attn_mask by keyword."""
+    from fixture_cases import expected_after
+
+    case = FIXTURE_CASES / f"{name}.before.py"
+    [result] = _verify(case, expected_after(case), Target(case, "Model")).results
+    assert set(_statuses(result).values()) == {"pass"}, result
+
+
+# --------------------------------------------------------------------------- CLI
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A git repository holding verify_pkg, committed unmigrated, migrated in the work tree."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "zoo"
+    shutil.copytree(PKG, root / "verify_pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "pyproject.toml").write_text(
+        '[[tool.migrator.verify]]\ntarget = "verify_pkg/models/net.py:build"\n\n'
+        '[[tool.migrator.verify]]\ntarget = "verify_pkg/models/untraceable.py:ShapeSwitch"\n'
+        'inputs = ["2x3x8x8"]\n', encoding="utf-8")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "models")
+    for path in (root / "verify_pkg" / "models").glob("*.py"):
+        path.write_text(fix_text(path.read_text(encoding="utf-8"), str(path), Project())[0],
+                        encoding="utf-8")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_cli_verifies_configured_entries_against_head(repo, capsys):
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert "verify_pkg/models/net.py:build  (original: HEAD, migrated: working tree" in out
+    assert "2 target(s) verified: 2 passed, 0 failed" in out
+
+    assert main(["verify", "verify_pkg/models/net.py:Net", "--input", "2x3x8x8", "--kwargs",
+                 '{"width": 4}', "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and [c["status"] for c in report["targets"][0]["checks"]] == ["pass"] * 4
+
+    net = repo / "verify_pkg" / "models" / "net.py"
+    net.write_text(net.read_text(encoding="utf-8").replace("Softmax(dim=1)", "Softmax(dim=0)"),
+                   encoding="utf-8")
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert "fx graph    FAIL" in out and "1 passed, 1 failed" in out
+
+    assert main(["verify", "--base", "no-such-rev"]) == 1
+    assert "load        FAIL  unknown git revision 'no-such-rev'" in capsys.readouterr().out
+
+
+def test_cli_usage_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify"]) == 2
+    assert "nothing to verify" in capsys.readouterr().err
+    assert main(["verify", "model.py"]) == 2
+    assert main(["verify", f"{NET}:Net", "--input", "2by3"]) == 2
+    assert main(["verify", f"{NET}:Net", "--kwargs", "[1]"]) == 2
+    assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_import_migrator_and_cli_do_not_import_torch():
+    code = ("import sys, migrator, migrator.cli; migrator.cli.build_parser(); "
+            "assert 'torch' not in sys.modules; migrator.validate; assert 'torch' in sys.modules")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)

@@ -1,0 +1,3 @@
+from .net import Net, build
+
+__all__ = ["Net", "build"]
