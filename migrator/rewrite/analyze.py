@@ -40,6 +40,8 @@ def analyze(source: str, path: str, project: Project, tree: ast.Module | None = 
     tree = tree or ast.parse(source)
     info = project.add(tree, Path(path) if path else None)
     project.analyzed.add(info.names.module)
+    for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
+        project.created.pop(cls.qualname, None)
     ctx = FileContext(path, source, info, project, ops_module, Positions(source))
     ctx.skip = skip_lines(source)
     ctx.work_out = lambda other: _work_out(other, project, ops_module)
