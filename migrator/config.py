@@ -7,6 +7,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migrator.findings import CODES
+
 KNOWN_KEYS = {"ops_module", "include", "exclude", "disable", "verify"}
 
 
@@ -22,7 +24,8 @@ class Config:
     include: tuple[str, ...] = ("*.py",)
     exclude: tuple[str, ...] = ()
     disable: frozenset[str] = frozenset()
-    """Finding codes not reported (and, for MIG0xx, not fixed)."""
+    """Finding codes not reported (and, for MIG0xx, not fixed: `fix` leaves a file that would
+    need such a fix untouched, since it cannot leave one kind of fix out of a rewrite)."""
     verify: list[dict] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
 
@@ -85,8 +88,18 @@ def add_config_argument(parser) -> None:
                         help="pyproject.toml to read [tool.migrator] from (default: nearest)")
 
 
+def add_override_arguments(parser) -> None:
+    """Flags that replace the `exclude` and `disable` settings of [tool.migrator]."""
+    parser.add_argument("--exclude", action="append", metavar="GLOB",
+                        help="skip paths matching GLOB (repeatable; replaces `exclude`)")
+    parser.add_argument("--disable", action="append", metavar="CODES",
+                        help="finding codes not to report or fix, comma-separated (repeatable; "
+                             "replaces `disable`)")
+
+
 def load_for(args) -> Config | None:
-    """Settings for a command's paths; prints the problem and returns None when unusable."""
+    """Settings for a command's paths, with its command-line overrides; prints the problem and
+    returns None when unusable. Unknown keys and codes are reported, not fatal."""
     try:
         config = load(args.paths, args.config)
     except ConfigError as exc:
@@ -95,4 +108,14 @@ def load_for(args) -> Config | None:
     for key in config.unknown:
         print(f"{config.path}: unknown key `{key}` in [tool.migrator] (known: "
               f"{', '.join(sorted(KNOWN_KEYS))})", file=sys.stderr)
+    disable_source = config.path
+    if getattr(args, "exclude", None) is not None:
+        config.exclude = tuple(args.exclude)
+    if getattr(args, "disable", None) is not None:
+        config.disable = frozenset(code.strip().upper() for codes in args.disable
+                                   for code in codes.split(",") if code.strip())
+        disable_source = "--disable"
+    for code in sorted(config.disable - CODES.keys()):
+        print(f"{disable_source}: unknown code `{code}` in `disable` (known: "
+              f"{', '.join(CODES)})", file=sys.stderr)
     return config

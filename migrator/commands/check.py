@@ -6,15 +6,21 @@ import argparse
 import sys
 
 from migrator import runner
-from migrator.config import add_config_argument, load_for
+from migrator.config import add_config_argument, add_override_arguments, load_for
 from migrator.findings import to_json
+from migrator.parallel import add_jobs_argument
+from migrator.progress import Progress
+from migrator.report import to_sarif
 
 HELP = "report every finding (path:line:col: CODE message) without changing files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                        help="text (default), json, or SARIF 2.1.0 for code-scanning tools")
+    add_jobs_argument(parser)
+    add_override_arguments(parser)
     add_config_argument(parser)
 
 
@@ -22,17 +28,22 @@ def run(args: argparse.Namespace) -> int:
     config = load_for(args)
     if config is None:
         return 2
-    findings, errors = [], 0
-    for outcome in runner.run(args.paths, config, rewrite=False):
-        if outcome.error:
-            print(outcome.error, file=sys.stderr)
-            errors += 1
-        findings += outcome.findings
+    found, findings, errors = 0, [], []
+    with Progress("check") as bar:
+        for outcome in runner.run(args.paths, config, rewrite=False, jobs=args.jobs, progress=bar):
+            if outcome.error:
+                bar.print(outcome.error, file=sys.stderr)
+                errors.append(outcome.error)
+            found += len(outcome.findings)
+            if args.format == "text":  # streamed; json and sarif need them all
+                for finding in outcome.findings:
+                    bar.print(finding.format())
+            else:
+                findings += outcome.findings
     if args.format == "json":
         print(to_json(findings))
-    else:
-        for finding in findings:
-            print(finding.format())
+    elif args.format == "sarif":
+        print(to_sarif(findings, errors))
     if errors:
         return 2
-    return 1 if findings else 0
+    return 1 if found else 0

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
-from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from migrator import runner
-from migrator.config import Config, add_config_argument, load_for
+from migrator.config import Config, add_config_argument, add_override_arguments, load_for
 from migrator.files import SourceError, write_source
+from migrator.findings import Finding
+from migrator.parallel import add_jobs_argument
+from migrator.progress import Progress
+from migrator.report import ReviewReport, Summary, Verification, unified_diff
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
 
@@ -22,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 if any file would change")
+    parser.add_argument("--report", metavar="FILE.md",
+                        help="also write a Markdown review report: each file's diff and the "
+                             "findings left")
+    add_jobs_argument(parser)
+    add_override_arguments(parser)
     add_config_argument(parser)
 
 
@@ -29,65 +37,94 @@ def run(args: argparse.Namespace) -> int:
     config = load_for(args)
     if config is None:
         return 2
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    counts: Counter[str] = Counter()
-    changed = errors = 0
-    left = []
-    for outcome in runner.run(args.paths, config, rewrite=True):
+    with Progress("fix") as bar:
+        fixer = Fixer(args, config, bar)
+        for outcome in runner.run(args.paths, config, rewrite=True, jobs=args.jobs, progress=bar):
+            fixer.apply(outcome)
+    return fixer.finish()
+
+
+class Fixer:
+    """Applies each file's outcome (write it, print its diff, or say it would change) and keeps
+    the totals for the closing summary and the review report."""
+
+    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress) -> None:
+        self.args, self.config, self.bar = args, config, bar
+        self.dry_run = args.diff or args.check
+        self.color = args.diff and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        self.summary = Summary()
+        self.report = ReviewReport() if args.report else None
+        self.left: list[Finding] = []
+
+    def apply(self, outcome: runner.Outcome) -> None:
+        say = self.bar.print
         if outcome.error:
-            print(outcome.error, file=sys.stderr)
-            errors += 1
-            continue
-        fixed = [f for f in outcome.findings if f.fixable]
-        left += [f for f in outcome.findings if not f.fixable]
-        if not outcome.changed:
-            continue
-        changed += 1
-        counts.update(f.code for f in fixed)
-        if args.diff:
-            sys.stdout.write(_diff(outcome.path, outcome.source.text, outcome.new_text, color))
-        elif args.check:
-            print(f"would fix {outcome.path}")
-        else:
-            try:
-                write_source(outcome.source, outcome.new_text)
-            except SourceError as exc:
-                print(exc, file=sys.stderr)
-                errors += 1
-                continue
-            print(f"fixed {outcome.path}")
-            for finding in fixed:
-                print(f"  {finding.format()}")
-            _ensure_ops_module(config)
-    for finding in left:
-        print(finding.format())
-    verb = "would change" if args.diff or args.check else "changed"
-    print(f"{changed} file(s) {verb}: {counts['MIG001']} functional(s) and "
-          f"{counts['MIG002']} operator(s)/method(s) converted, {counts['MIG003']} module "
-          f"call(s) split; {len(left)} finding(s) left", file=sys.stderr)
-    if errors:
-        return 2
-    return 1 if changed or left else 0
+            self._error(outcome.path, outcome.error)
+            return
+        if outcome.held_back:
+            say(f"{outcome.path}: not rewritten: it needs {', '.join(outcome.held_back)} fixes, "
+                "which are disabled", file=sys.stderr)
+        fixed = [f for f in outcome.findings if f.fixable and outcome.changed]
+        left = [f for f in outcome.findings if not (f.fixable and outcome.changed)]
+        self.left += left
+        self.summary.findings_left += len(left)
+        diff = ""
+        if outcome.changed:
+            old, new = outcome.source.text, outcome.new_text
+            diff = unified_diff(outcome.path, old, new) if self.report else ""
+            if self.args.diff:
+                say(unified_diff(outcome.path, old, new, color=self.color), end="")
+            elif self.args.check:
+                say(f"would fix {outcome.path}")
+            elif not self._write(outcome, fixed):
+                return
+            self.summary.add_fixed(fixed)
+        if self.report:
+            self.report.add(outcome.path, diff=diff, findings=left)
+
+    def finish(self, verification: Sequence[Verification] = ()) -> int:
+        """Print the findings left and the summary, write the report (with the verified
+        targets' table, if any); the exit status."""
+        for finding in self.left:
+            print(finding.format())
+        verb = "would change" if self.dry_run else "changed"
+        print(self.summary.line(verb), file=sys.stderr)
+        if self.report and not self._write_report(
+                self.report.render(self.summary, verb, verification)):
+            return 2
+        if self.summary.errors:
+            return 2
+        return 1 if self.summary.files_changed or self.left else 0
+
+    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+        try:
+            write_source(outcome.source, outcome.new_text)
+        except SourceError as exc:
+            self._error(outcome.path, exc)
+            return False
+        self.bar.print(f"fixed {outcome.path}")
+        for finding in fixed:
+            self.bar.print(f"  {finding.format()}")
+        _ensure_ops_module(self.config, self.bar)
+        return True
+
+    def _error(self, path: Path, error: SourceError) -> None:
+        self.bar.print(error, file=sys.stderr)
+        self.summary.errors += 1
+        if self.report:
+            self.report.add(path, error=error)
+
+    def _write_report(self, text: str) -> bool:
+        try:
+            Path(self.args.report).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"migrator: cannot write the report {self.args.report}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return False
+        return True
 
 
-def _diff(path: Path, old: str, new: str, color: bool) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 f"a/{path}", f"b/{path}", n=3)
-    out = []
-    for line in lines:
-        if not line.endswith("\n"):
-            line += "\n\\ No newline at end of file\n"
-        if color:
-            code = {"+": "32", "-": "31", "@": "36"}.get(line[0])
-            if line.startswith(("+++", "---")):
-                code = "1"
-            if code:
-                line = f"\033[{code}m{line.rstrip(chr(10))}\033[0m\n"
-        out.append(line)
-    return "".join(out)
-
-
-def _ensure_ops_module(config: Config) -> None:
+def _ensure_ops_module(config: Config, bar: Progress) -> None:
     """With `ops_module` set, write migrator's op modules into the user's project once."""
     if config.ops_module == "migrator.nn":
         return
@@ -99,4 +136,4 @@ def _ensure_ops_module(config: Config) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text((Path(__file__).parent.parent / "nn.py").read_text(encoding="utf-8"),
                       encoding="utf-8")
-    print(f"wrote {target} (the op modules migrated code imports)")
+    bar.print(f"wrote {target} (the op modules migrated code imports)")
