@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from migrator import catalog
 from migrator.catalog import Op
 from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
-from migrator.rewrite.names import function_locals, literal
+from migrator.rewrite.names import literal
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import header_lines, walk
+from migrator.rewrite.walk import header_lines
 
 _CONTAINERS = frozenset(f"torch.nn.{c}" for c in
                        "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
@@ -70,7 +70,7 @@ class ClassAnalysis:
 
     def _collect_attributes(self) -> None:
         for name, method in self.methods.items():
-            for node in ast.walk(method):
+            for node in (v.node for v in self.ctx.visits(method)):
                 targets: list[ast.expr] = []
                 value = None
                 if isinstance(node, ast.Assign):
@@ -151,7 +151,7 @@ class ClassAnalysis:
     def _taken_names(self) -> set[str]:
         taken = set(catalog.MODULE_ATTRIBUTES)
         created = self.ctx.project.created
-        own = _names_defined(self.cls.node)
+        own = self._class_names(self.cls)
         for cls in self._family():
             if cls.file is not self.ctx.info:
                 self.ctx.work_out(cls.file)
@@ -161,10 +161,13 @@ class ClassAnalysis:
                 self.ctx.report(self.cls.node, "MIG111",
                                 f"`self.{clash[0]}` is also the name of the module migrator creates "
                                 f"in base class `{cls.name}`; rename this attribute")
-            if cls.qualname not in self.ctx.class_names:
-                self.ctx.class_names[cls.qualname] = _names_defined(cls.node)
-            taken |= self.ctx.class_names[cls.qualname]
+            taken |= self._class_names(cls)
         return taken
+
+    def _class_names(self, cls: ClassInfo) -> set[str]:
+        if cls.qualname not in self.ctx.class_names:
+            self.ctx.class_names[cls.qualname] = _names_defined(cls.node, self.ctx.visits)
+        return self.ctx.class_names[cls.qualname]
 
     def new_name(self, base: str) -> str:
         name, n = base, 0
@@ -198,7 +201,7 @@ class ClassAnalysis:
         functions.update({("sub", n): f for n, f in overrides.items()})
         calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
         for key, function in functions.items():
-            for visit in walk(function):
+            for visit in self.ctx.visits(function):
                 node = visit.node
                 if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                     continue
@@ -257,7 +260,8 @@ class ClassAnalysis:
             method = self.methods[name]
             if self.ctx.skip.intersection(header_lines(method)):
                 continue
-            tensors = TensorNames(method, lambda n, s=function_locals(method):
+            tensors = TensorNames(method, [v.node for v in self.ctx.visits(method)],
+                                  lambda n, s=self.ctx.locals_of(method):
                                   self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
             scanner = Scanner(self, method, times, tensors, module_attrs)
             scanner.scan()
@@ -272,7 +276,7 @@ class ClassAnalysis:
         if forward.returns is not None and _is_dict_annotation(forward.returns):
             self.ctx.report(forward, "MIG201", "forward is annotated to return a dict")
             return
-        for node in ast.walk(forward):
+        for node in (v.node for v in self.ctx.visits(forward)):
             if isinstance(node, ast.Return) and (isinstance(node.value, ast.Dict) or (
                     isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
                     and node.value.func.id == "dict")):
@@ -285,7 +289,7 @@ class ClassAnalysis:
         `shadowed`: the names the calling method binds itself."""
         deps: set[str] = set()
         replace: dict[str, ast.expr] = {}
-        init_locals = function_locals(self.init) if self.init else set()
+        init_locals = self.ctx.locals_of(self.init) if self.init else set()
         for part in ast.walk(node):
             if isinstance(part, ast.Name) and part.id != "self":
                 if part.id in shadowed:
@@ -441,16 +445,19 @@ def _static(method: ast.FunctionDef) -> bool:
                for d in method.decorator_list)
 
 
-def _names_defined(cls: ast.ClassDef) -> set[str]:
+def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self`."""
     names: set[str] = set()
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Attribute) and self_attr(node):
-            names.add(node.attr)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
     for stmt in cls.body:
-        if isinstance(stmt, ast.Assign):
+        nodes = (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and self_attr(node):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
             names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             names.add(stmt.target.id)

@@ -9,7 +9,9 @@ from typing import Callable
 
 from migrator.findings import Finding
 from migrator.rewrite.plan import Plan, Positions, Replace
+from migrator.rewrite.names import function_locals
 from migrator.rewrite.project import FileInfo, Project
+from migrator.rewrite.walk import Visit, walk
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -41,10 +43,24 @@ class FileContext:
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
     class_names: dict[str, set[str]] = field(default_factory=dict)
+    _visits: dict[int, list[Visit]] = field(default_factory=dict)
+    _locals: dict[int, set[str]] = field(default_factory=dict)
     work_out: Callable[[FileInfo], None] = lambda info: None
     """Works out the rewrite of another file of the project (set by `analyze`)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
+
+    def visits(self, func: ast.FunctionDef) -> list[Visit]:
+        """`walk(func)`, computed once per function."""
+        if id(func) not in self._visits:
+            self._visits[id(func)] = list(walk(func))
+        return self._visits[id(func)]
+
+    def locals_of(self, func: ast.FunctionDef) -> set[str]:
+        """`function_locals(func)`, computed once per function."""
+        if id(func) not in self._locals:
+            self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
+        return self._locals[id(func)]
 
     def report(self, node: ast.AST, code: str, message: str) -> None:
         self.findings.append(Finding(self.path, node.lineno,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Iterable
 
 
 @dataclass
@@ -133,12 +134,14 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     return names
 
 
-def function_locals(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
-    """Names a function binds itself (parameters, assignments, imports, nested defs)."""
+def function_locals(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                    nodes: Iterable[ast.AST] | None = None) -> set[str]:
+    """Names a function binds itself (parameters, assignments, imports, nested defs).
+    `nodes`: the nodes below `func`, when the caller has them already."""
     args = func.args
     bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
-    for node in ast.walk(func):
+    for node in nodes if nodes is not None else ast.walk(func):
         if node is func:
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):

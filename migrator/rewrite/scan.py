@@ -9,10 +9,10 @@ from migrator import catalog
 from migrator.catalog import FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRAINING, WEIGHT, Op
 from migrator.rewrite.context import MANY, Refusal, Site, self_attr
 from migrator.rewrite.inplace import FRESH_OUTPUT, inplace_unsafe
-from migrator.rewrite.names import function_locals, literal
+from migrator.rewrite.names import literal
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import Visit, header_lines, walk
+from migrator.rewrite.walk import Visit, header_lines
 
 if TYPE_CHECKING:
     from migrator.rewrite.classes import ClassAnalysis
@@ -29,12 +29,11 @@ class Scanner:
         self.times = times
         self.tensors = tensors
         self.module_attrs = module_attrs
-        self.shadowed = function_locals(method)
-        self.consumed: set[int] = set()
+        self.shadowed = self.ctx.locals_of(method)
 
     def scan(self) -> None:
-        for visit in walk(self.method):
-            if self.ctx.skip.intersection(header_lines(visit.stmt)) or id(visit.node) in self.consumed:
+        for visit in self.ctx.visits(self.method):
+            if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
                 continue
             node = visit.node
             try:

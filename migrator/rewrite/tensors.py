@@ -36,18 +36,19 @@ _NOT_TENSOR_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, as
 class TensorNames:
     """Flow-insensitive tensor knowledge for one function."""
 
-    def __init__(self, func: ast.FunctionDef, resolve: Callable[[ast.expr], str | None],
+    def __init__(self, func: ast.FunctionDef, nodes: list[ast.AST],
+                 resolve: Callable[[ast.expr], str | None],
                  module_attrs: set[str], tensor_attrs: set[str]) -> None:
         self.resolve = resolve
         self.module_attrs = module_attrs
         self.tensor_attrs = tensor_attrs
         self.names: set[str] = set()
         self.tuples: set[str] = set()
-        self._seed(func)
-        self._propagate(func)
+        self._seed(func, nodes)
+        self._propagate(nodes)
 
     # -- seeding -------------------------------------------------------------------------------
-    def _seed(self, func: ast.FunctionDef) -> None:
+    def _seed(self, func: ast.FunctionDef, nodes: list[ast.AST]) -> None:
         params = [a for a in (*func.args.posonlyargs, *func.args.args) if a.arg != "self"]
         params += func.args.kwonlyargs
         for i, param in enumerate(params):
@@ -55,7 +56,7 @@ class TensorNames:
             if kind == "tensor" or (kind is None and i == 0):
                 self.names.add(param.arg)
         evidence = {p.arg for p in params if _annotation_kind(p.annotation) is None}
-        for node in ast.walk(func):
+        for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
                 if name in evidence and (node.attr in NOT_TENSOR_ATTRIBUTES - {"names"}
@@ -67,8 +68,8 @@ class TensorNames:
                     if isinstance(arg, ast.Name) and arg.id in evidence:
                         self.names.add(arg.id)
 
-    def _propagate(self, func: ast.FunctionDef) -> None:
-        assigns = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
+    def _propagate(self, nodes: list[ast.AST]) -> None:
+        assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
         changed = True
         while changed:
             changed = False

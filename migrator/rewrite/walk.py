@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator
 
 _REPEATING = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda,
               ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Visit:
     node: ast.AST
     stmt: ast.stmt
@@ -20,34 +19,26 @@ class Visit:
     """Inside a loop body, comprehension, lambda or nested function."""
 
 
-def walk(func: ast.FunctionDef) -> Iterator[Visit]:
+def walk(func: ast.FunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself), in source order, parents first."""
-    for stmt in func.body:
-        yield from _walk(stmt, stmt, False)
-
-
-def _walk(node: ast.AST, stmt: ast.stmt, repeated: bool) -> Iterator[Visit]:
-    if isinstance(node, ast.stmt):
-        stmt = node
-    yield Visit(node, stmt, repeated)
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        yield from _walk(node.target, stmt, True)
-        yield from _walk(node.iter, stmt, repeated)
-        for child in node.body:
-            yield from _walk(child, child, True)
-        for child in node.orelse:
-            yield from _walk(child, child, repeated)
-        return
-    if isinstance(node, ast.While):
-        yield from _walk(node.test, stmt, True)
-        for child in node.body:
-            yield from _walk(child, child, True)
-        for child in node.orelse:
-            yield from _walk(child, child, repeated)
-        return
-    inner = repeated or isinstance(node, _REPEATING)
-    for child in ast.iter_child_nodes(node):
-        yield from _walk(child, stmt, inner)
+    visits: list[Visit] = []
+    stack: list[tuple[ast.AST, ast.stmt, bool]] = [(s, s, False) for s in reversed(func.body)]
+    while stack:
+        node, stmt, repeated = stack.pop()
+        if isinstance(node, ast.stmt):
+            stmt = node
+        visits.append(Visit(node, stmt, repeated))
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            children = [(node.target, stmt, True), (node.iter, stmt, repeated),
+                        *((c, c, True) for c in node.body), *((c, c, repeated) for c in node.orelse)]
+        elif isinstance(node, ast.While):
+            children = [(node.test, stmt, True), *((c, c, True) for c in node.body),
+                        *((c, c, repeated) for c in node.orelse)]
+        else:
+            inner = repeated or isinstance(node, _REPEATING)
+            children = [(c, stmt, inner) for c in ast.iter_child_nodes(node)]
+        stack.extend(reversed(children))
+    return visits
 
 
 def header_lines(stmt: ast.stmt) -> range:
