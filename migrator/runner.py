@@ -28,8 +28,6 @@ class Outcome:
     new_text: str | None = None
     findings: list[Finding] = field(default_factory=list)
     error: SourceError | None = None
-    held_back: tuple[str, ...] = ()
-    """Disabled fixable codes that the rewrite would have applied: the file is left as it is."""
 
     @property
     def changed(self) -> bool:
@@ -57,9 +55,10 @@ def process(path: Path, config: Config, rewrite: bool) -> Outcome:
         outcome.source = read_source(path)
         text = outcome.source.text
         if rewrite:
-            outcome.new_text, findings = fix_text(text, str(path), Project(), config.ops_module)
+            outcome.new_text, findings = fix_text(text, str(path), Project(), config.ops_module,
+                                                  config.disable)
         else:
-            findings = check_text(text, str(path), Project(), config.ops_module)
+            findings = check_text(text, str(path), Project(), config.ops_module, config.disable)
     except SourceError as exc:
         outcome.error = exc
     except SyntaxError as exc:
@@ -70,11 +69,5 @@ def process(path: Path, config: Config, rewrite: bool) -> Outcome:
         outcome.error = SourceError(path, 0, f"internal error, left as is (please report): "
                                              f"{type(exc).__name__}: {exc}")
     else:
-        if rewrite:
-            # migrator cannot yet leave one kind of fix out of a file's rewrite: keep the file.
-            outcome.held_back = tuple(sorted({f.code for f in findings
-                                              if f.fixable and f.code in config.disable}))
-            if outcome.held_back:
-                outcome.new_text = text
         outcome.findings = [f for f in findings if f.code not in config.disable]
     return outcome

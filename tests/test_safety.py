@@ -228,10 +228,12 @@ def test_config_exclude_and_disable_and_their_flags(tmp_path):
     assert unknown.stderr.startswith("--disable: unknown code `MIG999` in `disable`")
 
 
-def test_disabled_fix_leaves_the_file_alone(tmp_path):
-    (tmp_path / "net.py").write_text(MODEL)
+def test_disabled_fix_is_left_out_and_the_others_are_made(tmp_path):
+    source = MODEL.replace("return F.relu(self.conv(x))", "return F.relu(self.conv(x)) + x")
+    assert source != MODEL
+    (tmp_path / "net.py").write_text(source)
     result = migrator("fix", "--disable", "MIG001", "net.py", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.splitlines()[0] == (
-        "net.py: not rewritten: it needs MIG001 fixes, which are disabled")
-    assert (tmp_path / "net.py").read_text() == MODEL
+    assert result.returncode == 1, result.stderr
+    text = (tmp_path / "net.py").read_text()
+    assert "return self.add(F.relu(self.conv(x)), x)" in text
+    assert "MIG001" not in result.stdout and "MIG002" in result.stdout

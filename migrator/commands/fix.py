@@ -61,9 +61,6 @@ class Fixer:
         if outcome.error:
             self._error(outcome.path, outcome.error)
             return
-        if outcome.held_back:
-            say(f"{outcome.path}: not rewritten: it needs {', '.join(outcome.held_back)} fixes, "
-                "which are disabled", file=sys.stderr)
         fixed = [f for f in outcome.findings if f.fixable and outcome.changed]
         left = [f for f in outcome.findings if not (f.fixable and outcome.changed)]
         self.left += left

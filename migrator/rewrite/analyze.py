@@ -35,14 +35,15 @@ def skip_lines(source: str) -> set[int]:
 
 
 def analyze(source: str, path: str, project: Project, tree: ast.Module | None = None,
-            ops_module: str = "migrator.nn") -> tuple[Plan, list[Finding]]:
+            ops_module: str = "migrator.nn",
+            disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
     tree = tree or ast.parse(source)
     info = project.add(tree, Path(path) if path else None)
     project.analyzed.add(info.names.module)
     for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
         project.created.pop(cls.qualname, None)
-    ctx = FileContext(path, source, info, project, ops_module, Positions(source))
+    ctx = FileContext(path, source, info, project, ops_module, Positions(source), disable=disable)
     ctx.skip = skip_lines(source)
     ctx.work_out = lambda other: _work_out(other, project, ops_module)
     for cls in info.classes.values():

@@ -402,6 +402,8 @@ class ClassAnalysis:
             except Refusal as refusal:
                 self.ctx.report(first, refusal.code, refusal.message)
                 continue
+            if "MIG003" in self.ctx.disable:
+                continue
             info = self.attrs[attr]
             for site in sites[1:]:
                 name = self.new_name(attr)

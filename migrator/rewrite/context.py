@@ -40,6 +40,8 @@ class FileContext:
     ops_module: str
     positions: Positions
     plan: Plan = field(default_factory=Plan)
+    disable: frozenset[str] = frozenset()
+    """Finding codes whose fixes are not made (nor reported)."""
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
     class_names: dict[str, set[str]] = field(default_factory=dict)

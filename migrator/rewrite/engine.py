@@ -10,26 +10,26 @@ from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
 
 
-def plan_text(text: str, path: str, project: Project,
-              ops_module: str = "migrator.nn") -> tuple[Plan, list[Finding]]:
+def plan_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
+              disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
     """The rewrite plan and findings for one file's text (raises SyntaxError, also for a file
-    with no work)."""
+    with no work). Fixes whose code is in `disable` are neither planned nor reported."""
     tree = ast.parse(text)
     if not may_have_work(text):
         return Plan(), []
-    return analyze(text, path, project, tree, ops_module)
+    return analyze(text, path, project, tree, ops_module, disable)
 
 
-def check_text(text: str, path: str, project: Project,
-               ops_module: str = "migrator.nn") -> list[Finding]:
+def check_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
+               disable: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings for one file's text (raises SyntaxError)."""
-    return plan_text(text, path, project, ops_module)[1]
+    return plan_text(text, path, project, ops_module, disable)[1]
 
 
-def fix_text(text: str, path: str, project: Project,
-             ops_module: str = "migrator.nn") -> tuple[str, list[Finding]]:
+def fix_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
+             disable: frozenset[str] = frozenset()) -> tuple[str, list[Finding]]:
     """(rewritten text, findings) for one file's text (raises SyntaxError)."""
-    plan, findings = plan_text(text, path, project, ops_module)
+    plan, findings = plan_text(text, path, project, ops_module, disable)
     if not plan:
         return text, findings
     from migrator.rewrite.codemod import apply  # libcst loads only when a file changes

@@ -114,6 +114,8 @@ class Scanner:
 
     def _convert(self, op: Op, node: ast.AST, bound, visit: Visit, code: str, label: str,
                  kind: str = "call") -> None:
+        if code in self.ctx.disable:
+            return
         if isinstance(bound, str):
             if bound:
                 raise Refusal("MIG107", f"{label}: {bound}")
