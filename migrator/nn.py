@@ -36,6 +36,9 @@ from typing import List, Optional, Sequence, Union
 import torch
 import torch.nn.functional as F
 
+__migrator_ops__ = True
+"""Marks this file, and the verbatim copies `ops_module` makes of it, as migrator's op modules."""
+
 __all__ = [
     "Add",
     "Sub",

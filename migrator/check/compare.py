@@ -157,6 +157,8 @@ def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
 
 def _qualname(obj: Any) -> str:
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or repr(obj)
+    if getattr(getattr(obj, "forward", None), "__globals__", {}).get("__migrator_ops__"):
+        return f"migrator.nn.{name}"  # a copy made by `ops_module` is migrator's own op module
     return f"{getattr(obj, '__module__', None) or ''}.{name}"
 
 

@@ -200,7 +200,9 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
         if not self.side.overlay:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not spec.has_location:
+        if spec is None:
+            return self._new_file_spec(fullname, path)
+        if not spec.has_location:
             return None
         source = self.source(spec.origin)
         if source is None:
@@ -209,6 +211,18 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(
             fullname, spec.origin, loader=loader,
             submodule_search_locations=spec.submodule_search_locations)
+
+
+    def _new_file_spec(self, fullname, path):
+        """A module that exists only on this side (a file the rewrite adds)."""
+        name = fullname.rsplit(".", 1)[-1]
+        for entry in path if path is not None else sys.path:
+            origin = Path(entry or ".").resolve() / f"{name}.py"
+            source = self.source(origin)
+            if source is not None:
+                loader = _SourceLoader(source, f"{origin}@{self.side.label}")
+                return importlib.util.spec_from_file_location(fullname, origin, loader=loader)
+        return None
 
 
 class _SourceLoader(importlib.abc.Loader):

@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 if any file would change")
+    parser.add_argument("--verify", action="store_true",
+                        help="before writing, verify every [[tool.migrator.verify]] target that "
+                             "uses a changed file (state_dict, fx graph, export, outputs); files "
+                             "a failing target uses are left untouched")
     parser.add_argument("--report", metavar="FILE.md",
                         help="also write a Markdown review report: each file's diff and the "
                              "findings left")
@@ -39,9 +43,41 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with Progress("fix") as bar:
         fixer = Fixer(args, config, bar)
-        for outcome in runner.run(args.paths, config, rewrite=True, jobs=args.jobs, progress=bar):
+        outcomes = runner.run(args.paths, config, rewrite=True, jobs=args.jobs, progress=bar)
+        results: Sequence[Verification] = ()
+        if args.verify:
+            outcomes = list(outcomes)  # every rewrite is known before any file is written
+            verified = _verify(outcomes, config)
+            if verified is None:
+                return 2
+            results, fixer.blocked = verified.results, verified.blocked
+        for outcome in outcomes:
             fixer.apply(outcome)
-    return fixer.finish()
+    return fixer.finish(results)
+
+
+def _verify(outcomes: list[runner.Outcome], config: Config):
+    """Verify the configured targets against the in-memory rewrites (imports torch)."""
+    from migrator.check.targets import TargetError, config_targets
+
+    try:
+        targets = config_targets(config)
+    except TargetError as exc:
+        print(f"migrator fix --verify: {exc}", file=sys.stderr)
+        return None
+    from migrator.check.verify import format_text, verify_rewrites
+
+    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}
+    ops_file = _ops_module_file(config)
+    if rewrites and ops_file is not None and not ops_file.exists():
+        rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
+    verified = verify_rewrites(rewrites, targets)
+    if verified.results:
+        print(format_text(verified.results))
+    for path in sorted(verified.unverified):
+        print(f"{path}: no verify target uses this file: its rewrite is not verified",
+              file=sys.stderr)
+    return verified
 
 
 class Fixer:
@@ -55,6 +91,8 @@ class Fixer:
         self.summary = Summary()
         self.report = ReviewReport() if args.report else None
         self.left: list[Finding] = []
+        self.blocked: frozenset[Path] = frozenset()
+        """Files a failing verify target uses: never written."""
 
     def apply(self, outcome: runner.Outcome) -> None:
         say = self.bar.print
@@ -73,6 +111,11 @@ class Fixer:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
                 say(f"would fix {outcome.path}")
+            elif outcome.path.resolve() in self.blocked:
+                say(f"{outcome.path}: not written: a verify target using it failed",
+                    file=sys.stderr)
+                self.summary.errors += 1
+                return
             elif not self._write(outcome, fixed):
                 return
             self.summary.add_fixed(fixed)
@@ -89,9 +132,10 @@ class Fixer:
         if self.report and not self._write_report(
                 self.report.render(self.summary, verb, verification)):
             return 2
-        if self.summary.errors:
+        if self.summary.errors and not self.blocked:
             return 2
-        return 1 if self.summary.files_changed or self.left else 0
+        failed = any(not result.ok for result in verification)
+        return 1 if self.summary.files_changed or self.left or failed or self.blocked else 0
 
     def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
         try:
@@ -121,16 +165,23 @@ class Fixer:
         return True
 
 
-def _ensure_ops_module(config: Config, bar: Progress) -> None:
-    """With `ops_module` set, write migrator's op modules into the user's project once."""
+_OPS_SOURCE = Path(__file__).parent.parent / "nn.py"
+
+
+def _ops_module_file(config: Config) -> Path | None:
+    """Where the `ops_module` setting puts migrator's op modules in the user's project."""
     if config.ops_module == "migrator.nn":
-        return
+        return None
     parts = config.ops_module.split(".")
     root = config.root / "src" if (config.root / "src" / parts[0]).is_dir() else config.root
-    target = root.joinpath(*parts).with_suffix(".py")
-    if target.exists():
+    return root.joinpath(*parts).with_suffix(".py")
+
+
+def _ensure_ops_module(config: Config, bar: Progress) -> None:
+    """With `ops_module` set, write migrator's op modules into the user's project once."""
+    target = _ops_module_file(config)
+    if target is None or target.exists():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text((Path(__file__).parent.parent / "nn.py").read_text(encoding="utf-8"),
-                      encoding="utf-8")
+    target.write_text(_OPS_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
     bar.print(f"wrote {target} (the op modules migrated code imports)")

@@ -22,8 +22,9 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b")
 
 
 def may_have_work(text: str) -> bool:
-    """Cheap filter: only a class with its own `forward` can hold work."""
-    return "class" in text and "def forward" in text
+    """Cheap filter: only a class with its own `forward` can hold work, and migrator's own op
+    modules (and the copies `ops_module` makes of them) are never rewritten."""
+    return "class" in text and "def forward" in text and "\n__migrator_ops__ = True" not in text
 
 
 def skip_lines(source: str) -> set[int]:

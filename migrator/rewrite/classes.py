@@ -17,6 +17,8 @@ from migrator.rewrite.scan import Scanner
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import header_lines
 
+# Reading these in a method means the class's behaviour depends on its set of submodules.
+_SUBMODULE_VIEWS = frozenset("children named_children modules named_modules _modules".split())
 _CONTAINERS = frozenset(f"torch.nn.{c}" for c in
                        "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
 
@@ -116,11 +118,19 @@ class ClassAnalysis:
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
 
     def _container(self) -> str | None:
-        """The torch.nn container class this class derives from, if any."""
+        """Why a new submodule would change behaviour: the class is a torch.nn container, or
+        it iterates over its own submodules (None: neither)."""
         for cls in [self.cls, *self._ancestors(self.cls)]:
             for base in cls.bases:
                 if base in _CONTAINERS:
-                    return base.replace("torch.nn.", "nn.")
+                    return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
+        for method in self.methods.values():
+            for visit in self.ctx.visits(method):
+                node = visit.node
+                if (isinstance(node, ast.Attribute) and node.attr in _SUBMODULE_VIEWS
+                        and isinstance(node.value, ast.Name) and node.value.id == "self"
+                        and method.name != "__init__"):
+                    return f"`{method.name}` goes through `self.{node.attr}`"
         return None
 
     def _family(self) -> list[ClassInfo]:
@@ -348,8 +358,8 @@ class ClassAnalysis:
         (None: the class has no `__init__`; one is created)."""
         container = self._container()
         if container:
-            raise Refusal("MIG109", f"the class derives from `{container}`: a new submodule "
-                                     "would join its sequence of modules")
+            raise Refusal("MIG109", f"{container}: a new submodule would join the modules it "
+                                    "goes through")
         if self.init is None:
             return None
         if self.super_index is None:

@@ -1,0 +1,79 @@
+"""`migrator fix --verify`: rewrites are verified in memory first; a file is written only when
+every configured target using it passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli import migrator
+
+pytest.importorskip("torch")
+
+MODEL = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))
+        return y + x.mean(1, keepdim=True)
+
+
+def example_inputs():
+    return (torch.randn(2, 3, 8, 8),)
+'''
+PYPROJECT = '''[tool.migrator]
+ops_module = "zoo.quant_ops"
+
+[[tool.migrator.verify]]
+target = "zoo/net.py:Net"
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "zoo" / "__init__.py").write_text("")
+    (tmp_path / "zoo" / "net.py").write_text(MODEL)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    return tmp_path
+
+
+def test_verified_rewrite_is_written_with_its_ops_module(project):
+    result = migrator("fix", "--verify", "zoo", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "zoo/net.py:Net" in result.stdout and "=> PASS" in result.stdout
+    for check in ("state_dict  PASS", "fx graph    PASS", "export      PASS", "outputs     PASS"):
+        assert f"\n  {check}" in result.stdout
+    text = (project / "zoo" / "net.py").read_text()
+    assert "from zoo.quant_ops import Add, Mean" in text and "self.relu(self.conv(x))" in text
+    assert (project / "zoo" / "quant_ops.py").exists()
+
+
+def test_failing_target_blocks_the_write(project):
+    """A stale or hand-edited op module computes something else: verify fails the target and
+    the model file is left untouched."""
+    ops = (Path(__file__).parent.parent / "migrator" / "nn.py").read_text()
+    broken = ops.replace("return x + y", "return x - y")
+    assert broken != ops
+    (project / "zoo" / "quant_ops.py").write_text(broken)
+    result = migrator("fix", "--verify", "zoo", cwd=project)
+    assert result.returncode == 1
+    assert "outputs     FAIL" in result.stdout and "=> FAIL" in result.stdout
+    assert "zoo/net.py: not written: a verify target using it failed" in result.stderr
+    assert (project / "zoo" / "net.py").read_text() == MODEL
+    assert (project / "zoo" / "quant_ops.py").read_text() == broken  # op modules are never rewritten
+
+
+def test_diff_with_verify_writes_nothing(project):
+    result = migrator("fix", "--verify", "--diff", "zoo", cwd=project)
+    assert "=> PASS" in result.stdout and "+from zoo.quant_ops import Add, Mean" in result.stdout
+    assert (project / "zoo" / "net.py").read_text() == MODEL
+    assert not (project / "zoo" / "quant_ops.py").exists()
