@@ -21,12 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"migrator {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"migrator.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"migrator.commands.{name}":
-                raise
-            continue
+        module = importlib.import_module(f"migrator.commands.{name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(run=module.run)
@@ -41,3 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("migrator: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0

@@ -63,8 +63,8 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     and run the checks: state_dict, fx graph, export, outputs."""
     result = TargetResult(target.label, original.label, migrated.label)
     try:
-        reference, inputs, _ = _build(target, original, ORIGINAL_SEED)
-        candidate, _, overridden = _build(target, migrated, MIGRATED_SEED)
+        reference, inputs, _ = build(target, original, ORIGINAL_SEED)
+        candidate, _, overridden = build(target, migrated, MIGRATED_SEED)
         result.overridden = sorted(map(str, overridden))
         if inputs is None:
             raise LoadError("no example inputs: pass --input SHAPE, set `inputs` in the config "
@@ -128,7 +128,7 @@ def _uses_overlay(target: Target, side: Side) -> bool:
         return True
 
 
-def _build(target: Target, side: Side,
+def build(target: Target, side: Side,
            seed: int) -> tuple[torch.nn.Module, tuple | None, frozenset[Path]]:
     """(model, example inputs or None, overlay files used) of `target` on `side`."""
     loaded = load(target.file, target.attribute, side)

@@ -14,6 +14,8 @@ from migrator.files import SourceError, write_source
 from migrator.findings import Finding
 from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
+from migrator.commands.options import chain_options
+from migrator.commands.verify import add_observer_arguments
 from migrator.report import ReviewReport, Summary, Verification, unified_diff
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
@@ -29,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="before writing, verify every [[tool.migrator.verify]] target that "
                              "uses a changed file (state_dict, fx graph, export, outputs); files "
                              "a failing target uses are left untouched")
+    add_observer_arguments(parser, exclude_flag="--exclude-module")
     parser.add_argument("--report", metavar="FILE.md",
                         help="also write a Markdown review report: each file's diff and the "
                              "findings left")
@@ -47,37 +50,44 @@ def run(args: argparse.Namespace) -> int:
         results: Sequence[Verification] = ()
         if args.verify:
             outcomes = list(outcomes)  # every rewrite is known before any file is written
-            verified = _verify(outcomes, config)
+            verified = _verify(outcomes, config, args)
             if verified is None:
                 return 2
-            results, fixer.blocked = verified.results, verified.blocked
+            results, fixer.blocked, fixer.chain_ok, fixer.verify_text = verified
         for outcome in outcomes:
             fixer.apply(outcome)
     return fixer.finish(results)
 
 
-def _verify(outcomes: list[runner.Outcome], config: Config):
-    """Verify the configured targets against the in-memory rewrites (imports torch)."""
+def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
+    """Verify the configured targets against the in-memory rewrites, then (with --observers or
+    --onnx) run the quantization chain on the migrated models (imports torch)."""
     from migrator.check.targets import TargetError, config_targets
 
     try:
         targets = config_targets(config)
+        options = chain_options(args)
     except TargetError as exc:
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
         return None
+    from migrator.check.load import Side
     from migrator.check.verify import format_text, verify_rewrites
+    from migrator.commands.verify import run_chains
 
     rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
     verified = verify_rewrites(rewrites, targets)
-    if verified.results:
-        print(format_text(verified.results))
     for path in sorted(verified.unverified):
         print(f"{path}: no verify target uses this file: its rewrite is not verified",
               file=sys.stderr)
-    return verified
+    text, chained = format_text(verified.results) if verified.results else "", True
+    if verified.results and (args.observers or args.onnx):
+        migrated = Side("after fix", {path: new for path, (_, new) in rewrites.items()})
+        table, chained = run_chains(targets, verified.results, migrated, options)
+        text += "\n" + table
+    return verified.results, verified.blocked, chained, text
 
 
 class Fixer:
@@ -93,6 +103,10 @@ class Fixer:
         self.left: list[Finding] = []
         self.blocked: frozenset[Path] = frozenset()
         """Files a failing verify target uses: never written."""
+        self.chain_ok = True
+        """False when the quantization chain (--observers/--onnx) failed for a target."""
+        self.verify_text = ""
+        """The verification (and chain) tables, printed last."""
 
     def apply(self, outcome: runner.Outcome) -> None:
         say = self.bar.print
@@ -127,6 +141,8 @@ class Fixer:
         targets' table, if any); the exit status."""
         for finding in self.left:
             print(finding.format())
+        if self.verify_text:
+            print(self.verify_text)
         verb = "would change" if self.dry_run else "changed"
         print(self.summary.line(verb), file=sys.stderr)
         if self.report and not self._write_report(
@@ -134,7 +150,7 @@ class Fixer:
             return 2
         if self.summary.errors and not self.blocked:
             return 2
-        failed = any(not result.ok for result in verification)
+        failed = any(not result.ok for result in verification) or not self.chain_ok
         return 1 if self.summary.files_changed or self.left or failed or self.blocked else 0
 
     def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:

@@ -2,17 +2,18 @@
 
 The original is each file as it is at a git revision (`--base`, default HEAD); the migrated
 version is the working tree. With no target, the `[[tool.migrator.verify]]` entries of
-pyproject.toml are verified. torch is imported only when the command runs.
+pyproject.toml are verified. `--observers` / `--onnx` then run the quantization chain on each
+migrated model. torch is imported only when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from migrator.check.targets import (TargetError, config_targets, parse_input, parse_kwargs,
-                                    parse_target)
+from migrator.check.targets import TargetError, config_targets
+from migrator.commands.options import (add_chain_arguments, add_target_arguments, chain_options,
+                                       chain_table, equivalence_cell, targets_from_args)
 from migrator.config import ConfigError, add_config_argument, load
 
 HELP = ("prove migrated source equivalent to the original at a git revision: state_dict, fx "
@@ -24,28 +25,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a model class (constructed without arguments, or with --kwargs) or "
                              "a callable returning a model or (model, example_inputs); default: "
                              "the [[tool.migrator.verify]] entries of pyproject.toml")
-    parser.add_argument("--input", action="append", default=[], metavar="SHAPE",
-                        help="example input shape such as 1x3x224x224, or 1x128:int64 with its "
-                             "own dtype; repeat for several inputs")
-    parser.add_argument("--dtype", default="float32",
-                        help="dtype of the --input tensors (default: float32)")
-    parser.add_argument("--kwargs", default="{}", metavar="JSON",
-                        help="keyword arguments for the class or callable, as a JSON object")
+    add_target_arguments(parser)
     parser.add_argument("--base", default="HEAD", metavar="REV",
                         help="git revision holding the original source (default: HEAD)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_observer_arguments(parser)
     add_config_argument(parser)
+
+
+def add_observer_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--exclude") -> None:
+    parser.add_argument("--observers", action="store_true",
+                        help="then run the quantization chain on each migrated model: pt2e "
+                             "observers, calibration, conversion to QDQ ...")
+    parser.add_argument("--onnx", action="store_true",
+                        help="... and the float and QDQ ONNX round trip under onnxruntime "
+                             "(either flag runs the whole chain and prints one table)")
+    add_chain_arguments(parser, exclude_flag)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.targets:
-            inputs = tuple(parse_input(text, args.dtype) for text in args.input)
-            kwargs = parse_kwargs(args.kwargs)
-            targets = [parse_target(spec, Path.cwd(), inputs, kwargs) for spec in args.targets]
+            targets = targets_from_args(args, args.targets)
         else:
-            config = load(["."], args.config)
-            targets = config_targets(config)
+            targets = config_targets(load(["."], args.config))
+        options = chain_options(args)
     except (TargetError, ConfigError) as exc:
         print(f"migrator verify: {exc}", file=sys.stderr)
         return 2
@@ -54,8 +58,31 @@ def run(args: argparse.Namespace) -> int:
               "[[tool.migrator.verify]] entries to pyproject.toml", file=sys.stderr)
         return 2
 
+    from migrator.check.load import Side
     from migrator.check.verify import format_json, format_text, verify_base
 
     results = verify_base(targets, args.base)
     print(format_json(results) if args.format == "json" else format_text(results))
-    return 0 if all(result.ok for result in results) else 1
+    ok = all(result.ok for result in results)
+    if args.observers or args.onnx:
+        table, chained = run_chains(targets, results, Side("working tree"), options)
+        print(table)
+        ok = ok and chained
+    return 0 if ok else 1
+
+
+def run_chains(targets, results, side, options: dict) -> tuple[str, bool]:
+    """The chain table for verified targets, each model built from `side` (imports torch)."""
+    from migrator.check.load import LoadError
+    from migrator.check.verify import MIGRATED_SEED, build
+
+    by_label = {target.label: target for target in targets}
+    built = []
+    for result in results:
+        try:
+            model, inputs, _ = build(by_label[result.target], side, MIGRATED_SEED)
+            made = (model, inputs) if inputs is not None else "no example inputs"
+        except LoadError as exc:
+            made = str(exc)
+        built.append((result.target, equivalence_cell(result), made))
+    return chain_table(built, options)

@@ -1,0 +1,82 @@
+"""Options shared by the runtime commands (`verify`, `export`, `fix --verify`): which models to
+build, and how to run the quantization chain on them. Parsing only: torch is imported inside
+the functions that run models."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from migrator.check.targets import Target, TargetError, parse_input, parse_kwargs, parse_target
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", action="append", default=[], metavar="SHAPE",
+                        help="example input shape such as 1x3x224x224, or 1x128:int64 with its "
+                             "own dtype; repeat for several inputs")
+    parser.add_argument("--dtype", default="float32",
+                        help="dtype of the --input tensors (default: float32)")
+    parser.add_argument("--kwargs", default="{}", metavar="JSON",
+                        help="keyword arguments for the class or callable, as a JSON object")
+
+
+def targets_from_args(args: argparse.Namespace, specs: list[str]) -> list[Target]:
+    """`FILE.py:NAME` specs with the --input/--dtype/--kwargs options (raises TargetError)."""
+    inputs = tuple(parse_input(text, args.dtype) for text in args.input)
+    kwargs = parse_kwargs(args.kwargs)
+    return [parse_target(spec, Path.cwd(), inputs, kwargs) for spec in specs]
+
+
+def add_chain_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--exclude") -> None:
+    parser.add_argument(exclude_flag, dest="exclude_modules", action="append", default=[],
+                        metavar="MODULE",
+                        help="leave this module (and the modules under it) in float, e.g. "
+                             "layer1.0.relu_1; repeatable")
+    parser.add_argument("--module-dtype", action="append", default=[], metavar="MODULE=DTYPE",
+                        help="activation dtype for one module: int8 (default), uint8 or int16")
+    parser.add_argument("--calibration-batches", type=int, default=None, metavar="N",
+                        help="calibrate on N random batches shaped like the example inputs "
+                             "(default: the example inputs themselves)")
+    parser.add_argument("--qdq-steps", type=float, default=1.0, metavar="S",
+                        help="allowed QDQ ONNX error, in quantisation steps of each output's "
+                             "scale (default: 1)")
+
+
+def chain_options(args: argparse.Namespace) -> dict:
+    """run_chain keyword arguments from the chain options (raises TargetError)."""
+    dtypes = {}
+    for item in args.module_dtype:
+        module, sep, dtype = item.partition("=")
+        if not sep or not module or not dtype:
+            raise TargetError(f"--module-dtype {item!r}: expected MODULE=DTYPE")
+        dtypes[module] = dtype
+    return {"exclude": tuple(args.exclude_modules), "module_dtypes": dtypes,
+            "calibration": args.calibration_batches, "qdq_steps": args.qdq_steps}
+
+
+def chain_table(built: list[tuple[str, str, object]], options: dict) -> tuple[str, bool]:
+    """Run the chain on each `(label, equivalence, (model, inputs) or a load error)` and render
+    one table: equivalence, observers, float and QDQ ONNX errors, seconds per step."""
+    from migrator.chain import run_chain, summary_table
+
+    rows, ok = [], True
+    for label, equivalence, made in built:
+        if isinstance(made, str):
+            rows.append({"target": label, "equivalence": equivalence, "observers": made})
+            ok = False
+            continue
+        model, inputs = made
+        report = run_chain(model, inputs, name=label, **options)
+        ok = ok and report.ok
+        row = report.summary_row()
+        rows.append({"target": row.pop("target"), "equivalence": equivalence, **row})
+        rows += [{"target": f"  {failure}"} for failure in report.failures]
+    return summary_table(rows), ok
+
+
+def equivalence_cell(result) -> str:
+    """PASS, or FAIL with the names of the failed checks."""
+    from migrator.check.compare import FAIL
+
+    failed = [check.name for check in result.checks if check.status == FAIL]
+    return "PASS" if not failed else "FAIL: " + ", ".join(failed)

@@ -1,0 +1,57 @@
+"""The torchao pt2e names migrator builds on, imported without torchao's start-up noise.
+
+torchao logs a warning for every optional C++ extension it cannot load on this machine (CUDA
+kernels on a CPU box) and torch logs a deprecation warning for one of torchao's enums. Both
+are logged once, at import, through standard `logging`; they are muted for the import only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+_NOISY_IMPORT_LOGGERS = ("torchao", "torch.utils._pytree")
+
+
+@contextlib.contextmanager
+def quiet_loggers(logger_names: tuple[str, ...]):
+    """Raise the named loggers to ERROR for the duration of the block."""
+    loggers = [logging.getLogger(name) for name in logger_names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+with quiet_loggers(_NOISY_IMPORT_LOGGERS):
+    from torchao.quantization.pt2e.observer import (
+        MinMaxObserver,
+        ObserverBase,
+        PerChannelMinMaxObserver,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.quantization.pt2e.quantizer import (
+        QuantizationAnnotation,
+        QuantizationSpec,
+        Quantizer,
+        SharedQuantizationSpec,
+    )
+    from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+
+__all__ = [
+    "MinMaxObserver",
+    "Q_ANNOTATION_KEY",
+    "ObserverBase",
+    "PerChannelMinMaxObserver",
+    "QuantizationAnnotation",
+    "QuantizationSpec",
+    "Quantizer",
+    "SharedQuantizationSpec",
+    "convert_pt2e",
+    "prepare_pt2e",
+    "quiet_loggers",
+]
