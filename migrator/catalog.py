@@ -344,6 +344,15 @@ STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
     )}
 )
 
+# torch.nn classes whose forward always returns a new tensor, never its input or a view of it:
+# an in-place op on such an output is seen by nothing else, so it may be rewritten out of place.
+FRESH_OUTPUT_MODULES: frozenset[str] = frozenset(f"{NN}{c}" for c in """
+    Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear
+    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm InstanceNorm1d
+    InstanceNorm2d InstanceNorm3d RMSNorm Embedding MaxPool1d MaxPool2d MaxPool3d AvgPool1d
+    AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample
+""".split())
+
 # Attribute names every nn.Module already has: a created module must never shadow one.
 MODULE_ATTRIBUTES: frozenset[str] = frozenset("""
     T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda

@@ -21,7 +21,7 @@ import torch
 from torch import fx
 from torch.fx import Node
 
-from migrator.catalog import MODULE_ATTRIBUTES, TRAINING, Op
+from migrator.catalog import FRESH_OUTPUT_MODULES, MODULE_ATTRIBUTES, TRAINING, Op
 from migrator.check.ops import (Match, Refused, bind, build_module, op_module_classes, resolve,
                                 runtime_catalog, scalar_nodes)
 from migrator.check.outputs import as_tuple, difference, run_seeded
@@ -35,10 +35,6 @@ _ALIASING = frozenset(f"torch.nn.{name}" for name in (
     "Flatten Unflatten Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout "
     "FeatureAlphaDropout").split())
 """Catalog modules whose output may be their input itself (a view, or dropout in eval mode)."""
-_FRESH_TORCH = tuple(f"torch.nn.{name}" for name in (
-    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear "
-    "BatchNorm1d BatchNorm2d BatchNorm3d InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm "
-    "Embedding").split())
 
 
 class PrepareWarning(UserWarning):
@@ -289,7 +285,7 @@ def _fresh_classes() -> frozenset[type]:
     """Module classes whose output is always a new tensor (unless built with inplace=True)."""
     classes, _ = op_module_classes()
     aliasing = {resolve(name) for name in _ALIASING}
-    return frozenset((classes - aliasing) | {resolve(name) for name in _FRESH_TORCH})
+    return frozenset((classes - aliasing) | {resolve(name) for name in FRESH_OUTPUT_MODULES})
 
 
 def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:

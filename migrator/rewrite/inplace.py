@@ -6,18 +6,12 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-FRESH_OUTPUT = frozenset(f"torch.nn.{c}" for c in """
-    Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear
-    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm InstanceNorm1d
-    InstanceNorm2d InstanceNorm3d RMSNorm Embedding MaxPool1d MaxPool2d MaxPool3d AvgPool1d
-    AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample
-""".split())
 # Reading these from a tensor does not share it.
 _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contiguous".split())
 
 
 def inplace_unsafe(method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt,
-               fresh: Callable[[ast.expr], bool]) -> str | None:
+                   fresh: Callable[[ast.expr], bool]) -> str | None:
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
     assignment of the current value, which must allocate a new tensor that nothing else

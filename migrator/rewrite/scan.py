@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from migrator import catalog
 from migrator.catalog import FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRAINING, WEIGHT, Op
 from migrator.rewrite.context import MANY, Refusal, Site, self_attr
-from migrator.rewrite.inplace import FRESH_OUTPUT, inplace_unsafe
+from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.tensors import TensorNames
@@ -109,7 +109,8 @@ class Scanner:
         if isinstance(value, ast.Call) and self_attr(value.func):
             info = self.owner.attrs.get(value.func.attr)
             if info and isinstance(info.value, ast.Call):
-                return self.ctx.info.names.resolve(info.value.func) in FRESH_OUTPUT
+                cls = self.ctx.info.names.resolve(info.value.func)
+                return cls in catalog.FRESH_OUTPUT_MODULES
         return False
 
     def _convert(self, op: Op, node: ast.AST, bound, visit: Visit, code: str, label: str,
