@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
             verified = _verify(outcomes, config, args)
             if verified is None:
                 return 2
-            results, fixer.blocked, fixer.chain_ok, fixer.verify_text = verified
+            fixer.verified, fixer.chain_ok, fixer.verify_text = verified
+            results = fixer.verified.results
         for outcome in outcomes:
             fixer.apply(outcome)
     return fixer.finish(results)
@@ -87,7 +88,7 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
         migrated = Side("after fix", {path: new for path, (_, new) in rewrites.items()})
         table, chained = run_chains(targets, verified.results, migrated, options)
         text += "\n" + table
-    return verified.results, verified.blocked, chained, text
+    return verified, chained, text
 
 
 class Fixer:
@@ -101,8 +102,8 @@ class Fixer:
         self.summary = Summary()
         self.report = ReviewReport() if args.report else None
         self.left: list[Finding] = []
-        self.blocked: frozenset[Path] = frozenset()
-        """Files a failing verify target uses: never written."""
+        self.verified = None
+        """With --verify: the RewriteVerification; files a failing target uses are not written."""
         self.chain_ok = True
         """False when the quantization chain (--observers/--onnx) failed for a target."""
         self.verify_text = ""
@@ -125,7 +126,7 @@ class Fixer:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
                 say(f"would fix {outcome.path}")
-            elif outcome.path.resolve() in self.blocked:
+            elif self.verified is not None and not self.verified.may_write(outcome.path):
                 say(f"{outcome.path}: not written: a verify target using it failed",
                     file=sys.stderr)
                 self.summary.errors += 1
@@ -148,10 +149,11 @@ class Fixer:
         if self.report and not self._write_report(
                 self.report.render(self.summary, verb, verification)):
             return 2
-        if self.summary.errors and not self.blocked:
+        blocked = self.verified is not None and bool(self.verified.blocked)
+        if self.summary.errors and not blocked:
             return 2
         failed = any(not result.ok for result in verification) or not self.chain_ok
-        return 1 if self.summary.files_changed or self.left or failed or self.blocked else 0
+        return 1 if self.summary.files_changed or self.left or failed or blocked else 0
 
     def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
         try:
