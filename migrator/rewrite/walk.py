@@ -20,7 +20,8 @@ class Visit:
 
 
 def walk(func: ast.FunctionDef) -> list[Visit]:
-    """Every node below `func` (not `func` itself), in source order, parents first."""
+    """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
+    parents first."""
     visits: list[Visit] = []
     stack: list[tuple[ast.AST, ast.stmt, bool]] = [(s, s, False) for s in reversed(func.body)]
     while stack:
@@ -36,7 +37,13 @@ def walk(func: ast.FunctionDef) -> list[Visit]:
                         *((c, c, repeated) for c in node.orelse)]
         else:
             inner = repeated or isinstance(node, _REPEATING)
-            children = [(c, stmt, inner) for c in ast.iter_child_nodes(node)]
+            children = []
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, list):
+                    children += [(c, stmt, inner) for c in value if isinstance(c, ast.AST)]
+                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                    children.append((value, stmt, inner))
         stack.extend(reversed(children))
     return visits
 
