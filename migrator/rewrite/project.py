@@ -91,10 +91,19 @@ class Project:
     def _load(self, module: str) -> FileInfo | None:
         if module in self._by_module:
             return self._by_module[module]
-        self._by_module[module] = None
         rel = Path(*module.split("."))
-        roots = self._roots + ([_torch_root()] if rel.parts[0] == "torch" and _torch_root() else [])
+        if rel.parts[0] == "torch":  # torch's sources do not change: parse each once a process
+            if module not in _TORCH_FILES:
+                _TORCH_FILES[module] = Project()._read(module, rel, [_torch_root()])
+            self._by_module[module] = _TORCH_FILES[module]
+            return _TORCH_FILES[module]
+        self._by_module[module] = None
+        return self._read(module, rel, self._roots)
+
+    def _read(self, module: str, rel: Path, roots: list[Path | None]) -> FileInfo | None:
         for root in roots:
+            if root is None:
+                continue
             for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
                 if candidate.is_file():
                     try:
@@ -218,6 +227,10 @@ def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
     plain |= {a.arg for a in (*positional, *args.kwonlyargs) if a.annotation is not None
               and ast.unparse(a.annotation) in ("int", "float", "bool", "str")}
     return frozenset(plain)
+
+
+_TORCH_FILES: dict[str, FileInfo | None] = {}
+"""torch's own source files, parsed once per process (for the attributes of its classes)."""
 
 
 @functools.cache
