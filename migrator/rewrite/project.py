@@ -92,9 +92,11 @@ class Project:
         if module in self._by_module:
             return self._by_module[module]
         rel = Path(*module.split("."))
-        if rel.parts[0] == "torch":  # torch's sources do not change: parse each once a process
+        if rel.parts[0] == "torch":  # torch's sources do not change: keep the last few parsed
             if module not in _TORCH_FILES:
                 _TORCH_FILES[module] = Project()._read(module, rel, [_torch_root()])
+                while len(_TORCH_FILES) > _TORCH_FILES_KEPT:
+                    _TORCH_FILES.pop(next(iter(_TORCH_FILES)))
             self._by_module[module] = _TORCH_FILES[module]
             return _TORCH_FILES[module]
         self._by_module[module] = None
@@ -230,7 +232,9 @@ def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
 
 
 _TORCH_FILES: dict[str, FileInfo | None] = {}
-"""torch's own source files, parsed once per process (for the attributes of its classes)."""
+"""torch's own source files most recently needed (for the attributes of its classes), oldest
+first: a bounded cache, so memory stays flat however many files a run reads."""
+_TORCH_FILES_KEPT = 16
 
 
 @functools.cache
