@@ -112,10 +112,19 @@ class ClassAnalysis:
         return len(self.init.body) - 1, True
 
     def module_attrs(self) -> set[str]:
-        """Attributes that hold modules: assigned a call (not a parameter) or set elsewhere."""
+        """Attributes that hold modules: assigned a call (not a parameter), another name for
+        one (`self.b = self.a`), or set elsewhere."""
         attrs = {a for a, info in self.attrs.items()
                  if isinstance(info.value, (ast.Call, ast.IfExp)) and a not in self.tensor_attrs}
+        attrs |= set(self._aliases())
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def _aliases(self) -> dict[str, str]:
+        """`self.b = self.a` in `__init__` (b assigned once), where a holds a module: b -> a."""
+        return {a: info.value.attr for a, info in self.attrs.items()
+                if self_attr(info.value) and info.count == 1 and info.value.attr in self.attrs
+                and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
+                and info.value.attr not in self.tensor_attrs}
 
     def _container(self) -> str | None:
         """Why a new submodule would change behaviour: the class is a torch.nn container, or
@@ -397,6 +406,10 @@ class ClassAnalysis:
 
     # -- reused modules ------------------------------------------------------------------------
     def _split_reused(self) -> None:
+        for alias, target in self._aliases().items():  # `self.b = self.a`: calls of b are a's
+            if alias in self.sites:
+                merged = self.sites.setdefault(target, []) + self.sites.pop(alias)
+                self.sites[target] = sorted(merged, key=lambda s: (s.func.lineno, s.func.col_offset))
         for attr, sites in self.sites.items():
             times = sum(site.times for site in sites)
             if times < 2:
