@@ -20,6 +20,7 @@ CODES: dict[str, str] = {
     "MIG109": "no safe place in `__init__` to create the module",
     "MIG110": "helper method runs more than once per forward: its ops would be reused",
     "MIG111": "an attribute has the name of a module migrator creates in a base class",
+    "MIG112": "module called at several sites under `# migrator: skip` cannot be split",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""

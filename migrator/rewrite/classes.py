@@ -427,6 +427,7 @@ class ClassAnalysis:
                 continue
             if "MIG003" in self.ctx.disable:
                 continue
+            sites = sorted(sites, key=lambda s: not s.skipped)  # a skipped call keeps the name
             info = self.attrs[attr]
             for site in sites[1:]:
                 name = self.new_name(attr)
@@ -461,6 +462,8 @@ class ClassAnalysis:
                                      "forward")
         if info.count > 1 or info.nested and _one_line_suite(self.init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
+        if sum(s.skipped for s in sites) > 1:
+            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         return label
 
 

@@ -27,6 +27,8 @@ class Site:
     pending: tuple[Replace, ast.AST, str] | None = None
     """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
     module's single call: (replace, node, message)."""
+    skipped: bool = False
+    """Under a `# migrator: skip` pragma: counts as a call, but its code is never changed."""
 
 
 @dataclass

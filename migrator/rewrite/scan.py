@@ -33,9 +33,12 @@ class Scanner:
 
     def scan(self) -> None:
         for visit in self.ctx.visits(self.method):
-            if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
-                continue
             node = visit.node
+            if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
+                if self._module_call(node):  # still a call of the module: reuse is counted
+                    self.owner.sites.setdefault(node.func.attr, []).append(
+                        Site(node.func.attr, node.func, self._times(visit), skipped=True))
+                continue
             try:
                 if isinstance(node, ast.Call):
                     self._call(node, visit)
@@ -49,9 +52,13 @@ class Scanner:
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
 
+    def _module_call(self, node: ast.AST) -> bool:
+        return (isinstance(node, ast.Call) and self_attr(node.func)
+                and node.func.attr in self.module_attrs)
+
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
-        if self_attr(func) and func.attr in self.module_attrs:
+        if self._module_call(node):
             self.owner.sites.setdefault(func.attr, []).append(Site(func.attr, func,
                                                                    self._times(visit)))
             return
