@@ -353,6 +353,15 @@ FRESH_OUTPUT_MODULES: frozenset[str] = frozenset(f"{NN}{c}" for c in """
     AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample
 """.split())
 
+# Tensor methods and attributes whose result is a size, dtype or other plain value, not a tensor:
+# operators on them are not tensor ops (read by the static inference and the runtime preparer).
+SCALAR_METHODS: frozenset[str] = frozenset("""
+    size dim ndimension numel nelement element_size stride item tolist get_device is_contiguous
+    is_floating_point __len__
+""".split())
+SCALAR_ATTRIBUTES: frozenset[str] = frozenset(
+    "shape ndim dtype device layout is_cuda requires_grad".split())
+
 # Attribute names every nn.Module already has: a created module must never shadow one.
 MODULE_ATTRIBUTES: frozenset[str] = frozenset("""
     T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda

@@ -28,10 +28,7 @@ _OPERATOR_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "fl
                    "@": "matmul", "**": "pow"}
 """Operator symbol -> name of its function in the `operator` module (`+=` -> `iadd`)."""
 
-# Nodes computing sizes, dtypes and other non-tensor values: operators on them are not tensor ops.
-_SCALAR_METHODS = frozenset("size dim ndimension numel nelement element_size stride item tolist "
-                            "get_device is_contiguous is_floating_point __len__".split())
-_SCALAR_ATTRIBUTES = frozenset("shape ndim dtype device layout is_cuda requires_grad".split())
+# Functions computing sizes and other plain values: operators on them are not tensor ops.
 _SCALAR_FUNCTIONS = frozenset({len, int, float, bool, math.floor, math.ceil, math.sqrt})
 
 
@@ -141,11 +138,11 @@ def scalar_nodes(nodes) -> set[Node]:
     scalars: set[Node] = set()
     for node in nodes:
         if node.op == "call_method":
-            scalar = node.target in _SCALAR_METHODS
+            scalar = node.target in catalog.SCALAR_METHODS
         elif node.op != "call_function":
             scalar = False
         elif node.target is getattr:
-            scalar = node.args[1] in _SCALAR_ATTRIBUTES or node.args[0] in scalars
+            scalar = node.args[1] in catalog.SCALAR_ATTRIBUTES or node.args[0] in scalars
         elif node.target in _SCALAR_FUNCTIONS:
             scalar = True
         elif getattr(node.target, "__module__", None) in ("_operator", "operator"):

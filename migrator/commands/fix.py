@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from migrator import runner
@@ -16,7 +15,7 @@ from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
 from migrator.commands.options import chain_options
 from migrator.commands.verify import add_observer_arguments
-from migrator.report import ReviewReport, Summary, Verification, unified_diff
+from migrator.report import ReviewReport, Summary, unified_diff
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
 
@@ -47,17 +46,15 @@ def run(args: argparse.Namespace) -> int:
     with Progress("fix") as bar:
         fixer = Fixer(args, config, bar)
         outcomes = runner.run(args.paths, config, rewrite=True, jobs=args.jobs, progress=bar)
-        results: Sequence[Verification] = ()
         if args.verify:
             outcomes = list(outcomes)  # every rewrite is known before any file is written
             verified = _verify(outcomes, config, args)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
-            results = fixer.verified.results
         for outcome in outcomes:
             fixer.apply(outcome)
-    return fixer.finish(results)
+    return fixer.finish()
 
 
 def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
@@ -137,9 +134,10 @@ class Fixer:
         if self.report:
             self.report.add(outcome.path, diff=diff, findings=left)
 
-    def finish(self, verification: Sequence[Verification] = ()) -> int:
+    def finish(self) -> int:
         """Print the findings left and the summary, write the report (with the verified
         targets' table, if any); the exit status."""
+        verification = self.verified.results if self.verified is not None else ()
         for finding in self.left:
             print(finding.format())
         if self.verify_text:

@@ -11,15 +11,14 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from migrator import catalog
 
 # Tensor methods and attributes whose result is not a tensor.
-NOT_TENSOR_METHODS = frozenset("""
-    size dim ndimension numel nelement element_size item tolist stride storage_offset is_contiguous
-    data_ptr get_device is_floating_point is_complex is_signed chunk split unbind tensor_split
-    split_with_sizes __len__ type equal allclose numpy untyped_storage
-""".split())
-NOT_TENSOR_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda requires_grad grad_fn layout names".split())
 TUPLE_METHODS = frozenset("chunk split unbind tensor_split split_with_sizes".split())
+NOT_TENSOR_METHODS = catalog.SCALAR_METHODS | TUPLE_METHODS | frozenset("""
+    storage_offset data_ptr is_complex is_signed type equal allclose numpy untyped_storage
+""".split())
+NOT_TENSOR_ATTRIBUTES = catalog.SCALAR_ATTRIBUTES | {"grad_fn", "names"}
 NOT_TENSOR_TORCH = frozenset("""
     torch.is_tensor torch.numel torch.Size torch.device torch.dtype torch.no_grad torch.finfo
     torch.iinfo torch.is_grad_enabled torch.get_default_dtype torch.is_floating_point
