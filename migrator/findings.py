@@ -21,6 +21,7 @@ CODES: dict[str, str] = {
     "MIG110": "helper method runs more than once per forward: its ops would be reused",
     "MIG111": "an attribute has the name of a module migrator creates in a base class",
     "MIG112": "module called at several sites under `# migrator: skip` cannot be split",
+    "MIG113": "code walks another module's children in registration order: check what it now takes in",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""

@@ -29,8 +29,8 @@ import torch.nn.functional as F
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.relu = nn.ReLU()
         self.conv = nn.Conv2d(3, 3, 1)
+        self.relu = nn.ReLU()
 
     def forward(self, x):
         return self.relu(self.conv(x))

@@ -17,14 +17,17 @@ from migrator.rewrite.context import FileContext
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import header_lines
+from migrator.rewrite.walkers import report_children_walks, walks_children
 
 SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b")
 
 
 def may_have_work(text: str) -> bool:
-    """Cheap filter: only a class with its own `forward` can hold work, and migrator's own op
-    modules (and the copies `ops_module` makes of them) are never rewritten."""
-    return "class" in text and "def forward" in text and "\n__migrator_ops__ = True" not in text
+    """Cheap filter: only a class with its own `forward` can hold work, or code that walks a
+    module's children; migrator's own op modules (and the copies `ops_module` makes of them)
+    are never rewritten."""
+    return ((("class" in text and "def forward" in text) or walks_children(text))
+            and "\n__migrator_ops__ = True" not in text)
 
 
 def skip_lines(source: str) -> set[int]:
@@ -51,6 +54,8 @@ def analyze(source: str, path: str, project: Project, tree: ast.Module | None = 
         if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
             continue
         ClassAnalysis(ctx, cls).run()
+    if "MIG113" not in disable and walks_children(source):
+        report_children_walks(ctx, tree)
     ctx.finish()
     return ctx.plan, ctx.findings
 

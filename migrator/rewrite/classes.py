@@ -11,6 +11,7 @@ from migrator import catalog
 from migrator.catalog import Op
 from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
 from migrator.rewrite.names import literal
+from migrator.rewrite.order import LAST, Key, entry_keys
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.scan import Scanner
@@ -36,6 +37,19 @@ class InitAttr:
     count: int = 1
 
 
+@dataclass
+class Registration:
+    """A module the rewrite creates in `__init__`, placed where forward runs it."""
+
+    key: Key
+    """When forward first runs it (see `order`)."""
+    code: str
+    deps: set[str]
+    """`self` attributes its constructor arguments read: it must come after them."""
+    copy_of: InitAttr | None = None
+    """The module it copies (a split): it must come after it, in the same block."""
+
+
 class ClassAnalysis:
     """Analysis of one `nn.Module` subclass."""
 
@@ -49,7 +63,10 @@ class ClassAnalysis:
         self.tensor_attrs: set[str] = set()
         self.sites: dict[str, list[Site]] = {}
         self.super_index = self._super_index()
-        self.new_init: list[str] = []
+        self.registrations: list[Registration] = []
+        self.runs: list[tuple[Key, str]] = []
+        """(key, attribute) of every call of a module attribute on the forward path."""
+        self._entries: dict[str, Key] = {}
         self._collect_attributes()
         self.taken = self._taken_names()
 
@@ -275,8 +292,11 @@ class ClassAnalysis:
             return
         self._check_signature(forward)
         module_attrs = self.module_attrs()
-        for name, times in self.reach().items():
+        reached = self.reach()
+        self._entries = entry_keys(self.methods, self._method_calls, self.ctx.positions_of)
+        for name, times in reached.items():
             method = self.methods[name]
+            self._record_runs(method, module_attrs)
             if self.ctx.skip.intersection(header_lines(method)):
                 continue
             tensors = TensorNames(method, [v.node for v in self.ctx.visits(method)],
@@ -284,8 +304,30 @@ class ClassAnalysis:
                                   self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
             scanner = Scanner(self, method, times, tensors, module_attrs)
             scanner.scan()
-        self._plan_new_init()
         self._split_reused()
+        self._place_registrations()
+
+    def key(self, method: ast.FunctionDef, node: ast.AST) -> Key:
+        """When `node` of `method` runs on the forward path (see `order`)."""
+        entry = self._entries.get(method.name)
+        return LAST if entry is None else entry + (self.ctx.positions_of(method)[id(node)],)
+
+    def _method_calls(self, method: ast.FunctionDef) -> list[tuple[str, ast.AST]]:
+        return [(v.node.func.attr, v.node) for v in self.ctx.visits(method)
+                if isinstance(v.node, ast.Call) and self_attr(v.node.func)
+                and v.node.func.attr in self.methods]
+
+    def _record_runs(self, method: ast.FunctionDef, module_attrs: set[str]) -> None:
+        """Calls of module attributes (`self.conv(x)`, `self.blocks[i](x)`, `for b in
+        self.blocks`) in `method`, also of attributes holding what `__init__` was given."""
+        for visit in self.ctx.visits(method):
+            node, owner = visit.node, None
+            if isinstance(node, ast.Call):
+                owner = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                owner = node.iter
+            if self_attr(owner) and (owner.attr in module_attrs or owner.attr in self.attrs):
+                self.runs.append((self.key(method, node), owner.attr))
 
     def _check_signature(self, forward: ast.FunctionDef) -> None:
         args = forward.args
@@ -362,47 +404,76 @@ class ClassAnalysis:
             return "it is computed at run time"
         return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)
 
-    def anchor(self, deps: set[str]) -> int | None:
-        """Line of the `__init__` statement after which a module depending on `deps` is made
-        (None: the class has no `__init__`; one is created)."""
+    def _can_create(self) -> None:
+        """Raise a refusal when `__init__` has no safe place for a new module."""
         container = self._container()
         if container:
             raise Refusal("MIG109", f"{container}: a new submodule would join the modules it "
                                     "goes through")
         if self.init is None:
-            return None
+            return
         if self.super_index is None:
             raise Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
                                      "module after")
-        index = max([self.super_index] + [self.attrs[d].top_index for d in deps])
-        if self.init.body[index].lineno == self.init.lineno:
+        if self.init.body[self.super_index].lineno == self.init.lineno:
             raise Refusal("MIG109", "`__init__` is written on one line: put its body on lines "
                                      "of its own first")
-        return self.init.body[index].lineno
 
-    def create(self, op: Op, ctor: list[str], deps: set[str]) -> str:
+    def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
         """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name.
 
         A class without an `__init__` of its own gets one that passes every argument on."""
-        line = self.anchor(deps)
+        self._can_create()
         module = self.ctx.module_ref(op.module)
         name = self.new_name(op.key)
-        code = f"self.{name} = {module}({', '.join(ctor)})"
-        if line is None:
-            self.new_init.append(code)
-        else:
-            self.ctx.plan.insert_after(line, code)
+        self.registrations.append(Registration(key, f"self.{name} = {module}({', '.join(ctor)})",
+                                               deps))
         return name
 
-    def _plan_new_init(self) -> None:
-        if not self.new_init:
+    def _place_registrations(self) -> None:
+        """Insert the new modules in `__init__` in forward's order: each right after the
+        existing module that runs before it (and after what its arguments read)."""
+        if not self.registrations:
             return
-        body = "".join(f"    {code}\n" for code in self.new_init)
-        first = next(s for s in self.cls.node.body
-                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        self.ctx.plan.insert_before(first.lineno,
-                                    "def __init__(self, *args, **kwargs):\n"
-                                    "    super().__init__(*args, **kwargs)\n" + body)
+        registrations = sorted(self.registrations, key=lambda r: r.key)
+        if self.init is None:
+            body = "".join(f"    {r.code}\n" for r in registrations)
+            first = next(s for s in self.cls.node.body
+                         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            self.ctx.plan.insert_before(first.lineno,
+                                        "def __init__(self, *args, **kwargs):\n"
+                                        "    super().__init__(*args, **kwargs)\n" + body)
+            return
+        runs = sorted((key, self.attrs[attr].top_index) for key, attr in self.runs
+                      if attr in self.attrs)
+        for registration in registrations:
+            self.ctx.plan.insert_after(self._line_for(registration, runs), registration.code)
+
+    def _line_for(self, registration: Registration, runs: list[tuple[Key, int]]) -> int:
+        """Line of the `__init__` statement the registration goes after."""
+        index = max([self.super_index] + [self.attrs[d].top_index for d in registration.deps])
+        before = [top for key, top in runs if key < registration.key]
+        preceding = before[-1] if before else index
+        original = registration.copy_of
+        if original is None:
+            return self.init.body[max(index, preceding)].lineno
+        if original.nested or not self._unchanged_between(original, preceding):
+            return original.stmt.lineno
+        return self.init.body[max(index, preceding, original.top_index)].lineno
+
+    def _unchanged_between(self, original: InitAttr, index: int) -> bool:
+        """Whether the names a module's constructor reads keep their values from its own
+        statement to the end of top-level statement `index` of `__init__`."""
+        names = {n.id for n in ast.walk(original.value) if isinstance(n, ast.Name)} - {"self"}
+        attrs = {n.attr for n in ast.walk(original.value) if self_attr(n)}
+        for stmt in self.init.body[original.top_index + 1:index + 1]:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and (
+                        node.id in names):
+                    return False
+                if self_attr(node) and not isinstance(node.ctx, ast.Load) and node.attr in attrs:
+                    return False
+        return True
 
     # -- reused modules ------------------------------------------------------------------------
     def _split_reused(self) -> None:
@@ -431,8 +502,8 @@ class ClassAnalysis:
             info = self.attrs[attr]
             for site in sites[1:]:
                 name = self.new_name(attr)
-                self.ctx.plan.insert_after(info.stmt.lineno,
-                                           f"self.{name} = {self.ctx.block_text(info.value, info.stmt)}")
+                code = f"self.{name} = {self.ctx.block_text(info.value, info.stmt)}"
+                self.registrations.append(Registration(site.key, code, set(), info))
                 self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
                                                       name))
                 self.ctx.report(site.func, "MIG003",

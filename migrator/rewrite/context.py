@@ -10,6 +10,7 @@ from typing import Callable
 from migrator.findings import Finding
 from migrator.rewrite.plan import Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
+from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import Visit, walk
 
@@ -24,6 +25,8 @@ class Site:
     attr: str
     func: ast.Attribute
     times: int
+    key: tuple[int, ...]
+    """When forward runs it (see `order`)."""
     pending: tuple[Replace, ast.AST, str] | None = None
     """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
     module's single call: (replace, node, message)."""
@@ -49,6 +52,7 @@ class FileContext:
     class_names: dict[str, set[str]] = field(default_factory=dict)
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
+    _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     work_out: Callable[[FileInfo], None] = lambda info: None
     """Works out the rewrite of another file of the project (set by `analyze`)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
@@ -59,6 +63,12 @@ class FileContext:
         if id(func) not in self._visits:
             self._visits[id(func)] = list(walk(func))
         return self._visits[id(func)]
+
+    def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:
+        """`post_order(func)`, computed once per function."""
+        if id(func) not in self._positions:
+            self._positions[id(func)] = post_order(func)
+        return self._positions[id(func)]
 
     def locals_of(self, func: ast.FunctionDef) -> set[str]:
         """`function_locals(func)`, computed once per function."""

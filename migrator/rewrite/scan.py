@@ -37,7 +37,8 @@ class Scanner:
             if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
                 if self._module_call(node):  # still a call of the module: reuse is counted
                     self.owner.sites.setdefault(node.func.attr, []).append(
-                        Site(node.func.attr, node.func, self._times(visit), skipped=True))
+                        Site(node.func.attr, node.func, self._times(visit),
+                             self.owner.key(self.method, node), skipped=True))
                 continue
             try:
                 if isinstance(node, ast.Call):
@@ -59,8 +60,8 @@ class Scanner:
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
         if self._module_call(node):
-            self.owner.sites.setdefault(func.attr, []).append(Site(func.attr, func,
-                                                                   self._times(visit)))
+            self.owner.sites.setdefault(func.attr, []).append(
+                Site(func.attr, func, self._times(visit), self.owner.key(self.method, node)))
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
@@ -186,10 +187,10 @@ class Scanner:
         if weight_module is not None:
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
             self.owner.sites.setdefault(weight_module, []).append(Site(
-                weight_module, node.func, self.times,
+                weight_module, node.func, self.times, self.owner.key(self.method, node),
                 (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight")))
             return
-        name = self.owner.create(op, ctor, deps)
+        name = self.owner.create(op, ctor, deps, self.owner.key(self.method, node))
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
                                               tuple(inputs)))
         self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})")

@@ -1,0 +1,65 @@
+"""Code that walks another module's children in registration order (MIG113).
+
+`IntermediateLayerGetter`, `nn.Sequential(*list(model.children())[:-1])` and feature extractors
+run a model's children one after another. The modules migrator creates are registered where
+forward runs them, so such a walk still follows forward where it did before; but the children
+list grows, so a slice of it or a walk that stops at a given child may take them in. Each walk
+is reported with where the walked module comes from, for a person to check.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.context import FileContext, self_attr
+
+_VIEWS = frozenset({"children", "named_children"})
+
+
+def walks_children(text: str) -> bool:
+    """Cheap filter: the text may walk a module's children."""
+    return "children(" in text or "_modules" in text
+
+
+def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
+    """Report every walk of the children of a module other than `self`."""
+    seen: set[int] = set()  # a nested function's nodes are also below the function around it
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for visit in ctx.visits(scope):
+            node = visit.node
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr in _VIEWS and not node.args and not node.keywords):
+                walked = node.func.value
+            elif (isinstance(node, ast.Attribute) and node.attr == "_modules"
+                  and isinstance(node.ctx, ast.Load)):
+                walked = node.value
+            else:
+                continue
+            if (isinstance(walked, ast.Name) and walked.id == "self") or id(node) in seen:
+                continue
+            seen.add(id(node))
+            shown = ctx.text(walked)
+            ctx.report(node, "MIG113",
+                       f"`{ctx.text(node)}` runs the children of `{shown}` in registration order"
+                       f"{_origin(ctx, scope, walked, visit.stmt)}: modules migrator creates in "
+                       "it are registered where its forward runs them, but a slice of its "
+                       "children or a walk that stops at a given child may now take them in")
+
+
+def _origin(ctx: FileContext, scope: ast.FunctionDef, walked: ast.expr, stmt: ast.stmt) -> str:
+    """Where the walked module comes from: ` (<how>, line N)`, or '' when not known."""
+    if isinstance(walked, ast.Name):
+        name = walked.id
+        assigned = [v.stmt for v in ctx.visits(scope)
+                    if isinstance(v.node, ast.Name) and v.node.id == name
+                    and isinstance(v.node.ctx, ast.Store) and v.stmt.lineno < stmt.lineno]
+        if assigned:
+            return f" (`{name}` is assigned at line {assigned[-1].lineno})"
+        args = scope.args
+        if any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)):
+            return f" (`{name}` is a parameter of `{scope.name}`, line {scope.lineno})"
+    elif self_attr(walked):
+        return f" (`self.{walked.attr}` is set in this class)"
+    return ""
