@@ -22,6 +22,8 @@ CODES: dict[str, str] = {
     "MIG111": "an attribute has the name of a module migrator creates in a base class",
     "MIG112": "module called at several sites under `# migrator: skip` cannot be split",
     "MIG113": "code walks another module's children in registration order: check what it now takes in",
+    "MIG114": "operand or receiver of a convertible op is not proven to be a tensor (nor not to be one)",
+    "MIG115": "op in a function outside the class that forward reaches: not rewritten yet",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from migrator import catalog
 from migrator.catalog import Op
 from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
+from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import LAST, Key, entry_keys
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.scan import Scanner
-from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.tensors import NOT_TENSOR_TORCH, TensorNames
 from migrator.rewrite.walk import header_lines
 
 # Reading these in a method means the class's behaviour depends on its set of submodules.
@@ -116,9 +117,11 @@ class ClassAnalysis:
             self.attrs[attr].top_index = max(self.attrs[attr].top_index, top_index)
         else:
             self.attrs[attr] = InitAttr(attr, stmt, value, top_index, nested)
-        if self.ctx.info.names.resolve(value.func if isinstance(value, ast.Call) else value) in (
-                "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
-            self.tensor_attrs.add(attr)
+        made_by = self.ctx.info.names.resolve(value.func if isinstance(value, ast.Call) else value)
+        if made_by in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") or (
+                isinstance(value, ast.Call) and made_by and made_by.startswith("torch.")
+                and not made_by.startswith("torch.nn.") and made_by not in NOT_TENSOR_TORCH):
+            self.tensor_attrs.add(attr)  # a parameter, buffer, or plain tensor attribute
 
     def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
         for i, top in enumerate(self.init.body):
@@ -304,6 +307,9 @@ class ClassAnalysis:
                                   self.ctx.info.names.resolve(n, s), module_attrs, self.tensor_attrs)
             scanner = Scanner(self, method, times, tensors, module_attrs)
             scanner.scan()
+        if "MIG115" not in self.ctx.disable:
+            report_helper_ops(self.ctx, self.cls.name, self.methods,
+                              [self.methods[name] for name in reached])
         self._split_reused()
         self._place_registrations()
 

@@ -50,6 +50,8 @@ class FileContext:
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
     class_names: dict[str, set[str]] = field(default_factory=dict)
+    helpers_seen: set[int] = field(default_factory=set)
+    """Helper functions (and calls of helpers in other files) already reported."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)

@@ -47,6 +47,10 @@ class FileInfo:
     source: str | None = None
     """The text, for files loaded from disk (so their own rewrite can be worked out)."""
 
+    def functions(self) -> dict[str, ast.FunctionDef]:
+        """The module-level functions."""
+        return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
+
 
 def module_name(path: Path) -> tuple[str, bool, Path]:
     """(dotted module name, is a package `__init__`, import root) of a source file."""
@@ -88,7 +92,8 @@ class Project:
             self._by_module[module] = info
         return info
 
-    def _load(self, module: str) -> FileInfo | None:
+    def load(self, module: str) -> FileInfo | None:
+        """The parsed file of a module (None: not found or not parsable)."""
         if module in self._by_module:
             return self._by_module[module]
         rel = Path(*module.split("."))
@@ -130,7 +135,7 @@ class Project:
         module, name = qualname.rsplit(".", 1)
         if within is not None and within.names.module == module:
             return within.classes.get(name)
-        info = self._load(module)
+        info = self.load(module)
         if info is None:
             return None
         if name in info.classes:

@@ -10,8 +10,9 @@ from migrator.catalog import FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRA
 from migrator.rewrite.context import MANY, Refusal, Site, self_attr
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
+from migrator.rewrite.operators import SYMBOLS
 from migrator.rewrite.plan import Replace
-from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class Scanner:
             self._convert(op, node, _bind(op, node, None), visit, "MIG001",
                           self.ctx.text(func))
             return
+        if isinstance(func, ast.Attribute) and self.tensors.unknown(func.value) and (
+                catalog.by_method(func.attr) or catalog.by_inplace_method(func.attr)):
+            self._unproven(f".{func.attr}()", func.value)
         if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
             op = catalog.by_method(func.attr)
             if op is not None:
@@ -80,19 +84,36 @@ class Scanner:
                                   f".{func.attr}()")
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
-        op = catalog.by_operator(_SYMBOLS.get(type(node.op), ""))
-        if op is None or not self.tensors.is_tensor(node):
+        op = catalog.by_operator(SYMBOLS.get(type(node.op), ""))
+        if op is None:
+            return
+        if not self.tensors.is_tensor(node):
+            self._unproven(f"`{SYMBOLS[type(node.op)]}`", node.left, node.right)
             return
         bound = {op.args[0].name: (node.left, ("left",)), op.args[1].name: (node.right, ("right",))}
-        self._convert(op, node, bound, visit, "MIG002", f"`{_SYMBOLS[type(node.op)]}`",
+        self._convert(op, node, bound, visit, "MIG002", f"`{SYMBOLS[type(node.op)]}`",
                       kind="binop")
 
     def _augassign(self, node: ast.AugAssign, visit: Visit) -> None:
-        op = catalog.by_inplace_operator(_SYMBOLS.get(type(node.op), "") + "=")
-        if op is None or not self.tensors.is_tensor(node.target):
+        op = catalog.by_inplace_operator(SYMBOLS.get(type(node.op), "") + "=")
+        if op is None:
+            return
+        if not self.tensors.is_tensor(node.target):
+            self._unproven(f"`{SYMBOLS[type(node.op)]}=`", node.target, node.value)
             return
         self._inplace(op, node, node.target, [node.value], [], visit,
-                      f"`{_SYMBOLS[type(node.op)]}=`")
+                      f"`{SYMBOLS[type(node.op)]}=`")
+
+    def _unproven(self, label: str, *operands: ast.expr) -> None:
+        """An op that is a tensor op if an operand is a tensor, which cannot be proven either
+        way (MIG114); operands proven plain, or strings and literals, are not tensor ops."""
+        if any(is_container(o) for o in operands) or not any(self.tensors.unknown(o)
+                                                           for o in operands):
+            return
+        shown = next(self.ctx.text(o) for o in operands if self.tensors.unknown(o))
+        raise Refusal("MIG114", f"{label} on `{shown}`: it cannot be proven to be a tensor (nor "
+                                 "not to be one), so it is left as is; annotate it `Tensor` to "
+                                 "convert it")
 
     def _inplace(self, op: Op, node: ast.AST, target: ast.expr, args: list[ast.expr],
                  keywords: list[ast.keyword], visit: Visit, label: str) -> None:
@@ -206,10 +227,6 @@ class Scanner:
         shown = self.ctx.text(value) if value is not None else "?"
         raise Refusal("MIG106", f"{label}: weight `{shown}` would move into a new "
                                  f"{op.module_name} and change its state_dict key; left as is")
-
-
-_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-            ast.MatMult: "@", ast.Pow: "**"}
 
 
 def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):

@@ -1,0 +1,118 @@
+"""Ops in functions that forward reaches but that are not methods of the class: module-level
+functions (`eager_attention_forward`, `rotate_half`, `window_partition`) and static or class
+methods. They cannot become `self.<module>(...)` where they are, so they are not rewritten yet;
+each op there is reported (MIG115) so that none is skipped in silence: in the same file at the
+op, in another file of the project at the call that reaches it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from migrator import catalog
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.operators import SYMBOLS
+from migrator.rewrite.project import FileInfo
+from migrator.rewrite.tensors import TensorNames, is_container
+from migrator.rewrite.walk import walk
+
+def report_helper_ops(ctx: FileContext, owner: str, methods: dict[str, ast.FunctionDef],
+                      reached: list[ast.FunctionDef]) -> None:
+    """Report the ops of the helpers that the forward-path `reached` methods of class `owner`
+    call (and the helpers those call, in the same file)."""
+    todo = [(f, m) for m in reached for f in _called(ctx, ctx.info, m, methods)]
+    while todo:
+        (info, function), caller = todo.pop()
+        if info is not ctx.info:
+            _report_elsewhere(ctx, info, function, caller)
+            continue
+        if id(function) in ctx.helpers_seen:
+            continue
+        ctx.helpers_seen.add(id(function))
+        for label, node in ops_in(ctx.info, function):
+            ctx.report(node, "MIG115", f"{label} is in `{function.name}`, which forward reaches "
+                                       f"from `{owner}`: ops in functions outside the class are "
+                                       "not rewritten yet; left as is")
+        todo += [(f, function) for f in _called(ctx, ctx.info, function, {})]
+
+
+def _report_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef,
+                      caller: ast.FunctionDef) -> None:
+    """A helper in another file: one finding at each call of it on the forward path."""
+    found = [label for label, _ in ops_in(info, function)]
+    if not found:
+        return
+    for node in ast.walk(caller):
+        if isinstance(node, ast.Call) and _target(ctx, ctx.info, node, caller, {}) == (info, function):
+            if id(node) in ctx.helpers_seen:
+                continue
+            ctx.helpers_seen.add(id(node))
+            ctx.report(node, "MIG115",
+                       f"`{ctx.text(node.func)}` (in `{info.names.module}`) runs {len(found)} "
+                       f"op(s) forward reaches ({', '.join(sorted(set(found)))}): ops in "
+                       "functions outside the class are not rewritten yet; left as is")
+
+
+def _called(ctx: FileContext, info: FileInfo, caller: ast.FunctionDef,
+            methods: dict[str, ast.FunctionDef]) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef],
+                                                                   ast.FunctionDef]]:
+    for node in ast.walk(caller):
+        if isinstance(node, ast.Call):
+            target = _target(ctx, info, node, caller, methods)
+            if target is not None:
+                yield target
+
+
+def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.FunctionDef,
+            methods: dict[str, ast.FunctionDef]) -> tuple[FileInfo, ast.FunctionDef] | None:
+    """The helper function a call runs: a static or class method of the class, or a
+    module-level function of this file or of another file of the project."""
+    func = call.func
+    if self_attr(func) and func.attr in methods and _unbound(methods[func.attr]):
+        return info, methods[func.attr]
+    if not isinstance(func, ast.Name):
+        return None
+    qualname = info.names.resolve(func, ctx.locals_of(caller))
+    if not qualname or "." not in qualname or qualname.split(".")[0] == "torch":
+        return None
+    module, name = qualname.rsplit(".", 1)
+    where = info if module == info.names.module else ctx.project.load(module)
+    if where is None:
+        return None
+    function = where.functions().get(name)
+    return (where, function) if function is not None else None
+
+
+def _unbound(method: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+               for d in method.decorator_list)
+
+
+def ops_in(info: FileInfo, function: ast.FunctionDef) -> Iterator[tuple[str, ast.AST]]:
+    """(label, node) of each catalog op in a helper function: functional calls, and tensor
+    methods and operators whose operand is a tensor or may be one (an unknown operand beside a
+    number, `end + 1`, is taken for a count)."""
+    nodes = [v.node for v in walk(function)]
+    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            qualname = info.names.resolve(node.func)
+            if qualname and catalog.by_function(qualname):
+                yield qualname.replace("torch.nn.functional.", "F."), node
+            elif isinstance(node.func, ast.Attribute) and (
+                    catalog.by_method(node.func.attr) or catalog.by_inplace_method(node.func.attr)
+            ) and not tensors.is_plain(node.func.value):
+                yield f".{node.func.attr}()", node
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+            symbol = SYMBOLS.get(type(node.op), "")
+            operands = ((node.left, node.right) if isinstance(node, ast.BinOp)
+                        else (node.target, node.value))
+            if isinstance(node, ast.AugAssign):
+                symbol += "="
+            found = (catalog.by_operator(symbol) if isinstance(node, ast.BinOp)
+                     else catalog.by_inplace_operator(symbol))
+            if found and (any(tensors.is_tensor(o) for o in operands) or (
+                    not any(is_container(o) or isinstance(o, ast.Constant) for o in operands)
+                    and any(tensors.unknown(o) for o in operands))):
+                yield f"`{symbol}`", node
