@@ -33,13 +33,26 @@ class Net(Base):
 '''
 
 
-def test_existing_attribute_clashing_with_a_created_base_module_is_reported(tmp_path):
+def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "base.py").write_text(BASE)
     (pkg / "net.py").write_text(CLASHING)
-    outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Config(), rewrite=False)}
+    outcomes = {o.path.name: o for o in run([str(pkg)], Config(), rewrite=True)}
+    assert "self.gelu_1 = nn.GELU()" in outcomes["base.py"].new_text
+    assert "return self.gelu_1(self.fc(x))" in outcomes["base.py"].new_text
+    assert outcomes["net.py"].findings == [] and not outcomes["net.py"].changed
+
+
+def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
+    for name in ("pkg", "app"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "base.py").write_text(BASE)
+    (tmp_path / "app" / "net.py").write_text(CLASHING.replace("from .base", "from pkg.base"))
+    outcomes = {o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Config(),
+                                            rewrite=False)}
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (6, "MIG111")
     assert "`self.gelu` is also the name of the module migrator creates in base class `Base`" \

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from fixture_cases import CASES, TREES, expected_after, expected_findings, import_path
+from migrator.cli import main
 from migrator.config import Config
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
@@ -94,3 +95,18 @@ def test_tree_rewrite(tree, tmp_path):
             assert got == [f"{rel}:{line}" for line in expected_findings(source)]
         else:
             assert not outcome.changed, rel
+
+
+@pytest.mark.parametrize("tree", TREES, ids=[t.name for t in TREES])
+def test_tree_fix_written_file_by_file(tree, tmp_path):
+    """`fix` writes each file before it reads the next: what a file becomes must not depend on
+    whether the files it imports were rewritten already."""
+    work = tmp_path / tree.name
+    shutil.copytree(tree, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
+    for before in list(work.rglob("*.before.py")):
+        before.rename(before.with_name(before.name.replace(".before.py", ".py")))
+    assert main(["fix", str(work)]) in (0, 1)
+    for path in work.rglob("*.py"):
+        source = tree / path.relative_to(work).with_name(path.name.replace(".py", ".before.py"))
+        if source.exists():
+            assert path.read_text(encoding="utf-8") == expected_after(source), path

@@ -13,9 +13,11 @@ from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
 from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import LAST, Key, entry_keys
+from migrator.rewrite.paths import most_runs
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.scan import Scanner
+from migrator.rewrite.subclasses import subclass_files
 from migrator.rewrite.tensors import NOT_TENSOR_TORCH, TensorNames
 from migrator.rewrite.walk import header_lines
 
@@ -62,12 +64,15 @@ class ClassAnalysis:
         self.attrs: dict[str, InitAttr] = {}
         self.assigned_elsewhere: set[str] = set()
         self.tensor_attrs: set[str] = set()
+        self.plain_attrs: set[str] = set()
+        """Attributes `__init__` sets to a number or string it computes (`float(rate)`)."""
         self.sites: dict[str, list[Site]] = {}
         self.super_index = self._super_index()
         self.registrations: list[Registration] = []
         self.runs: list[tuple[Key, str]] = []
         """(key, attribute) of every call of a module attribute on the forward path."""
         self._entries: dict[str, Key] = {}
+        self._inherited: dict[str, ClassInfo] | None = None
         self._collect_attributes()
         self.taken = self._taken_names()
 
@@ -117,11 +122,11 @@ class ClassAnalysis:
             self.attrs[attr].top_index = max(self.attrs[attr].top_index, top_index)
         else:
             self.attrs[attr] = InitAttr(attr, stmt, value, top_index, nested)
-        made_by = self.ctx.info.names.resolve(value.func if isinstance(value, ast.Call) else value)
-        if made_by in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") or (
-                isinstance(value, ast.Call) and made_by and made_by.startswith("torch.")
-                and not made_by.startswith("torch.nn.") and made_by not in NOT_TENSOR_TORCH):
+        kind = _value_kind(value, self.ctx.info.names.resolve)
+        if kind == "tensor":
             self.tensor_attrs.add(attr)  # a parameter, buffer, or plain tensor attribute
+        elif kind == "plain":
+            self.plain_attrs.add(attr)
 
     def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
         for i, top in enumerate(self.init.body):
@@ -135,9 +140,26 @@ class ClassAnalysis:
         """Attributes that hold modules: assigned a call (not a parameter), another name for
         one (`self.b = self.a`), or set elsewhere."""
         attrs = {a for a, info in self.attrs.items()
-                 if isinstance(info.value, (ast.Call, ast.IfExp)) and a not in self.tensor_attrs}
-        attrs |= set(self._aliases())
+                 if isinstance(info.value, (ast.Call, ast.IfExp))
+                 and a not in self.tensor_attrs and a not in self.plain_attrs}
+        attrs |= set(self._aliases()) | set(self.inherited_modules())
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def inherited_modules(self) -> dict[str, ClassInfo]:
+        """Module attributes a base class creates in its `__init__` and this class does not
+        assign: attribute -> the nearest base assigning it."""
+        if self._inherited is None:
+            self._inherited = {}
+            for base in self._ancestors(self.cls):
+                init = base.methods().get("__init__")
+                for node in ast.walk(init) if init is not None else ():
+                    if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.IfExp)):
+                        for target in node.targets:
+                            if (self_attr(target) and target.attr not in self.attrs
+                                    and target.attr not in self.assigned_elsewhere
+                                    and _value_kind(node.value, base.file.names.resolve) is None):
+                                self._inherited.setdefault(target.attr, base)
+        return self._inherited
 
     def _aliases(self) -> dict[str, str]:
         """`self.b = self.a` in `__init__` (b assigned once), where a holds a module: b -> a."""
@@ -201,7 +223,29 @@ class ClassAnalysis:
                                 f"`self.{clash[0]}` is also the name of the module migrator creates "
                                 f"in base class `{cls.name}`; rename this attribute")
             taken |= self._class_names(cls)
+        for sub in self._subclasses_elsewhere():  # their names, not what migrator creates there
+            taken |= self._class_names(sub)
         return taken
+
+    def _subclasses_elsewhere(self) -> list[ClassInfo]:
+        """Subclasses of this class in other files of its package."""
+        path = self.ctx.info.path
+        if path is None or not path.exists():
+            return []
+        found: list[ClassInfo] = []
+        names, todo = {self.cls.name}, [self.cls.name]
+        while todo:
+            for file in subclass_files(path, {todo.pop()}):
+                info = self.ctx.project.load_file(file)
+                if info is None or info is self.ctx.info:
+                    continue
+                for other in info.classes.values():
+                    if other not in found and self.cls in self._ancestors(other):
+                        found.append(other)
+                        if other.name not in names:
+                            names.add(other.name)
+                            todo.append(other.name)
+        return found
 
     def _class_names(self, cls: ClassInfo) -> set[str]:
         if cls.qualname not in self.ctx.class_names:
@@ -430,6 +474,11 @@ class ClassAnalysis:
 
         A class without an `__init__` of its own gets one that passes every argument on."""
         self._can_create()
+        made = self.ctx.project.find_class(op.module)
+        if made is not None and (made is self.cls or self.cls in self._ancestors(made)):
+            raise Refusal("MIG116", f"the module it would become, `{op.module_name}`, is this "
+                                     f"class{'' if made is self.cls else ' or a subclass of it'}: "
+                                     "creating it in `__init__` would recurse; left as is")
         module = self.ctx.module_ref(op.module)
         name = self.new_name(op.key)
         self.registrations.append(Registration(key, f"self.{name} = {module}({', '.join(ctor)})",
@@ -452,20 +501,26 @@ class ClassAnalysis:
             return
         runs = sorted((key, self.attrs[attr].top_index) for key, attr in self.runs
                       if attr in self.attrs)
+        floor = self.super_index
         for registration in registrations:
-            self.ctx.plan.insert_after(self._line_for(registration, runs), registration.code)
+            line, floor = self._line_for(registration, runs, floor)
+            self.ctx.plan.insert_after(line, registration.code)
 
-    def _line_for(self, registration: Registration, runs: list[tuple[Key, int]]) -> int:
-        """Line of the `__init__` statement the registration goes after."""
-        index = max([self.super_index] + [self.attrs[d].top_index for d in registration.deps])
+    def _line_for(self, registration: Registration, runs: list[tuple[Key, int]],
+                  floor: int) -> tuple[int, int]:
+        """(line of the `__init__` statement the registration goes after, the top-level index
+        the next registration may not precede): after the existing module that runs before it,
+        what its arguments read, and the modules created before it."""
+        index = max([floor] + [self.attrs[d].top_index for d in registration.deps])
         before = [top for key, top in runs if key < registration.key]
-        preceding = before[-1] if before else index
+        preceding = max(before[-1], index) if before else index
         original = registration.copy_of
         if original is None:
-            return self.init.body[max(index, preceding)].lineno
+            return self.init.body[preceding].lineno, preceding
         if original.nested or not self._unchanged_between(original, preceding):
-            return original.stmt.lineno
-        return self.init.body[max(index, preceding, original.top_index)].lineno
+            return original.stmt.lineno, floor
+        index = max(preceding, original.top_index)
+        return self.init.body[index].lineno, index
 
     def _unchanged_between(self, original: InitAttr, index: int) -> bool:
         """Whether the names a module's constructor reads keep their values from its own
@@ -488,7 +543,7 @@ class ClassAnalysis:
                 merged = self.sites.setdefault(target, []) + self.sites.pop(alias)
                 self.sites[target] = sorted(merged, key=lambda s: (s.func.lineno, s.func.col_offset))
         for attr, sites in self.sites.items():
-            times = sum(site.times for site in sites)
+            times = _runs(sites)
             if times < 2:
                 for site in sites:
                     if site.pending:
@@ -519,6 +574,10 @@ class ClassAnalysis:
     def _split_kind(self, attr: str, sites: list[Site]) -> str:
         info = self.attrs.get(attr)
         where = f"`self.{attr}` is called {'in a loop' if any(s.times >= MANY for s in sites) else f'at {len(sites)} sites'}"
+        if info is None and attr in self.inherited_modules():
+            raise Refusal("MIG104", f"{where} but is created in base class "
+                                     f"`{self.inherited_modules()[attr].name}`: give this class "
+                                     "its own module for each site")
         if info is None:
             raise Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
                                      "its class cannot be known")
@@ -542,6 +601,40 @@ class ClassAnalysis:
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         return label
+
+
+def _runs(sites: list[Site]) -> int:
+    """How many times one forward runs the module the sites call: the sum over methods of the
+    most calls on one path through each (calls in exclusive branches do not add up)."""
+    by_method: dict[int, list[Site]] = {}
+    for site in sites:
+        by_method.setdefault(id(site.method), []).append(site)
+    total = 0
+    for group in by_method.values():
+        method, times = group[0].method, max(s.times for s in group)
+        if method is None or times >= MANY:
+            total += sum(s.times for s in group)
+        else:
+            total += times * most_runs(method, [s.func for s in group])
+    return min(total, MANY)
+
+
+_PLAIN_CALLS = frozenset("float int bool str len round".split())
+
+
+def _value_kind(value: ast.expr, resolve) -> str | None:
+    """'tensor' (a parameter, buffer or tensor made by torch), 'plain' (a number or string
+    made by a builtin or `math`) or None (anything else: a module when it is a call)."""
+    made_by = resolve(value.func if isinstance(value, ast.Call) else value)
+    if made_by in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") or (
+            isinstance(value, ast.Call) and made_by and made_by.startswith("torch.")
+            and not made_by.startswith("torch.nn.") and made_by not in NOT_TENSOR_TORCH):
+        return "tensor"
+    if isinstance(value, ast.Call) and ((isinstance(value.func, ast.Name) and made_by is None
+                                         and value.func.id in _PLAIN_CALLS)
+                                        or (made_by or "").startswith("math.")):
+        return "plain"
+    return None
 
 
 def _static(method: ast.FunctionDef) -> bool:

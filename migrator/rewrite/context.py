@@ -32,6 +32,8 @@ class Site:
     module's single call: (replace, node, message)."""
     skipped: bool = False
     """Under a `# migrator: skip` pragma: counts as a call, but its code is never changed."""
+    method: ast.FunctionDef | None = None
+    """The method holding the call."""
 
 
 @dataclass

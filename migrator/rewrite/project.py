@@ -13,7 +13,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migrator.catalog import STATELESS_TORCH_MODULES
+from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.rewrite.names import ModuleNames, collect, literal
 
 TORCH_MODULE = "torch.nn.Module"
@@ -92,6 +92,19 @@ class Project:
             self._by_module[module] = info
         return info
 
+    def load_file(self, path: Path) -> FileInfo | None:
+        """The parsed file at `path` (None: not parsable)."""
+        module = module_name(path)[0]
+        if module in self._by_module:
+            return self._by_module[module]
+        try:
+            source = path.read_text(encoding="utf-8")
+            info = self.add(ast.parse(source), path)
+        except (SyntaxError, ValueError, OSError):
+            return None
+        info.source = source
+        return info
+
     def load(self, module: str) -> FileInfo | None:
         """The parsed file of a module (None: not found or not parsable)."""
         if module in self._by_module:
@@ -164,6 +177,8 @@ class Project:
             return None
         if qualname.startswith("torch.nn."):
             return qualname in STATELESS_TORCH_MODULES or qualname == TORCH_MODULE
+        if qualname.startswith("migrator.nn."):  # migrator's op modules never hold state
+            return qualname in OP_MODULES or None
         cls = self.find_class(qualname, within)
         if cls is None:
             return None
@@ -207,6 +222,9 @@ class Project:
                               ast.BoolOp, ast.JoinedStr)):
             return True
         return None
+
+
+OP_MODULES = frozenset(m for m in replacing_modules() if m.startswith("migrator.nn."))
 
 
 def is_torch_module(qualname: str) -> bool:

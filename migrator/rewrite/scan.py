@@ -39,7 +39,8 @@ class Scanner:
                 if self._module_call(node):  # still a call of the module: reuse is counted
                     self.owner.sites.setdefault(node.func.attr, []).append(
                         Site(node.func.attr, node.func, self._times(visit),
-                             self.owner.key(self.method, node), skipped=True))
+                             self.owner.key(self.method, node), skipped=True,
+                             method=self.method))
                 continue
             try:
                 if isinstance(node, ast.Call):
@@ -62,7 +63,8 @@ class Scanner:
         func = node.func
         if self._module_call(node):
             self.owner.sites.setdefault(func.attr, []).append(
-                Site(func.attr, func, self._times(visit), self.owner.key(self.method, node)))
+                Site(func.attr, func, self._times(visit), self.owner.key(self.method, node),
+                     method=self.method))
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
@@ -209,7 +211,8 @@ class Scanner:
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
             self.owner.sites.setdefault(weight_module, []).append(Site(
                 weight_module, node.func, self.times, self.owner.key(self.method, node),
-                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight")))
+                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight"),
+                method=self.method))
             return
         name = self.owner.create(op, ctor, deps, self.owner.key(self.method, node))
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,

@@ -1,0 +1,47 @@
+"""Subclasses in other files of a class's package. A module created in a base class must not
+take a name that a subclass anywhere in its package assigns or calls: the subclass would
+overwrite it (or be shadowed by it) after `super().__init__()`. Files are found by a cheap text
+scan of the package, done once per package and process; only candidates are parsed."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from migrator.rewrite.project import module_name
+
+_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+
+
+def subclass_files(path: Path, base_names: set[str]) -> list[Path]:
+    """Files of the package of `path` (its folder, outside a package) that declare a class
+    with a base spelled with one of `base_names` (last dotted part)."""
+    index = _index(_package_folder(path))
+    return sorted({f for name in base_names for f in index.get(name, ())})
+
+
+def _package_folder(path: Path) -> tuple[Path, bool]:
+    """(folder to scan, recursively?): the top package's folder, or the file's own folder."""
+    module, _, root = module_name(path)
+    if "." in module:
+        return (root / module.split(".")[0]).resolve(), True
+    return path.resolve().parent, False
+
+
+@functools.lru_cache(maxsize=8)
+def _index(folder: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
+    """Base name -> files declaring a class with a base of that name."""
+    where, recursive = folder
+    found: dict[str, set[Path]] = {}
+    for path in where.rglob("*.py") if recursive else where.glob("*.py"):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for match in _CLASS.finditer(text):
+            for base in match.group(1).split(","):
+                name = base.split("[", 1)[0].strip().rsplit(".", 1)[-1]
+                if name.isidentifier():
+                    found.setdefault(name, set()).add(path.resolve())
+    return {name: frozenset(files) for name, files in found.items()}
