@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -35,12 +36,22 @@ class Config:
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
-    start = Path(paths[0] if paths else ".").resolve()
-    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+    start = _folder_of(paths[0] if paths else ".")
+    for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             return candidate
     return None
+
+
+def _folder_of(path: str) -> Path:
+    """The folder a path is, or is in; for a path that cannot be looked at (reported when it
+    is processed), the folder it names."""
+    try:
+        resolved = Path(path).resolve()
+        return resolved if resolved.is_dir() else resolved.parent
+    except (OSError, RuntimeError):  # a name too long, a symlink loop (RuntimeError on 3.11)
+        return Path(os.path.abspath(path)).parent
 
 
 def load(paths: list[str], explicit: str | None = None) -> Config:
@@ -99,9 +110,11 @@ def add_override_arguments(parser) -> None:
 
 def load_for(args) -> Config | None:
     """Settings for a command's paths, with its command-line overrides; prints the problem and
-    returns None when unusable. Unknown keys and codes are reported, not fatal."""
+    returns None when unusable. Unknown keys and codes are reported, not fatal. Source read
+    from stdin takes the settings for its --stdin-filename."""
+    paths = [args.stdin_filename] if getattr(args, "stdin_filename", None) else args.paths
     try:
-        config = load(args.paths, args.config)
+        config = load(paths, args.config)
     except ConfigError as exc:
         print(f"migrator: {exc}", file=sys.stderr)
         return None

@@ -3,7 +3,8 @@
 `read_source` decodes a file the way Python does (PEP 263 cookie or BOM) and remembers how to put
 it back: `encode_source` restores the encoding, BOM and line endings, and `write_source` replaces
 the file atomically, only if it is still exactly what was read. `discover` expands command line
-paths into the Python files to process. Standard library only: this is on the fast static path.
+paths into the Python files to process, and a `PathError` for each path that names none.
+Standard library only: this is on the fast static path.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "PathError",
     "SourceError",
     "SourceFile",
+    "decode_source",
     "discover",
     "encode_source",
+    "excluded",
     "read_source",
     "syntax_error",
     "write_source",
@@ -52,6 +56,14 @@ class SourceError(Exception):
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}"
+
+
+class PathError(SourceError):
+    """A given path that names no Python file to process (missing, not Python, a folder that
+    cannot be listed); `str()` is `migrator: path: reason`."""
+
+    def __str__(self) -> str:
+        return f"migrator: {self.path}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,13 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
             raw = f.read()
     except OSError as exc:
         raise SourceError(path, 0, f"cannot read: {_os_reason(exc)}") from None
+    return decode_source(path, raw, stat.S_IMODE(st.st_mode))
 
+
+def decode_source(path: str | os.PathLike[str], raw: bytes, mode: int = 0o644) -> SourceFile:
+    """Decode the bytes of a source file (read from `path`, or from stdin shown as `path`);
+    raise `SourceError` if they cannot be used."""
+    path = Path(path)
     nul = raw.find(b"\0")
     if nul >= 0:
         raise SourceError(path, _line_at(raw, nul), "contains a NUL byte (binary file?)")
@@ -106,7 +124,7 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
         encoding=encoding,
         bom=bom,
         newline=_dominant_newline(decoded),
-        mode=stat.S_IMODE(st.st_mode),
+        mode=mode,
         raw=raw,
     )
 
@@ -186,16 +204,17 @@ def discover(
     exclude: Iterable[str] = (),
     include: Iterable[str] = ("*.py",),
     respect_gitignore: bool = True,
-) -> Iterator[Path]:
-    """Yield the Python files named by `paths`, each once, in a deterministic order.
+) -> Iterator[Path | PathError]:
+    """Yield the Python files named by `paths`, each once, in a deterministic order, and a
+    `PathError` for each path that names none: a path that does not exist, a file given
+    explicitly that is not Python, a folder that cannot be listed.
 
     Files given explicitly are yielded if they end in .py/.pyi (or match `include`) and do not match
-    `exclude`; a missing .py file is yielded too, for `read_source` to report. Folders are walked in
-    sorted order, skipping hidden folders, virtual environments, build/cache folders, symlinked
-    folders, symlinked files pointing outside the folder, `exclude` matches and (inside a git work
-    tree) files ignored by git. `exclude` globs are matched against the posix path relative to the
-    walked folder (the current directory for explicit files) and against the name of the path and
-    of each of its parent folders.
+    `exclude`. Folders are walked in sorted order, skipping hidden folders, virtual environments,
+    build/cache folders, symlinked folders, symlinked files pointing outside the folder, `exclude`
+    matches and (inside a git work tree) files ignored by git. `exclude` globs are matched against
+    the posix path relative to the walked folder (the current directory for explicit files) and
+    against the name of the path and of each of its parent folders.
     """
     exclude = tuple(p.rstrip("/") for p in exclude if p.rstrip("/"))
     include = tuple(include)
@@ -211,22 +230,36 @@ def discover(
 
     for arg in paths:
         arg = Path(arg)
-        if arg.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(os.stat(arg).st_mode)
+        except OSError as exc:
+            yield PathError(arg, 0, _missing_reason(exc))
+            continue
+        if is_dir:
             for p, key in _walk(arg, exclude, include, respect_gitignore):
-                if key is None:
+                if isinstance(p, PathError):
+                    yield p
+                elif key is None:
                     links.append(p)
                 elif fresh(p, key):
                     yield p
-        elif (arg.suffix in (".py", ".pyi") or _matches(arg.name, include)) and not _excluded(
-            _explicit_relpath(arg), exclude
-        ):
-            if arg.is_symlink():
-                links.append(arg)
-            elif fresh(arg):
-                yield arg
+        elif excluded(arg, exclude):
+            continue
+        elif not (arg.suffix in (".py", ".pyi") or _matches(arg.name, include)):
+            yield PathError(arg, 0, "not a Python file")
+        elif arg.is_symlink():
+            links.append(arg)
+        elif fresh(arg):
+            yield arg
     for p in links:
         if fresh(p):
             yield p
+
+
+def excluded(path: str | os.PathLike[str], exclude: Iterable[str]) -> bool:
+    """Does a path given explicitly match an `exclude` glob (see `discover`)?"""
+    patterns = tuple(p.rstrip("/") for p in exclude if p.rstrip("/"))
+    return _excluded(_explicit_relpath(Path(path)), patterns)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -234,6 +267,13 @@ def discover(
 
 def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
+
+
+def _missing_reason(exc: OSError) -> str:
+    """Why a given path cannot be looked at: `no such file or directory`, or `cannot read: ...`."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return "no such file or directory"
+    return f"cannot read: {_os_reason(exc)}"
 
 
 def _line_at(data: bytes, offset: int) -> int:
@@ -358,46 +398,68 @@ def _is_skipped_dir(entry: os.DirEntry[str]) -> bool:
 
 def _walk(
     root: Path, exclude: tuple[str, ...], include: tuple[str, ...], respect_gitignore: bool
-) -> Iterator[tuple[Path, str | None]]:
+) -> Iterator[tuple[Path | PathError, str | None]]:
     """(path, real path) of candidate files under `root`, depth first, entries sorted by name.
 
-    The real path is None for symlinks (resolved by the caller); no other links are followed.
+    The real path is None for symlinks (resolved by the caller); no other links are followed. A
+    folder that cannot be listed gives `(PathError, None)`.
     """
     ignored = _git_ignored(root) if respect_gitignore else frozenset()
     real_root = os.path.realpath(root)
     stack: list[Iterator[tuple[os.DirEntry[str], str]]] = []
 
-    def listing(folder: str, rel: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+    def listing(folder: str, rel: str) -> PathError | None:
+        """Push the folder's entries on the stack, or say why it cannot be listed."""
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return iter(())  # unreadable folder: nothing to yield
-        return ((e, f"{rel}{e.name}") for e in entries)
+        except OSError as exc:
+            return PathError(folder, 0, f"cannot read folder: {_os_reason(exc)}")
+        stack.append((e, f"{rel}{e.name}") for e in entries)
+        return None
 
-    stack.append(listing(str(root), ""))
+    error = listing(str(root), "")
+    if error:
+        yield error, None
     while stack:
         try:
             entry, rel = next(stack[-1])
         except StopIteration:
             stack.pop()
             continue
-        try:
-            is_link = entry.is_symlink()
-            if entry.is_dir(follow_symlinks=False):  # never true for a link: links are not walked
-                if not (_is_skipped_dir(entry) or f"{rel}/" in ignored or _excluded(rel, exclude)):
-                    stack.append(listing(entry.path, f"{rel}/"))
-                continue
-            # is_file follows links: dangling links, link loops and links to folders are skipped.
-            if not entry.is_file() or not _matches(entry.name, include):
-                continue
-            if rel in ignored or _excluded(rel, exclude):
-                continue
-            if is_link and not _inside(os.path.realpath(entry.path), real_root):
-                continue
-        except OSError:
-            continue
-        yield root / rel, None if is_link else os.path.join(real_root, rel)
+        kind = _kind(entry, rel, ignored, exclude, include, real_root)
+        if kind == "folder":
+            error = listing(entry.path, f"{rel}/")
+            if error:
+                yield error, None
+        elif kind is not None:
+            yield root / rel, None if kind == "link" else os.path.join(real_root, rel)
+
+
+def _kind(
+    entry: os.DirEntry[str],
+    rel: str,
+    ignored: frozenset[str],
+    exclude: tuple[str, ...],
+    include: tuple[str, ...],
+    real_root: str,
+) -> str | None:
+    """What a folder entry is to the walk: "folder" to walk into, "file" or "link" (a symlinked
+    file inside the root) to yield, or None to skip."""
+    try:
+        if entry.is_dir(follow_symlinks=False):  # never true for a link: links are not walked
+            skipped = _is_skipped_dir(entry) or f"{rel}/" in ignored or _excluded(rel, exclude)
+            return None if skipped else "folder"
+        # is_file follows links: dangling links, link loops and links to folders are skipped.
+        if not entry.is_file() or not _matches(entry.name, include):
+            return None
+        if rel in ignored or _excluded(rel, exclude):
+            return None
+        if not entry.is_symlink():
+            return "file"
+        return "link" if _inside(os.path.realpath(entry.path), real_root) else None
+    except OSError:
+        return None
 
 
 def _inside(path: str, root: str) -> bool:

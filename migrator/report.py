@@ -55,6 +55,8 @@ class Summary:
     split: Counter[str] = field(default_factory=Counter)
     findings_left: int = 0
     errors: int = 0
+    unwritten: int = 0
+    """Files `fix --verify` left unwritten: a target using them failed, or none covers them."""
 
     def add_fixed(self, findings: Iterable[Finding]) -> None:
         self.files_changed += 1
@@ -70,6 +72,7 @@ class Summary:
         text += f", {split} module call(s) split"
         text += f" ({_by_kind(self.split)})" if split else ""
         text += f"; {self.findings_left} finding(s) left"
+        text += f"; {self.unwritten} file(s) not written" if self.unwritten else ""
         return text + (f"; {self.errors} file(s) with errors" if self.errors else "")
 
 
@@ -105,6 +108,7 @@ class Verification(Protocol):
 
     target: str
     checks: Sequence[Check]
+    error: str
 
     @property
     def ok(self) -> bool: ...
@@ -165,6 +169,8 @@ def _verification_table(results: Sequence[Verification]) -> list[str]:
     details = [f"- {_escape(result.target)}, {check.name}: {_escape(check.detail)}"
                for result in results for check in result.checks
                if check.status.lower() != "pass" and check.detail]
+    details += [f"- {_escape(result.target)}: not verified: {_escape(result.error)}"
+                for result in results if result.error]
     return rows + [""] + (details + [""] if details else [])
 
 

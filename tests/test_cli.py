@@ -142,3 +142,112 @@ def test_unknown_config_key_is_reported(tree):
     (tree / "pyproject.toml").write_text('[tool.migrator]\nopsmodule = "x"\n')
     result = migrator("check", "models/clean.py", cwd=tree)
     assert "unknown key `opsmodule` in [tool.migrator]" in result.stderr
+
+
+# --------------------------------------------------------------------------- paths
+
+@pytest.mark.parametrize("command", [["check"], ["fix"], ["fix", "--check"]])
+def test_paths_naming_no_python_file_fail_the_run(tree, command):
+    """`migrator check src/modles` must not pass a CI gate; the other paths are still done."""
+    (tree / "notes.txt").write_text("not python\n")
+    result = migrator(*command, "src/modles", "notes.txt", "models", cwd=tree)
+    assert result.returncode == 2, result.stderr
+    errors = result.stderr.splitlines()
+    assert errors[:2] == ["migrator: src/modles: no such file or directory",
+                          "migrator: notes.txt: not a Python file"]
+    assert "models/net.py" in result.stdout
+    assert (tree / "models" / "net.py").read_text() == (FIXED if command == ["fix"] else MODEL)
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "loop"])
+def test_paths_that_cannot_be_looked_at_are_one_line(tree, name):
+    """A name too long or a symlink loop used to end in a traceback."""
+    (tree / "loop").symlink_to(tree / "loop")
+    result = migrator("check", name, "models/clean.py", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"migrator: {name}: cannot read: ")
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_unreadable_folder_fails_the_run(tree, monkeypatch, capsys):
+    from migrator import files
+    from migrator.cli import main
+
+    (tree / "models" / "secret").mkdir()
+    (tree / "models" / "secret" / "s.py").write_text(MODEL)
+    scandir = os.scandir
+
+    def refuse(path):
+        if Path(path).name == "secret":
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    monkeypatch.setattr(files.os, "scandir", refuse)
+    monkeypatch.chdir(tree)
+    assert main(["check", "models"]) == 2
+    out, err = capsys.readouterr()
+    assert err == "migrator: models/secret: cannot read folder: Permission denied\n"
+    assert out.startswith("models/net.py:11:16: MIG001")
+
+
+def test_fix_check_fails_only_when_a_file_would_change(tree):
+    (tree / "models" / "shared.py").write_text(SHARED_CONV)
+    result = migrator("fix", "--check", "models/shared.py", "models/clean.py", cwd=tree)
+    assert result.returncode == 0, result.stderr
+    assert "models/shared.py:10:16: MIG103" in result.stdout
+    assert migrator("fix", "--check", "models", cwd=tree).returncode == 1
+
+
+# --------------------------------------------------------------------------- stdin
+
+def piped(*args: str, source: bytes, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "migrator", *args], cwd=cwd, input=source,
+                          capture_output=True)
+
+
+def test_fix_stdin_prints_the_source_fixed_or_unchanged(tree):
+    result = piped("fix", "-", source=MODEL.encode(), cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout == FIXED.encode()
+    assert b"fixed -\n  -:11:16: MIG001 F.relu" in result.stderr
+    crlf = FIXED.replace("\n", "\r\n").encode()
+    assert piped("fix", "-", source=crlf, cwd=tree).stdout == crlf  # unchanged, byte for byte
+    shared = piped("fix", "-", source=SHARED_CONV.encode(), cwd=tree)
+    assert shared.returncode == 1 and shared.stdout == SHARED_CONV.encode()
+    assert b"-:10:16: MIG103" in shared.stderr  # findings on stderr, never in the source
+    broken = piped("fix", "-", source=b"class A(:\n", cwd=tree)
+    assert (broken.returncode, broken.stdout) == (2, b"class A(:\n")
+    assert broken.stderr.startswith(b"-:1: syntax error")
+    diff = piped("fix", "--diff", "-", source=MODEL.encode(), cwd=tree)
+    assert diff.stdout.startswith(b"--- a/-\n+++ b/-\n") and diff.returncode == 1
+    check = piped("fix", "--check", "-", source=MODEL.encode(), cwd=tree)
+    assert (check.returncode, check.stdout) == (1, b"") and b"would fix -" in check.stderr
+    assert not (tree / "-").exists()
+
+
+def test_check_stdin_and_stdin_filename(tree):
+    result = piped("check", "-", source=MODEL.encode(), cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout.startswith(b"-:11:16: MIG001 F.relu")
+    named = piped("check", "-", "--stdin-filename", "models/net.py", source=MODEL.encode(), cwd=tree)
+    assert named.stdout.startswith(b"models/net.py:11:16: MIG001")
+    assert piped("check", "-", source=FIXED.encode(), cwd=tree).returncode == 0
+    # The name picks the settings (those of its folder) and is matched against their `exclude`.
+    (tree / "models" / "pyproject.toml").write_text(
+        '[tool.migrator]\ndisable = ["MIG103"]\nexclude = ["legacy"]\n')
+    assert piped("check", "-", source=SHARED_CONV.encode(), cwd=tree).returncode == 1
+    args = ("-", "--stdin-filename", "models/shared.py")
+    assert piped("check", *args, source=SHARED_CONV.encode(), cwd=tree).returncode == 0
+    args = ("-", "--stdin-filename", "models/legacy/old.py")
+    excluded = piped("fix", *args, source=MODEL.encode(), cwd=tree)
+    assert (excluded.returncode, excluded.stdout) == (0, MODEL.encode())
+    assert piped("check", *args, source=MODEL.encode(), cwd=tree).stdout == b""
+
+
+@pytest.mark.parametrize("args", [["-", "models"], ["--stdin-filename", "a.py", "models"],
+                                  ["--verify", "-"]])
+def test_stdin_misuse_is_a_usage_error(tree, args):
+    command = "fix" if "--verify" in args else "check"
+    result = piped(command, *args, source=MODEL.encode(), cwd=tree)
+    assert result.returncode == 2 and result.stdout == b""
+    assert len(result.stderr.splitlines()) == 1

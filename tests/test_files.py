@@ -361,11 +361,47 @@ def test_discover_sorted_and_skips_hidden_venvs_and_build_dirs(tmp_path: Path) -
 
 
 def test_discover_explicit_files(tmp_path: Path) -> None:
-    tree(tmp_path, ["a.py", "b.pyi", "README.md", "setup.cfg", ".venv/x.py"])
-    args = [tmp_path / n for n in ["README.md", "a.py", "setup.cfg", "b.pyi", ".venv/x.py"]]
+    tree(tmp_path, ["a.py", "b.pyi", "README.md", ".venv/x.py"])
+    args = [tmp_path / n for n in ["a.py", "b.pyi", ".venv/x.py"]]
     assert rel(discover(args), tmp_path) == ["a.py", "b.pyi", ".venv/x.py"]
-    # A missing .py file is passed on so that read_source reports it.
-    assert list(discover([tmp_path / "missing.py"])) == [tmp_path / "missing.py"]
+
+
+def test_discover_reports_paths_that_name_no_python_file(tmp_path: Path) -> None:
+    """A missing path or an explicit non-Python file is an error, never silently skipped; the
+    other paths are still yielded."""
+    tree(tmp_path, ["a.py", "README.md"])
+    args = ["missing.py", "src/modles", "README.md", "a.py", "a.py/x.py", "x" * 300]
+    found = list(discover([tmp_path / name for name in args]))
+    assert [str(item) for item in found] == [
+        f"migrator: {tmp_path}/missing.py: no such file or directory",
+        f"migrator: {tmp_path}/src/modles: no such file or directory",
+        f"migrator: {tmp_path}/README.md: not a Python file",
+        str(tmp_path / "a.py"),
+        f"migrator: {tmp_path}/a.py/x.py: no such file or directory",
+        f"migrator: {tmp_path}/{'x' * 300}: cannot read: File name too long",
+    ]
+    assert all(isinstance(item, files.PathError) for i, item in enumerate(found) if i != 3)
+    assert list(discover([tmp_path / "README.md"], exclude=["*.md"])) == []  # excluded: skipped
+
+
+def test_discover_reports_folders_it_cannot_list(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    tree(tmp_path, ["a.py", "secret/s.py", "z.py"])
+    scandir = os.scandir
+
+    def refuse(path):
+        if Path(path).name == "secret":
+            raise PermissionError(13, "Permission denied")
+        return scandir(path)
+
+    monkeypatch.setattr(files.os, "scandir", refuse)
+    found = [str(item) for item in discover([tmp_path, tmp_path / "secret"])]
+    assert found == [
+        str(tmp_path / "a.py"),
+        f"migrator: {tmp_path}/secret: cannot read folder: Permission denied",
+        str(tmp_path / "z.py"),
+        f"migrator: {tmp_path}/secret: cannot read folder: Permission denied",
+    ]
 
 
 def test_discover_yields_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

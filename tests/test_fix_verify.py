@@ -77,3 +77,36 @@ def test_diff_with_verify_writes_nothing(project):
     assert "=> PASS" in result.stdout and "+from zoo.quant_ops import Add, Mean" in result.stdout
     assert (project / "zoo" / "net.py").read_text() == MODEL
     assert not (project / "zoo" / "quant_ops.py").exists()
+
+
+def test_files_no_target_covers_are_not_written_unless_asked(project):
+    (project / "zoo" / "other.py").write_text(MODEL)
+    result = migrator("fix", "--verify", "zoo", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "zoo/other.py: not written: no verify target covers it\n" in result.stderr
+    assert (project / "zoo" / "other.py").read_text() == MODEL
+    assert "self.relu(self.conv(x))" in (project / "zoo" / "net.py").read_text()  # verified
+    assert "1 file(s) changed" in result.stderr and "1 file(s) not written" in result.stderr
+
+    result = migrator("fix", "--verify", "--write-unverified", "zoo", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "zoo/other.py: not verified: no verify target covers it\n" in result.stderr
+    assert "self.relu(self.conv(x))" in (project / "zoo" / "other.py").read_text()
+
+
+def test_set_up_errors_exit_2(project):
+    """A misspelt target is a set-up error: one line, exit 2; the file it names is not written."""
+    (project / "pyproject.toml").write_text(PYPROJECT.replace("net.py:Net", "net.py:Nett"))
+    result = migrator("fix", "--verify", "zoo", cwd=project)
+    assert result.returncode == 2
+    assert "migrator fix --verify: zoo/net.py:Nett: net.py (before fix) has no `Nett`\n" in \
+        result.stderr and "Traceback" not in result.stderr
+    assert "zoo/net.py: not written: a verify target using it failed" in result.stderr
+    assert (project / "zoo" / "net.py").read_text() == MODEL
+
+    (project / "pyproject.toml").write_text('[tool.migrator]\nops_module = "zoo.quant_ops"\n')
+    result = migrator("fix", "--verify", "zoo", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr == ("migrator fix --verify: nothing to verify: add "
+                             "[[tool.migrator.verify]] entries to pyproject.toml\n")
+    assert (project / "zoo" / "net.py").read_text() == MODEL

@@ -24,10 +24,6 @@ CONFIG = """repos:
     hooks:
       - id: migrator-fix
       - id: migrator-check
-      - id: migrator-check
-        alias: migrator-check-all-text
-        name: migrator check (every text file)
-        types_or: [text]
 """
 
 
@@ -70,12 +66,11 @@ def test_hooks_fix_then_pass_and_never_crash(tmp_path):
                               capture_output=True, text=True)
         return done.returncode, done.stdout + done.stderr
 
-    # No Python file staged: the Python hooks are skipped (this first run builds their venv) and
-    # the one given every text file gets the YAML file.
+    # No Python file staged: the hooks are skipped (this first run builds their venv). They are
+    # never given other files, which migrator would refuse (exit 2: not a Python file).
     status, out = commit(".pre-commit-config.yaml")
     assert status == 0, out
     assert out.count("(no files to check)Skipped") == 2
-    assert "migrator check (every text file)....." in out and "Passed" in out
 
     # A model with F.relu: the fixing hook rewrites it and fails the commit.
     (repo / "net.py").write_text(MODEL)
@@ -85,10 +80,10 @@ def test_hooks_fix_then_pass_and_never_crash(tmp_path):
     assert "files were modified by this hook" in out and "fixed net.py" in out
     assert (repo / "net.py").read_text() == FIXED
 
-    # The rewrite, staged: every hook passes, including the one given the non-Python file.
+    # The rewrite, staged: every hook passes.
     status, out = commit("net.py", "notes.txt")
     assert status == 0, out
-    assert "Failed" not in out and out.count("Passed") == 3
+    assert "Failed" not in out and out.count("Passed") == 2
 
     # Nothing staged at all.
     idle = subprocess.run([sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
@@ -99,5 +94,5 @@ def test_hooks_fix_then_pass_and_never_crash(tmp_path):
     (repo / "shared.py").write_text(SHARED_CONV)
     status, out = commit("shared.py")
     assert status == 1
-    assert out.count("shared.py:10:16: MIG103") == 3, out
+    assert out.count("shared.py:10:16: MIG103") == 2, out
     assert (repo / "shared.py").read_text() == SHARED_CONV

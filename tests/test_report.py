@@ -115,9 +115,9 @@ class _Check:
 
 
 class _Target:
-    def __init__(self, target: str, *checks: _Check) -> None:
-        self.target, self.checks = target, checks
-        self.ok = all(c.status != "fail" for c in checks)
+    def __init__(self, target: str, *checks: _Check, error: str = "") -> None:
+        self.target, self.checks, self.error = target, checks, error
+        self.ok = not error and all(c.status != "fail" for c in checks)
 
 
 def test_report_verification_table():
@@ -125,12 +125,15 @@ def test_report_verification_table():
         _Target("models/net.py:Net", _Check("state_dict", "pass"), _Check("outputs", "pass")),
         _Target("models/a.py:A", _Check("state_dict", "pass"),
                 _Check("outputs", "fail", "max abs difference 0.5 | at out[0]")),
+        _Target("models/b.py:B", error="b.py (before fix) has no `B`"),
     ]
     text = ReviewReport().render(Summary(), verification=verification)
     assert ("## Verification\n\n| target | state_dict | outputs | result |\n|---|---|---|---|\n"
             "| models/net.py:Net | PASS | PASS | **PASS** |\n"
-            "| models/a.py:A | PASS | FAIL | **FAIL** |\n\n"
-            "- models/a.py:A, outputs: max abs difference 0.5 \\| at out[0]\n") in text
+            "| models/a.py:A | PASS | FAIL | **FAIL** |\n"
+            "| models/b.py:B |  |  | **FAIL** |\n\n"
+            "- models/a.py:A, outputs: max abs difference 0.5 \\| at out[0]\n"
+            "- models/b.py:B: not verified: b.py (before fix) has no `B`\n") in text
 
 
 def test_report_fences_survive_backticks_in_the_diff():

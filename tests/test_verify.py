@@ -100,7 +100,21 @@ def test_correct_rewrite_passes_every_check():
     figures = {c.name: c.figures for c in result.checks}
     assert figures["state_dict"]["tensors"] == 14 and figures["fx graph"]["nodes"] == 14
     assert figures["outputs"] == {"eval_tensors": 1, "train_tensors": 1}
-    assert verification.may_write(NET) and not verification.unverified
+    assert verification.refusal(NET) is None and not verification.unverified
+
+
+def test_ops_the_preparer_still_converts_are_named_with_their_lines():
+    from migrator.check.verify import format_text
+
+    old = NET.read_text(encoding="utf-8")
+    [result] = _verify(NET, old, Target(NET, "build")).results  # the source left unmigrated
+    [fx_check] = [c for c in result.checks if c.name == "fx graph"]
+    assert fx_check.status == "pass" and fx_check.figures["prepared_at_runtime"] == 7
+    assert len(fx_check.notes) == 7
+    text = format_text([result])
+    for line in (18, 19, 20, 21, 22):
+        assert re.search(rf"net\.py[^:]*:{line}: ", text), text
+    assert re.search(r"net\.py[^:]*:18: \S*leaky_relu in `<root>` -> module `leaky_relu`", text)
 
 
 def test_lost_hyper_parameter_fails_naming_the_check():
@@ -117,7 +131,7 @@ def test_lost_hyper_parameter_fails_naming_the_check():
     assert "net.py@before fix:18" in graph
     assert re.search(r"original has `aten\.leaky_relu\.default\(%\d+, 0\.2\)`.* migrated has "
                      r"`aten\.leaky_relu\.default\(%\d+,\)`", result.checks[2].detail)
-    assert not verification.may_write(NET)
+    assert verification.refusal(NET) == "a verify target using it failed"
     assert "fx graph    FAIL" in format_text(verification.results)
 
 
@@ -168,14 +182,19 @@ def test_a_failing_target_blocks_the_rewritten_files_it_imports():
     assert verification.blocked == {layers}
 
 
-def test_missing_inputs_and_uncovered_files():
+def test_set_up_errors_and_uncovered_files():
+    """A target whose original cannot be built (no inputs, no such attribute) is a set-up error,
+    not a comparison; it blocks its file. A file no target covers is not to be written either."""
     _, new = _rewrite(UNTRACEABLE)
-    verification = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated"))
-    [result] = verification.results
-    assert [(c.name, c.status) for c in result.checks] == [("load", "fail")]
-    assert "no example inputs" in result.checks[0].detail
-    assert not verification.may_write(UNTRACEABLE)
-    assert _verify(UNTRACEABLE, new).unverified == {UNTRACEABLE}
+    verification = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated"),
+                           Target(UNTRACEABLE, "Gatted", INPUT))
+    assert [(r.checks, r.ok) for r in verification.results] == [([], False), ([], False)]
+    assert verification.results[0].error.startswith("no example inputs: pass --input SHAPE")
+    assert verification.results[1].error == "untraceable.py (before fix) has no `Gatted`"
+    assert verification.refusal(UNTRACEABLE) == "a verify target using it failed"
+    uncovered = _verify(UNTRACEABLE, new)
+    assert uncovered.unverified == {UNTRACEABLE}
+    assert uncovered.refusal(UNTRACEABLE) == "no verify target covers it"
 
 
 FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
@@ -239,8 +258,40 @@ def test_cli_verifies_configured_entries_against_head(repo, capsys):
     out = capsys.readouterr().out
     assert "fx graph    FAIL" in out and "1 passed, 1 failed" in out
 
-    assert main(["verify", "--base", "no-such-rev"]) == 1
-    assert "load        FAIL  unknown git revision 'no-such-rev'" in capsys.readouterr().out
+    assert main(["verify", "--base", "no-such-rev"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        "migrator verify: verify_pkg/models/net.py:build: unknown git revision 'no-such-rev'",
+        "migrator verify: verify_pkg/models/untraceable.py:ShapeSwitch: unknown git revision "
+        "'no-such-rev'"]
+
+
+def test_cli_set_up_errors_exit_2_with_one_line(repo, capsys):
+    """A misspelt target or one without inputs is not "not equivalent" (exit 1): exit 2, one
+    line each; the other targets are still verified and reported."""
+    assert main(["verify", "verify_pkg/models/net.py:Nett", "verify_pkg/models/net.py:build",
+                 "verify_pkg/models/untraceable.py:Gated"]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "migrator verify: verify_pkg/models/net.py:Nett: net.py (HEAD) has no `Nett`",
+        "migrator verify: verify_pkg/models/untraceable.py:Gated: no example inputs: pass --input "
+        "SHAPE, set `inputs` in the config entry, return (model, example_inputs), or define "
+        "example_inputs()"]
+    assert "1 target(s) verified: 1 passed, 0 failed" in out and "Nett" not in out
+    assert main(["verify", "verify_pkg/models/net.py:Nett", "--format", "json"]) == 2
+    [target] = json.loads(capsys.readouterr().out)["targets"]
+    assert target["error"] == "net.py (HEAD) has no `Nett`" and not target["ok"]
+
+
+def test_cli_outside_a_git_repository(tmp_path, monkeypatch, capsys):
+    shutil.copytree(PKG, tmp_path / "verify_pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert main(["verify", "verify_pkg/models/net.py:build"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("migrator verify: verify_pkg/models/net.py:build: no git "
+                                        "revision to take the original from (--base HEAD): git ")
+    assert len(err.splitlines()) == 1
 
 
 def test_cli_usage_errors(tmp_path, monkeypatch, capsys):
@@ -251,6 +302,8 @@ def test_cli_usage_errors(tmp_path, monkeypatch, capsys):
     assert main(["verify", f"{NET}:Net", "--input", "2by3"]) == 2
     assert main(["verify", f"{NET}:Net", "--kwargs", "[1]"]) == 2
     assert "expected a JSON object" in capsys.readouterr().err
+    assert main(["export", f"{NET}:Nett", "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == "migrator export: net.py (working tree) has no `Nett`\n"
 
 
 def test_import_migrator_and_cli_do_not_import_torch():

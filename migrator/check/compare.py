@@ -36,6 +36,8 @@ class CheckResult:
     """"pass", "fail", or "skip" (did not run: never counted as a pass)."""
     detail: str
     figures: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """One line per item the check names (each op the preparer still had to convert)."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,18 @@ def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> Chec
     detail = f"{figures['nodes']} nodes ({figures['modules']} module calls) equal"
     if figures["prepared_at_runtime"]:
         detail += (f"; {figures['prepared_at_runtime']} op(s) or reused module(s) the migrated "
-                   "source leaves (see its findings) were prepared at runtime")
-    return CheckResult("fx graph", PASS, detail, figures)
+                   "source leaves (see its findings) were prepared at runtime:")
+    return CheckResult("fx graph", PASS, detail, figures, _prepared_notes(report))
+
+
+def _prepared_notes(report) -> list[str]:
+    """Where the migrated source still needed the preparer: file:line, op, module."""
+    notes = [f"{c.source}: {c.call} in `{c.module.rpartition('.')[0] or '<root>'}` -> module "
+             f"`{c.module}`" for c in report.converted]
+    notes += [f"{c.source}: `{c.original}` called again -> copy `{c.copy}`" for c in report.copies]
+    notes += [f"{x.source}: {x.call} in `{x.owner or '<root>'}` left as a function: {x.reason}"
+              for x in report.left]
+    return notes
 
 
 def _fx_rows(gm: fx.GraphModule) -> list[tuple]:

@@ -60,7 +60,11 @@ def import_root(file: Path) -> tuple[Path, str]:
 def git_side(file: Path, rev: str) -> Side:
     """The files under `file`'s import root as they are at git revision `rev`."""
     root, _ = import_root(file)
-    top = Path(_git(root, "rev-parse", "--show-toplevel").strip()).resolve()
+    try:
+        top = Path(_git(root, "rev-parse", "--show-toplevel").strip()).resolve()
+    except LoadError as exc:
+        raise LoadError(f"no git revision to take the original from (--base {rev}): {exc}"
+                        ) from None
     relative = file.resolve().relative_to(top).as_posix()
     try:
         _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")

@@ -2,7 +2,8 @@
 
 `verify_base` compares the working tree with a git revision (`migrator verify`);
 `verify_rewrites` compares the text before and after an in-memory rewrite (`migrator fix
---verify`) and says which files may be written.
+--verify`) and says which files may be written. A target whose original cannot be built is a
+set-up error (`TargetResult.error`), not a failed comparison.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ class TargetResult:
     checks: list[CheckResult] = field(default_factory=list)
     overridden: list[str] = field(default_factory=list)
     """Files the migrated side took from its overlay (the rewritten files this target uses)."""
+    error: str = ""
+    """A set-up error: the original cannot be built (no git revision, no such attribute, no
+    example inputs...), so nothing was compared."""
 
     @property
     def ok(self) -> bool:
-        return all(check.status != FAIL for check in self.checks)
+        return not self.error and all(check.status != FAIL for check in self.checks)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
@@ -54,8 +58,14 @@ class RewriteVerification:
     unverified: frozenset[Path]
     """Rewritten files no verified target uses."""
 
-    def may_write(self, path: Path) -> bool:
-        return Path(path).resolve() not in self.blocked
+    def refusal(self, path: Path) -> str | None:
+        """Why `path` must not be written, or None: a passing target uses it, no failing one."""
+        path = Path(path).resolve()
+        if path in self.blocked:
+            return "a verify target using it failed"
+        if path in self.unverified:
+            return "no verify target covers it"
+        return None
 
 
 def verify_target(target: Target, original: Side, migrated: Side) -> TargetResult:
@@ -64,11 +74,16 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     result = TargetResult(target.label, original.label, migrated.label)
     try:
         reference, inputs, _ = build(target, original, ORIGINAL_SEED)
+    except LoadError as exc:
+        result.error = str(exc)
+        return result
+    if inputs is None:
+        result.error = ("no example inputs: pass --input SHAPE, set `inputs` in the config "
+                        "entry, return (model, example_inputs), or define example_inputs()")
+        return result
+    try:
         candidate, _, overridden = build(target, migrated, MIGRATED_SEED)
         result.overridden = sorted(map(str, overridden))
-        if inputs is None:
-            raise LoadError("no example inputs: pass --input SHAPE, set `inputs` in the config "
-                            "entry, return (model, example_inputs), or define example_inputs()")
     except LoadError as exc:
         result.checks.append(CheckResult("load", FAIL, str(exc)))
         return result
@@ -97,9 +112,7 @@ def verify_base(targets: Iterable[Target], rev: str = "HEAD") -> list[TargetResu
         try:
             original = git_side(target.file, rev)
         except LoadError as exc:
-            result = TargetResult(target.label, rev, "working tree")
-            result.checks.append(CheckResult("load", FAIL, str(exc)))
-            results.append(result)
+            results.append(TargetResult(target.label, rev, "working tree", error=str(exc)))
             continue
         results.append(verify_target(target, original, Side("working tree")))
     return results
@@ -188,7 +201,9 @@ def _guarded(name: str, check, *args) -> CheckResult:
 
 
 def format_text(results: list[TargetResult]) -> str:
-    """One table per target, then a summary line."""
+    """One table per compared target, then a summary line (set-up errors are left out: the
+    commands report them on stderr)."""
+    results = [result for result in results if not result.error]
     lines = []
     for result in results:
         inputs = f", inputs {result.inputs}" if result.inputs else ""
@@ -196,6 +211,7 @@ def format_text(results: list[TargetResult]) -> str:
                      f"{result.migrated}{inputs})")
         for check in result.checks:
             lines.append(f"  {check.name:<10}  {check.status.upper():<4}  {check.detail}")
+            lines += [f"{'':<18}{note}" for note in check.notes]
         lines.append(f"  => {'PASS' if result.ok else 'FAIL'}")
         lines.append("")
     failed = sum(not r.ok for r in results)

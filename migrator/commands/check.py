@@ -1,11 +1,12 @@
-"""`migrator check PATH...`: report findings without rewriting anything."""
+"""`migrator check PATH...`: report findings without rewriting anything (`-`: the source on
+stdin)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from migrator import runner
+from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
 from migrator.config import add_config_argument, add_override_arguments, load_for
 from migrator.findings import to_json
 from migrator.parallel import add_jobs_argument
@@ -16,7 +17,7 @@ HELP = "report every finding (path:line:col: CODE message) without changing file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders")
+    add_path_arguments(parser)
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                         help="text (default), json, or SARIF 2.1.0 for code-scanning tools")
     add_jobs_argument(parser)
@@ -25,12 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_for(args)
+    """0: no finding; 1: findings; 2: a path, file or setting that could not be used."""
+    stdin = reads_stdin(args)
+    config = load_for(args) if stdin is not None else None
     if config is None:
         return 2
     found, findings, errors = 0, [], []
     with Progress("check") as bar:
-        for outcome in runner.run(args.paths, config, rewrite=False, jobs=args.jobs, progress=bar):
+        raw = sys.stdin.buffer.read() if stdin else None
+        for outcome in outcomes(args, config, raw, rewrite=False, progress=bar):
             if outcome.error:
                 bar.print(outcome.error, file=sys.stderr)
                 errors.append(outcome.error)

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         model, inputs, _ = build(target, Side("working tree"), MIGRATED_SEED)
     except LoadError as exc:
         print(f"migrator export: {exc}", file=sys.stderr)
-        return 1
+        return 2
     if inputs is None:
         print(f"migrator export: {target.label}: no example inputs: pass --input SHAPE, return "
               "(model, example_inputs), or define example_inputs()", file=sys.stderr)

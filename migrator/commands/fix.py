@@ -1,4 +1,5 @@
-"""`migrator fix PATH...`: rewrite model source in place (or show the diff)."""
+"""`migrator fix PATH...`: rewrite model source in place (or show the diff); `-`: from stdin to
+stdout."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import sys
 from pathlib import Path
 
 from migrator import runner
+from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
 from migrator.config import Config, add_config_argument, add_override_arguments, load_for
-from migrator.files import SourceError, write_source
+from migrator.files import SourceError, encode_source, write_source
 from migrator.findings import Finding
 from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
@@ -21,15 +23,19 @@ HELP = "rewrite functionals, operators and reused modules into named modules, in
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders")
+    add_path_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
     mode.add_argument("--check", action="store_true",
-                      help="write nothing; exit 1 if any file would change")
+                      help="write nothing; exit 1 if any file would change (findings left do "
+                           "not count)")
     parser.add_argument("--verify", action="store_true",
                         help="before writing, verify every [[tool.migrator.verify]] target that "
-                             "uses a changed file (state_dict, fx graph, export, outputs); files "
-                             "a failing target uses are left untouched")
+                             "uses a changed file (state_dict, fx graph, export, outputs); write "
+                             "only the files passing targets cover")
+    parser.add_argument("--write-unverified", action="store_true",
+                        help="with --verify, also write the changed files no verify target "
+                             "covers (left unwritten otherwise)")
     add_observer_arguments(parser, exclude_flag="--exclude-module")
     parser.add_argument("--report", metavar="FILE.md",
                         help="also write a Markdown review report: each file's diff and the "
@@ -40,19 +46,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_for(args)
+    """0: nothing changed or left; 1: changes or findings (--check: changes only); 2: a path,
+    file, setting or verify target that could not be used."""
+    stdin = reads_stdin(args)
+    if stdin and args.verify:
+        print("migrator fix: --verify verifies files, not stdin", file=sys.stderr)
+        return 2
+    config = load_for(args) if stdin is not None else None
     if config is None:
         return 2
+    raw = sys.stdin.buffer.read() if stdin else None
     with Progress("fix") as bar:
-        fixer = Fixer(args, config, bar)
-        outcomes = runner.run(args.paths, config, rewrite=True, jobs=args.jobs, progress=bar)
+        fixer = Fixer(args, config, bar) if raw is None else StdinFixer(args, config, bar, raw)
+        found = outcomes(args, config, raw, rewrite=True, progress=bar)
         if args.verify:
-            outcomes = list(outcomes)  # every rewrite is known before any file is written
-            verified = _verify(outcomes, config, args)
+            found = list(found)  # every rewrite is known before any file is written
+            verified = _verify(found, config, args)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
-        for outcome in outcomes:
+        for outcome in found:
             fixer.apply(outcome)
     return fixer.finish()
 
@@ -68,22 +81,25 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
     except TargetError as exc:
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
         return None
+    if not targets:
+        print("migrator fix --verify: nothing to verify: add [[tool.migrator.verify]] entries to "
+              "pyproject.toml", file=sys.stderr)
+        return None
     from migrator.check.load import Side
     from migrator.check.verify import format_text, verify_rewrites
-    from migrator.commands.verify import run_chains
+    from migrator.commands.verify import report_setup_errors, run_chains
 
     rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
     verified = verify_rewrites(rewrites, targets)
-    for path in sorted(verified.unverified):
-        print(f"{path}: no verify target uses this file: its rewrite is not verified",
-              file=sys.stderr)
-    text, chained = format_text(verified.results) if verified.results else "", True
-    if verified.results and (args.observers or args.onnx):
+    report_setup_errors(verified.results, "migrator fix --verify")
+    compared = [result for result in verified.results if not result.error]
+    text, chained = format_text(compared) if compared else "", True
+    if compared and (args.observers or args.onnx):
         migrated = Side("after fix", {path: new for path, (_, new) in rewrites.items()})
-        table, chained = run_chains(targets, verified.results, migrated, options)
+        table, chained = run_chains(targets, compared, migrated, options)
         text += "\n" + table
     return verified, chained, text
 
@@ -95,12 +111,15 @@ class Fixer:
     def __init__(self, args: argparse.Namespace, config: Config, bar: Progress) -> None:
         self.args, self.config, self.bar = args, config, bar
         self.dry_run = args.diff or args.check
+        self.out = sys.stdout
+        """Where the files fixed and the findings left are listed."""
         self.color = args.diff and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         self.summary = Summary()
         self.report = ReviewReport() if args.report else None
         self.left: list[Finding] = []
         self.verified = None
-        """With --verify: the RewriteVerification; files a failing target uses are not written."""
+        """With --verify: the RewriteVerification; only files passing targets cover are
+        written."""
         self.chain_ok = True
         """False when the quantization chain (--observers/--onnx) failed for a target."""
         self.verify_text = ""
@@ -119,14 +138,14 @@ class Fixer:
         if outcome.changed:
             old, new = outcome.source.text, outcome.new_text
             diff = unified_diff(outcome.path, old, new) if self.report else ""
+            refusal = self._refusal(outcome.path)
             if self.args.diff:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
-                say(f"would fix {outcome.path}")
-            elif self.verified is not None and not self.verified.may_write(outcome.path):
-                say(f"{outcome.path}: not written: a verify target using it failed",
-                    file=sys.stderr)
-                self.summary.errors += 1
+                say(f"would fix {outcome.path}", file=self.out)
+            elif refusal:
+                say(f"{outcome.path}: not written: {refusal}", file=sys.stderr)
+                self.summary.unwritten += 1
                 return
             elif not self._write(outcome, fixed):
                 return
@@ -139,7 +158,7 @@ class Fixer:
         targets' table, if any); the exit status."""
         verification = self.verified.results if self.verified is not None else ()
         for finding in self.left:
-            print(finding.format())
+            print(finding.format(), file=self.out)
         if self.verify_text:
             print(self.verify_text)
         verb = "would change" if self.dry_run else "changed"
@@ -147,11 +166,25 @@ class Fixer:
         if self.report and not self._write_report(
                 self.report.render(self.summary, verb, verification)):
             return 2
-        blocked = self.verified is not None and bool(self.verified.blocked)
-        if self.summary.errors and not blocked:
+        if self.summary.errors or any(result.error for result in verification):
             return 2
+        if self.args.check:
+            return 1 if self.summary.files_changed else 0
         failed = any(not result.ok for result in verification) or not self.chain_ok
-        return 1 if self.summary.files_changed or self.left or failed or blocked else 0
+        changed = self.summary.files_changed or self.summary.unwritten
+        return 1 if changed or self.left or failed else 0
+
+    def _refusal(self, path: Path) -> str | None:
+        """With --verify, why a changed file is not to be written (None: write it). A file no
+        target covers is noted instead when nothing is written or --write-unverified is given."""
+        if self.verified is None:
+            return None
+        refusal = self.verified.refusal(path)
+        uncovered = Path(path).resolve() in self.verified.unverified
+        if uncovered and (self.dry_run or self.args.write_unverified):
+            self.bar.print(f"{path}: not verified: {refusal}", file=sys.stderr)
+            return None
+        return refusal
 
     def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
         try:
@@ -159,11 +192,15 @@ class Fixer:
         except SourceError as exc:
             self._error(outcome.path, exc)
             return False
-        self.bar.print(f"fixed {outcome.path}")
-        for finding in fixed:
-            self.bar.print(f"  {finding.format()}")
-        _ensure_ops_module(self.config, self.bar)
+        self._fixed(outcome.path, fixed)
         return True
+
+    def _fixed(self, path: Path, fixed: list[Finding]) -> None:
+        """List the fixes made to a file; write the op modules it may now import."""
+        self.bar.print(f"fixed {path}", file=self.out)
+        for finding in fixed:
+            self.bar.print(f"  {finding.format()}", file=self.out)
+        _ensure_ops_module(self.config, self.bar, self.out)
 
     def _error(self, path: Path, error: SourceError) -> None:
         self.bar.print(error, file=sys.stderr)
@@ -181,6 +218,33 @@ class Fixer:
         return True
 
 
+class StdinFixer(Fixer):
+    """`fix -`: the source read from stdin goes to stdout, fixed or as it came (with --diff the
+    diff instead, with --check nothing); the fixes and findings are listed on stderr."""
+
+    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress,
+                 raw: bytes) -> None:
+        super().__init__(args, config, bar)
+        self.out = sys.stderr
+        self.raw = raw
+        """What goes to stdout: the bytes read, until the fixed source replaces them."""
+
+    def finish(self) -> int:
+        if not self.dry_run:
+            sys.stdout.buffer.write(self.raw)
+            sys.stdout.flush()
+        return super().finish()
+
+    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+        try:
+            self.raw = encode_source(outcome.source, outcome.new_text)
+        except SourceError as exc:
+            self._error(outcome.path, exc)
+            return False
+        self._fixed(outcome.path, fixed)
+        return True
+
+
 _OPS_SOURCE = Path(__file__).parent.parent / "nn.py"
 
 
@@ -193,11 +257,11 @@ def _ops_module_file(config: Config) -> Path | None:
     return root.joinpath(*parts).with_suffix(".py")
 
 
-def _ensure_ops_module(config: Config, bar: Progress) -> None:
+def _ensure_ops_module(config: Config, bar: Progress, out) -> None:
     """With `ops_module` set, write migrator's op modules into the user's project once."""
     target = _ops_module_file(config)
     if target is None or target.exists():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(_OPS_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
-    bar.print(f"wrote {target} (the op modules migrated code imports)")
+    bar.print(f"wrote {target} (the op modules migrated code imports)", file=out)

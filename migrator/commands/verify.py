@@ -44,6 +44,7 @@ def add_observer_arguments(parser: argparse.ArgumentParser, exclude_flag: str = 
 
 
 def run(args: argparse.Namespace) -> int:
+    """0: every target passes; 1: a target is not equivalent; 2: a target could not be set up."""
     try:
         if args.targets:
             targets = targets_from_args(args, args.targets)
@@ -62,13 +63,27 @@ def run(args: argparse.Namespace) -> int:
     from migrator.check.verify import format_json, format_text, verify_base
 
     results = verify_base(targets, args.base)
-    print(format_json(results) if args.format == "json" else format_text(results))
-    ok = all(result.ok for result in results)
-    if args.observers or args.onnx:
-        table, chained = run_chains(targets, results, Side("working tree"), options)
+    compared = [result for result in results if not result.error]
+    report_setup_errors(results, "migrator verify")
+    if args.format == "json":
+        print(format_json(results))
+    elif compared:
+        print(format_text(compared))
+    ok = all(result.ok for result in compared)
+    if compared and (args.observers or args.onnx):
+        table, chained = run_chains(targets, compared, Side("working tree"), options)
         print(table)
         ok = ok and chained
+    if len(compared) < len(results):
+        return 2
     return 0 if ok else 1
+
+
+def report_setup_errors(results, prefix: str) -> None:
+    """One line on stderr per target that could not be set up."""
+    for result in results:
+        if result.error:
+            print(f"{prefix}: {result.target}: {result.error}", file=sys.stderr)
 
 
 def run_chains(targets, results, side, options: dict) -> tuple[str, bool]:
