@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-_LAZY = {"prepare_model": "migrator.check.prepare", "validate": "migrator.check.validate"}
+_LAZY = {"prepare_model": "migrator.prove.prepare", "validate": "migrator.prove.validate"}
 
 
 def __getattr__(name: str):

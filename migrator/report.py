@@ -104,7 +104,7 @@ class Check(Protocol):
 
 
 class Verification(Protocol):
-    """One verified target, as `migrator.check.verify.TargetResult` gives it."""
+    """One verified target, as `migrator.prove.verify.TargetResult` gives it."""
 
     target: str
     checks: Sequence[Check]

@@ -14,10 +14,10 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from migrator import prepare_model  # noqa: E402
-from migrator.check import prepare  # noqa: E402
-from migrator.check.ops import runtime_catalog  # noqa: E402
-from migrator.check.prepare import PrepareWarning, prepare_report  # noqa: E402
-from migrator.check.trace import PrepareError, TraceFailure  # noqa: E402
+from migrator.prove import prepare  # noqa: E402
+from migrator.prove.ops import runtime_catalog  # noqa: E402
+from migrator.prove.prepare import PrepareWarning, prepare_report  # noqa: E402
+from migrator.prove.trace import PrepareError, TraceFailure  # noqa: E402
 from migrator.nn import Add, ScaledDotProductAttention  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from migrator.check.targets import Target, TargetError, config_targets, parse_input, parse_target
+from migrator.prove.targets import Target, TargetError, config_targets, parse_input, parse_target
 from migrator.cli import main
 from migrator.config import load as load_config
 from migrator.rewrite.engine import fix_text
@@ -39,7 +39,7 @@ def _statuses(result) -> dict[str, str]:
 
 
 def _verify(path, new_text, *targets):
-    from migrator.check.verify import verify_rewrites
+    from migrator.prove.verify import verify_rewrites
 
     return verify_rewrites({path: (path.read_text(encoding="utf-8"), new_text)}, targets)
 
@@ -71,7 +71,7 @@ def test_targets_inputs_and_config_entries(tmp_path):
 # --------------------------------------------------------------------------- loading
 
 def test_each_side_loads_in_isolation(monkeypatch):
-    from migrator.check.load import Side, load
+    from migrator.prove.load import Side, load
 
     elsewhere = types.ModuleType("verify_pkg")  # a same-named package imported before
     monkeypatch.setitem(sys.modules, "verify_pkg", elsewhere)
@@ -104,7 +104,7 @@ def test_correct_rewrite_passes_every_check():
 
 
 def test_ops_the_preparer_still_converts_are_named_with_their_lines():
-    from migrator.check.verify import format_text
+    from migrator.prove.verify import format_text
 
     old = NET.read_text(encoding="utf-8")
     [result] = _verify(NET, old, Target(NET, "build")).results  # the source left unmigrated
@@ -118,7 +118,7 @@ def test_ops_the_preparer_still_converts_are_named_with_their_lines():
 
 
 def test_lost_hyper_parameter_fails_naming_the_check():
-    from migrator.check.verify import format_text
+    from migrator.prove.verify import format_text
 
     _, new = _rewrite(NET)
     wrong = new.replace("nn.LeakyReLU(negative_slope=0.2)", "nn.LeakyReLU()")
@@ -169,7 +169,7 @@ def test_a_failing_target_blocks_the_rewritten_files_it_imports():
     old_layers = layers.read_text(encoding="utf-8")
     wrong_layers = old_layers.replace("return self.bn(self.conv(x))", "return self.conv(x)")
     old_net, new_net = _rewrite(NET)
-    from migrator.check.verify import verify_rewrites
+    from migrator.prove.verify import verify_rewrites
 
     verification = verify_rewrites({NET: (old_net, new_net), layers: (old_layers, wrong_layers)},
                                    [Target(NET, "build")])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from migrator.check.targets import TargetError
+from migrator.prove.targets import TargetError
 from migrator.commands.options import (add_chain_arguments, add_target_arguments, chain_options,
                                        targets_from_args)
 
@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     from migrator.chain import write_export
-    from migrator.check.load import LoadError, Side
-    from migrator.check.verify import MIGRATED_SEED, build
+    from migrator.prove.load import LoadError, Side
+    from migrator.prove.verify import MIGRATED_SEED, build
 
     try:
         model, inputs, _ = build(target, Side("working tree"), MIGRATED_SEED)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
     """Verify the configured targets against the in-memory rewrites, then (with --observers or
     --onnx) run the quantization chain on the migrated models (imports torch)."""
-    from migrator.check.targets import TargetError, config_targets
+    from migrator.prove.targets import TargetError, config_targets
 
     try:
         targets = config_targets(config)
@@ -85,8 +85,8 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
         print("migrator fix --verify: nothing to verify: add [[tool.migrator.verify]] entries to "
               "pyproject.toml", file=sys.stderr)
         return None
-    from migrator.check.load import Side
-    from migrator.check.verify import format_text, verify_rewrites
+    from migrator.prove.load import Side
+    from migrator.prove.verify import format_text, verify_rewrites
     from migrator.commands.verify import report_setup_errors, run_chains
 
     rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from migrator.check.targets import Target, TargetError, parse_input, parse_kwargs, parse_target
+from migrator.prove.targets import Target, TargetError, parse_input, parse_kwargs, parse_target
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def chain_table(built: list[tuple[str, str, object]], options: dict) -> tuple[st
 
 def equivalence_cell(result) -> str:
     """PASS, or FAIL with the names of the failed checks."""
-    from migrator.check.compare import FAIL
+    from migrator.prove.compare import FAIL
 
     failed = [check.name for check in result.checks if check.status == FAIL]
     return "PASS" if not failed else "FAIL: " + ", ".join(failed)

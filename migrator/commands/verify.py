@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from migrator.check.targets import TargetError, config_targets
+from migrator.prove.targets import TargetError, config_targets
 from migrator.commands.options import (add_chain_arguments, add_target_arguments, chain_options,
                                        chain_table, equivalence_cell, targets_from_args)
 from migrator.config import ConfigError, add_config_argument, load
@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
               "[[tool.migrator.verify]] entries to pyproject.toml", file=sys.stderr)
         return 2
 
-    from migrator.check.load import Side
-    from migrator.check.verify import format_json, format_text, verify_base
+    from migrator.prove.load import Side
+    from migrator.prove.verify import format_json, format_text, verify_base
 
     results = verify_base(targets, args.base)
     compared = [result for result in results if not result.error]
@@ -88,8 +88,8 @@ def report_setup_errors(results, prefix: str) -> None:
 
 def run_chains(targets, results, side, options: dict) -> tuple[str, bool]:
     """The chain table for verified targets, each model built from `side` (imports torch)."""
-    from migrator.check.load import LoadError
-    from migrator.check.verify import MIGRATED_SEED, build
+    from migrator.prove.load import LoadError
+    from migrator.prove.verify import MIGRATED_SEED, build
 
     by_label = {target.label: target for target in targets}
     built = []

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
-from migrator.check.ops import runtime_catalog, scalar_nodes
-from migrator.check.outputs import as_tuple, run_seeded
-from migrator.check.trace import SOURCE, TraceFailure, describe_source, owner_of, trace
+from migrator.prove.ops import runtime_catalog, scalar_nodes
+from migrator.prove.outputs import as_tuple, run_seeded
+from migrator.prove.trace import SOURCE, TraceFailure, describe_source, owner_of, trace
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import fx
 
-from migrator.check.ops import op_module_classes
+from migrator.prove.ops import op_module_classes
 
 SOURCE = "migrator_source"
 """node.meta key: (filename, line) of the user code that created the node."""

@@ -16,11 +16,11 @@ from typing import Any
 
 import torch
 
-from migrator.check import compare
-from migrator.check.compare import FAIL, SKIP, CheckResult
-from migrator.check.load import LoadError, Side, git_side, load
-from migrator.check.outputs import as_tuple
-from migrator.check.targets import InputSpec, Target
+from migrator.prove import compare
+from migrator.prove.compare import FAIL, SKIP, CheckResult
+from migrator.prove.load import LoadError, Side, git_side, load
+from migrator.prove.outputs import as_tuple
+from migrator.prove.targets import InputSpec, Target
 
 ORIGINAL_SEED, MIGRATED_SEED = 0, 1
 """Different seeds to build each side: the migrated weights only match if loading works."""

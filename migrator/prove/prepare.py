@@ -22,10 +22,10 @@ from torch import fx
 from torch.fx import Node
 
 from migrator.catalog import FRESH_OUTPUT_MODULES, MODULE_ATTRIBUTES, TRAINING, Op
-from migrator.check.ops import (Match, Refused, bind, build_module, op_module_classes, resolve,
+from migrator.prove.ops import (Match, Refused, bind, build_module, op_module_classes, resolve,
                                 runtime_catalog, scalar_nodes)
-from migrator.check.outputs import as_tuple, difference, run_seeded
-from migrator.check.trace import (SOURCE, PrepareError, TraceFailure, describe_source, owner_of,
+from migrator.prove.outputs import as_tuple, difference, run_seeded
+from migrator.prove.trace import (SOURCE, PrepareError, TraceFailure, describe_source, owner_of,
                                   trace)
 
 REPORT = "migrator_prepare"

@@ -20,9 +20,9 @@ import torch
 from torch import fx
 from torch.fx.node import map_arg
 
-from migrator.check.outputs import count_tensors, difference, run_seeded
-from migrator.check.prepare import PrepareWarning, prepare_model, prepare_report
-from migrator.check.trace import SOURCE, TraceFailure, describe_source, last_model_frame
+from migrator.prove.outputs import count_tensors, difference, run_seeded
+from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
+from migrator.prove.trace import SOURCE, TraceFailure, describe_source, last_model_frame
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 _STRIDE_IS_KERNEL = frozenset(f"{kind}_pool{n}d{suffix}" for kind, suffix in (

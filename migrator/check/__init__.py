@@ -1,4 +1,0 @@
-"""Runtime side of migrator: prepare a model with torch.fx, validate it, verify a rewrite.
-
-Importing this package does not import torch; its modules do.
-"""
