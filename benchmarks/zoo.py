@@ -1,0 +1,159 @@
+"""Real zoos before and after `migrator fix`: torchvision's and timm's model code, side by side.
+
+A copy of each installed package is migrated (torchvision/models; timm/models and timm/layers)
+and a sample of its models is built from the original and from the copy (tests/zoo.py does the
+work; the slow test tests/test_zoo.py runs the same sample). Printed per zoo, before and after
+the fix:
+
+- models built, and bit-exact with the original (state_dict; eval and train outputs; gradients
+  and buffers after a train step), out of the models sampled;
+- convertible calls converted: calls `fix` converted out of those plus the ones `check` still
+  reports (MIG0xx) or refuses (MIG1xx about a call), then every code;
+- what `migrator.prepare_model` still does at run time on the models fx can trace: ops it turns
+  into modules, reused stateless module calls it gives a copy, ops it leaves as functions;
+- files changed by the first fix, and by a second fix on the migrated copy (must be 0).
+
+    python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--jobs 2]
+
+`--models N` takes the first N of the fixed sample, then a seeded random sample of the zoo's
+other models (their default input sizes); `all` every model the zoo lists. Default: the fixed
+sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import zoo  # noqa: E402  (tests/zoo.py, not this script)
+
+from migrator.findings import CODES  # noqa: E402
+
+NOTICES = frozenset({"MIG111", "MIG113", "MIG201"})
+"""Refusal codes not about one call (an attribute name, a walk of children, a dict forward)."""
+
+
+def sample(name: str, models: str) -> list[zoo.Spec]:
+    """The specs to run: the fixed sample, its first N plus a seeded random sample, or all."""
+    fixed = zoo.SAMPLES[name]
+    if models != "all" and int(models) <= len(fixed):
+        return fixed[:int(models)]
+    chosen = {s.name for s in fixed}
+    rest = [s for s in zoo.list_specs(name) if s.name not in chosen]
+    if models != "all":
+        rest = random.Random(0).sample(rest, min(len(rest), int(models) - len(fixed)))
+    return fixed + rest
+
+
+def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
+    """Row label -> (before fix, after fix); a row for each of `codes`."""
+    comparable = [m for m in run.models if m.comparable]
+    rows = {
+        "models built": (f"{len(comparable)}/{len(run.models)}",
+                         f"{sum(m.built for m in comparable)}/{len(run.models)}"),
+        "models bit-exact with the original": (
+            "-", f"{sum(m.problem is None for m in comparable)}/{len(run.models)}"),
+    }
+    converted = Counter(f.code for f in run.first.fixed)
+    before = Counter(f.code for f in run.first.fixed + run.first.left)
+    after = Counter(f.code for f in run.second.fixed + run.second.left)
+    calls_before = sum(n for code, n in before.items() if code not in NOTICES)
+    done = sum(converted.values())
+    calls_after = done + sum(n for code, n in after.items() if code not in NOTICES)
+    rows["convertible calls converted"] = (f"0/{calls_before} (0.0 %)",
+                                           f"{done}/{calls_after} ({_percent(done, calls_after)})")
+    for code in codes:
+        label = f"  {code} {CODES[code]}" + (" (not a call)" if code in NOTICES else "")
+        left = str(after[code]) + (f" ({converted[code]} converted)" if code < "MIG100" else "")
+        rows[label] = (str(before[code]), left)
+    rows.update(_prepare_rows(comparable))
+    rows["files changed by fix: first run / second run"] = (str(len(run.first.changed)),
+                                                            str(len(run.second.changed)))
+    return rows
+
+
+def _prepare_rows(models: list[zoo.ModelResult]) -> dict[str, tuple[str, str]]:
+    traced = [m for m in models if m.built and "error" not in m.original["prepare"]
+              and "error" not in m.migrated["prepare"]]
+    rows = {"prepare_model at run time: models fx traces": (f"{len(traced)}/{len(models)}",) * 2}
+    for key, label in (("converted", "ops it turns into modules"),
+                       ("copies", "reused stateless module calls it splits"),
+                       ("left", "ops it leaves as functions"),
+                       ("shared", "stateful modules called at several sites")):
+        rows[f"  {label}"] = (str(sum(m.original["prepare"][key] for m in traced)),
+                              str(sum(m.migrated["prepare"][key] for m in traced)))
+    return rows
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "-"
+
+
+def table(runs: list[zoo.ZooRun]) -> str:
+    """One Markdown table, two columns (before, after fix) per zoo."""
+    codes = sorted({f.code for run in runs for f in run.first.fixed + run.first.left
+                    + run.second.fixed + run.second.left})
+    columns = [figures(run, codes) for run in runs]
+    head = "| figure | " + " | ".join(f"{r.zoo} before fix | {r.zoo} after fix" for r in runs)
+    lines = [head + " |", "|---|" + "---:|---:|" * len(runs)]
+    for label in columns[0]:
+        cells = [cell for rows in columns for cell in rows[label]]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def failures(run: zoo.ZooRun) -> list[str]:
+    """One line per model that is not bit-exact or whose original fails, and fix problems."""
+    lines = [f"{run.zoo} {m.name}: original fails: {_first_line(m.original['error'])}"
+             for m in run.models if not m.comparable]
+    lines += [f"{run.zoo} {name}: {_first_line(problem)}"
+              for name, problem in run.problems().items()]
+    return lines
+
+
+def _first_line(text: str) -> str:
+    """The stage and the exception line of a saved traceback (or the text's first line)."""
+    lines = text.strip().splitlines()
+    return lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+
+
+def _models(text: str) -> str:
+    if text != "all" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of models or `all`, got {text!r}")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--zoo", choices=list(zoo.ZOOS), action="append",
+                        help="one zoo (repeatable); default both")
+    parser.add_argument("--models", type=_models, default=None, metavar="N|all",
+                        help="models per zoo (default: the fixed sample)")
+    parser.add_argument("--jobs", type=int, default=2, help="fix worker processes")
+    args = parser.parse_args()
+    runs, seconds = [], []
+    for name in args.zoo or list(zoo.ZOOS):
+        start = time.perf_counter()
+        specs = sample(name, args.models) if args.models else zoo.SAMPLES[name]
+        with tempfile.TemporaryDirectory(prefix=f"zoo-{name}-") as workdir:
+            runs.append(zoo.run_zoo(name, specs, Path(workdir), jobs=args.jobs, prepare=True))
+        seconds.append(time.perf_counter() - start)
+    print(table(runs))
+    print()
+    for run, total in zip(runs, seconds):
+        steps = ", ".join(f"{step} {s:.1f}" for step, s in run.seconds.items())
+        print(f"{run.zoo}: {total:.1f} s wall ({steps}: both sides built, run and compared, "
+              f"while the second fix ran)")
+    problems = [line for run in runs for line in failures(run)]
+    print("\n".join(["", "not bit-exact or failing:", *problems] if problems else
+                    ["", "every sampled model is bit-exact"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,567 @@
+"""Real-zoo regression support: migrate a copy of the installed torchvision or timm package with
+`migrator fix`, then build the same models from the original and from the migrated copy and
+compare them bit for bit.
+
+Both sides have the same import name, so each side's models are built in a subprocess (this file
+run as a script) whose `sys.path` starts with the migrated copy or leaves the installed package
+first. It saves each model's state_dict, outputs (eval, then train, seeded), gradients and
+buffers after the train step with `torch.save`, a file each; the parent loads both sides and
+compares them with `torch.equal`. A worker that dies (out of memory) costs the model it was on,
+not the run.
+
+    python tests/zoo.py run ZOO ROOT|- SPECS.json OUT_DIR [--prepare]  # worker: build, save
+    python tests/zoo.py list ZOO                                       # every model's spec
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+
+from migrator import runner
+from migrator.config import Config
+from migrator.files import write_source
+from migrator.findings import Finding
+
+ZOOS = {"torchvision": ("models",), "timm": ("models", "layers")}
+"""Each zoo's package and the folders under it that are migrated (the rest is copied as is)."""
+
+
+@dataclass
+class Spec:
+    """One model: the zoo builder's keyword arguments and one sample's input shape (None: the
+    zoo's default for that model); `kind` is `image`, `detection` (a list of images, targets in
+    train mode) or `flow` (two image batches)."""
+
+    name: str
+    kwargs: dict = field(default_factory=dict)
+    input: tuple[int, ...] | None = None
+    kind: str = "image"
+
+
+def _small(name: str, **kwargs) -> Spec:
+    return Spec(name, kwargs, (3, 64, 64))
+
+
+SAMPLES = {
+    "torchvision": [
+        *(Spec(name) for name in (
+            # the first four were once broken by the migration
+            "fcn_resnet50", "deeplabv3_resnet50", "retinanet_resnet50_fpn", "fcos_resnet50_fpn",
+            "retinanet_resnet50_fpn_v2", "lraspp_mobilenet_v3_large",
+            "deeplabv3_mobilenet_v3_large", "resnet18", "resnext50_32x4d",
+            "mobilenet_v2", "mobilenet_v3_small", "mnasnet0_5", "efficientnet_b0",
+            "efficientnet_v2_s", "regnet_y_400mf", "regnet_x_400mf", "shufflenet_v2_x0_5",
+            "squeezenet1_0", "squeezenet1_1", "densenet121", "googlenet",
+            "convnext_tiny", "swin_t", "swin_v2_t", "vit_b_16", "quantized_resnet18",
+            "quantized_mobilenet_v3_large", "quantized_shufflenet_v2_x0_5", "r3d_18",
+            "swin3d_t")),
+        Spec("inception_v3", {"aux_logits": False}, (3, 96, 96)),  # the aux head needs 299
+    ],
+    "timm": [
+        *(_small(name) for name in (
+            "resnet18", "resnet50", "resnet26d", "convnext_atto", "efficientnet_b0",
+            "mobilenetv3_small_100", "mobilenetv4_conv_small", "regnetx_002", "dla34",
+            "hrnet_w18_small", "ghostnet_100", "rexnet_100", "cspresnet50", "res2net50_14w_8s",
+            "skresnet18", "resnest14d", "nf_resnet26", "repvgg_a0", "mobileone_s0",
+            "poolformer_s12", "mobilevit_xxs", "edgenext_xx_small", "fastvit_t8",
+            "efficientvit_b0", "hgnetv2_b0", "lcnet_050", "densenet121", "dpn68",
+            "inception_next_atto", "starnet_s1", "ese_vovnet19b_dw", "gernet_s", "darknet17",
+            "davit_tiny", "focalnet_tiny_srf", "sequencer2d_s")),
+        *(_small(name, img_size=64) for name in (
+            "vit_tiny_patch16_224", "deit_tiny_patch16_224", "levit_128s", "coatnet_0_rw_224",
+            "maxvit_tiny_rw_224", "convit_tiny", "xcit_nano_12_p16_224", "pit_ti_224",
+            "mixer_s16_224", "resmlp_12_224", "twins_svt_small", "gcvit_xxtiny", "nest_tiny",
+            "hiera_tiny_224", "volo_d1_224", "coat_lite_tiny", "mvitv2_tiny")),
+        _small("beit_base_patch16_224", img_size=64, depth=2),
+        _small("cait_xxs24_224", img_size=64, depth=2),
+        _small("swin_tiny_patch4_window7_224", img_size=64, window_size=2),
+        _small("swinv2_tiny_window8_256", img_size=64, window_size=4),
+        Spec("eva02_tiny_patch14_224", {"img_size": 56}, (3, 56, 56)),
+    ],
+}
+"""The fixed, deterministic sample each zoo is tested on: small models or small images, a spread
+of architectures (CNNs, transformers, MLPs, hybrids; classification, segmentation, detection,
+video)."""
+
+
+# -- migration ------------------------------------------------------------------------------
+
+@dataclass
+class FixRun:
+    """One `migrator fix` pass over folders: the files it changed (or would change) and the
+    findings it fixed and left, as the `fix` command counts them."""
+
+    changed: list[Path] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    left: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def fix(paths: list[Path], *, write: bool, jobs: int = 1) -> FixRun:
+    """Run the engine `migrator fix` runs (default settings) over `paths`; with `write`, write
+    the changed files as `fix` does, else only count them (`fix --check`)."""
+    start = time.perf_counter()
+    run = FixRun()
+    for outcome in runner.run([str(p) for p in paths], Config(), rewrite=True, jobs=jobs):
+        if outcome.error:
+            run.errors.append(str(outcome.error))
+            continue
+        for finding in outcome.findings:
+            (run.fixed if finding.fixable and outcome.changed else run.left).append(finding)
+        if outcome.changed:
+            run.changed.append(outcome.path)
+            if write:
+                write_source(outcome.source, outcome.new_text)
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def copy_package(zoo: str, dest: Path) -> Path:
+    """Copy the installed package of `zoo` (whole, so it imports) under `dest`; its path."""
+    source = Path(find_spec(zoo).submodule_search_locations[0])
+    target = dest / zoo
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def unparsable(paths: list[Path]) -> list[str]:
+    """`path: error` for each file that does not parse."""
+    bad = []
+    for path in paths:
+        try:
+            ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError as exc:
+            bad.append(f"{path}: {exc}")
+    return bad
+
+
+# -- the comparison -------------------------------------------------------------------------
+
+@dataclass
+class ModelResult:
+    """One model on both sides; `problem` is None when the migrated model is bit-exact."""
+
+    name: str
+    original: dict
+    migrated: dict
+    problem: str | None = None
+
+    @property
+    def comparable(self) -> bool:
+        """The original builds and runs: the model says something about the migration."""
+        return self.original.get("error") is None
+
+    @property
+    def built(self) -> bool:
+        return self.migrated.get("error") is None
+
+
+@dataclass
+class ZooRun:
+    """Everything one zoo's run found: both fix passes, files that do not parse, per model."""
+
+    zoo: str
+    package: Path
+    first: FixRun
+    second: FixRun
+    unparsable: list[str]
+    models: list[ModelResult]
+    seconds: dict[str, float]
+
+    def problems(self) -> dict[str, str]:
+        """Each failing model (or `<fix>`) with its first difference or error."""
+        found = {m.name: m.problem for m in self.models if m.problem}
+        general = self.first.errors + self.unparsable + [
+            f"second fix changes {p}" for p in self.second.changed] + self.second.errors
+        if general:
+            found["<fix>"] = "; ".join(general)
+        return found
+
+
+def run_zoo(zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1,
+            prepare: bool = False) -> ZooRun:
+    """Copy and migrate `zoo` under `workdir`, build `specs` on both sides (two subprocesses at
+    once) while a second `fix` runs on the migrated copy, and compare each model as soon as
+    both sides saved it (then delete its tensors: the disk holds a few models at a time).
+    `prepare` also runs `migrator.prepare_model` on every model (for its report)."""
+    seconds = {}
+    start = time.perf_counter()
+    package = copy_package(zoo, workdir / "copy")
+    folders = [package / sub for sub in ZOOS[zoo]]
+    seconds["copy"] = time.perf_counter() - start
+    first = fix(folders, write=True, jobs=jobs)
+    seconds["fix"] = first.seconds
+    bad = unparsable(first.changed)
+    start = time.perf_counter()
+    spec_file = workdir / "specs.json"
+    spec_file.write_text(json.dumps([asdict(s) for s in specs]), encoding="utf-8")
+    roots = {"original": None, "migrated": package.parent}
+    with ThreadPoolExecutor(len(roots)) as pool:
+        sides = [pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare)
+                 for side, root in roots.items()]
+        second = fix(folders, write=False, jobs=jobs)
+        seconds["second fix"] = second.seconds
+        models = [_compare_model(spec.name, workdir, package, sides) for spec in specs]
+    seconds["models"] = time.perf_counter() - start
+    return ZooRun(zoo, package, first, second, bad, models, seconds)
+
+
+def _run_side(zoo: str, root: Path | None, specs: list[Spec], spec_file: Path, out: Path,
+              prepare: bool) -> None:
+    """Run the worker over `specs`; when it dies (out of memory, a crash), the model it was on
+    is recorded as failing and a new worker goes on with the next."""
+    out.mkdir(parents=True)
+    command = [sys.executable, __file__, "run", zoo, str(root or "-"), str(spec_file), str(out)]
+    with (out / "worker.log").open("ab") as log:
+        while code := subprocess.run(command + (["--prepare"] if prepare else []), stdout=log,
+                                     stderr=subprocess.STDOUT).returncode:
+            dead = next((s for s in specs if not _summary_file(out, s.name).exists()), None)
+            if dead is None:
+                raise RuntimeError(f"the worker for {out.name} exited with {code}: see {log.name}")
+            log.write(f"died (exit status {code})\n".encode())
+            log.flush()
+            _write_summary(out, dead.name, {"package": None,
+                                            "error": f"the worker died (exit status {code})"})
+
+
+def _summary_file(out: Path, name: str) -> Path:
+    return out / name / "summary.json"
+
+
+def _write_summary(out: Path, name: str, summary: dict) -> None:
+    """Write a model's summary at once (the parent waits for it, then reads it)."""
+    path = _summary_file(out, name)
+    path.parent.mkdir(exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(summary), encoding="utf-8")
+    path.with_suffix(".tmp").replace(path)
+
+
+def _compare_model(name: str, workdir: Path, migrated_package: Path, sides: list) -> ModelResult:
+    """Wait until both sides saved model `name` (a side's error is raised), compare, and
+    delete the saved tensors."""
+    folders = [workdir / "original" / name, workdir / "migrated" / name]
+    while not all((folder / "summary.json").exists() for folder in folders):
+        if failed := next((f for f in sides if f.done() and f.exception()), None):
+            raise failed.exception()
+        if all(f.done() for f in sides):
+            raise RuntimeError(f"the workers exited without saving {name}")
+        time.sleep(0.1)
+    original, migrated = (json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+                          for folder in folders)
+    result = ModelResult(name, original, migrated)
+    if result.comparable:
+        result.problem = _problem(folders, migrated, migrated_package)
+    for folder in folders:
+        for part in folder.glob("*.pt"):
+            part.unlink()
+    return result
+
+
+_COMPARED = ("state", "eval", "train", "grads", "buffers")
+"""What each side saves of a model (a file each), compared in this order."""
+
+
+def _problem(folders: list[Path], migrated: dict, migrated_package: Path) -> str | None:
+    import torch
+
+    if migrated["error"] is not None:
+        return f"the migrated model fails: {migrated['error']}"
+    if not Path(migrated["package"]).is_relative_to(migrated_package):
+        return f"the migrated side imported {migrated['package']}"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # hundreds of small comparisons: a thread pool costs 20 x more
+    try:
+        for part in _COMPARED:
+            expected, actual = (torch.load(folder / f"{part}.pt", weights_only=True, mmap=True)
+                                for folder in folders)
+            if why := difference(expected, actual):
+                return f"{part}: {why}"
+    finally:
+        torch.set_num_threads(threads)
+    return None
+
+
+def difference(expected, actual, where: str = "") -> str | None:
+    """Where two saved structures first differ (structure, keys, dtype, shape or a value, with
+    `torch.equal`), or None."""
+    import torch
+
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            return f"{where or 'value'}: a tensor became {type(actual).__name__}"
+        if (expected.dtype, expected.shape) != (actual.dtype, actual.shape):
+            return (f"{where or 'tensor'}: {expected.dtype} {tuple(expected.shape)} became "
+                    f"{actual.dtype} {tuple(actual.shape)}")
+        if torch.equal(expected, actual):
+            return None
+        gap = (expected.double() - actual.double()).abs().nan_to_num(float("inf")).max()
+        return f"{where or 'tensor'}: values differ (max abs difference {gap.item():.3g})"
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or list(expected) != list(actual):
+            return f"{where or 'dict'}: keys {_keys(expected)} became {_keys(actual)}"
+        items = ((f"{where}[{k!r}]", expected[k], actual[k]) for k in expected)
+    elif isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(expected) != len(actual):
+            return f"{where or 'sequence'}: {_shape(expected)} became {_shape(actual)}"
+        items = ((f"{where}[{i}]", e, a) for i, (e, a) in enumerate(zip(expected, actual)))
+    else:
+        return None if expected == actual else f"{where or 'value'}: {expected!r} != {actual!r}"
+    return next((found for w, e, a in items if (found := difference(e, a, w))), None)
+
+
+def _keys(value) -> str:
+    if not isinstance(value, dict):
+        return type(value).__name__
+    keys = list(value)
+    return f"{keys[:4]}{'...' if len(keys) > 4 else ''} ({len(keys)})"
+
+
+def _shape(value) -> str:
+    return f"{len(value)} items" if isinstance(value, (list, tuple)) else type(value).__name__
+
+
+# -- the worker (a subprocess per side) -----------------------------------------------------
+
+def _shim_torchvision() -> object:
+    """Let PyPI's CUDA-built torchvision import on CPU torch: define its `nms` ops (with a
+    plain torch greedy NMS, deterministic) before torchvision registers their fake kernels.
+    Returns the library, to be kept alive."""
+    import torch
+
+    lib = torch.library.Library("torchvision", "DEF")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.impl("nms", _nms, "CPU")
+    return lib
+
+
+def _nms(boxes, scores, iou_threshold: float):
+    import torch
+
+    order = scores.argsort(descending=True, stable=True)
+    boxes = boxes[order]
+    top_left = torch.max(boxes[:, None, :2], boxes[None, :, :2])
+    bottom_right = torch.min(boxes[:, None, 2:], boxes[None, :, 2:])
+    inter = (bottom_right - top_left).clamp(min=0).prod(-1)
+    area = (boxes[:, 2:] - boxes[:, :2]).prod(-1)
+    iou = inter / (area[:, None] + area[None, :] - inter)
+    removed = torch.zeros(len(boxes), dtype=torch.bool)
+    keep = []
+    for i in range(len(boxes)):
+        if not removed[i]:
+            keep.append(i)
+            removed |= iou[i] > iou_threshold
+    return order[torch.tensor(keep, dtype=torch.long)]
+
+
+def _import_zoo(zoo: str):
+    """Import `zoo` (torchvision through the shim; timm imports torchvision too)."""
+    import importlib
+
+    lib = _shim_torchvision()
+    import torchvision.ops.boxes
+
+    torchvision.ops.boxes._assert_has_ops = lambda: None  # nms is the shim's: no C++ ops
+    module = importlib.import_module(zoo)
+    module._zoo_shim = lib
+    return module
+
+
+def _torchvision_spec(models, name: str) -> Spec:
+    """The default spec of a torchvision model: no weights, small inputs it accepts."""
+    import inspect
+
+    kwargs, shape, kind = {}, (3, 64, 64), "image"
+    parameters = inspect.signature(models.get_model_builder(name)).parameters
+    if "weights_backbone" in parameters:
+        kwargs["weights_backbone"] = None
+    if name in models.list_models(module=models.quantization):
+        kwargs["quantize"] = False
+    if name in models.list_models(module=models.detection):
+        kind = "detection"
+        if not name.startswith("ssd"):
+            kwargs.update(min_size=64, max_size=64)
+    elif name in models.list_models(module=models.video):
+        shape = (3, 16, 224, 224) if name.startswith(("mvit", "s3d")) else (3, 8, 64, 64)
+    elif name in models.list_models(module=models.optical_flow):
+        kind, shape = "flow", (3, 128, 128)
+    elif name.startswith("vit_"):
+        side = kwargs["image_size"] = 56 if name == "vit_h_14" else 64  # patch 14 or 16, 32
+        shape = (3, side, side)
+    elif "inception" in name or name == "maxvit_t":
+        shape = (3, 299, 299) if "inception" in name else (3, 224, 224)
+    return Spec(name, kwargs, shape, kind)
+
+
+def _complete(zoo_module, zoo: str, spec: Spec) -> Spec:
+    """`spec` with the zoo's defaults where it gives none (timm: the model's pretrained
+    config's input size)."""
+    if zoo == "torchvision":
+        default = _torchvision_spec(zoo_module.models, spec.name)
+    else:
+        config = zoo_module.models.get_pretrained_cfg(spec.name)
+        default = Spec(spec.name, {}, tuple(config.input_size))
+    return Spec(spec.name, {**default.kwargs, **spec.kwargs}, tuple(spec.input or default.input),
+                default.kind)
+
+
+def _build(zoo_module, zoo: str, spec: Spec):
+    if zoo == "torchvision":
+        return zoo_module.models.get_model(spec.name, weights=None, **spec.kwargs)
+    return zoo_module.create_model(spec.name, pretrained=False, **spec.kwargs)
+
+
+def _inputs(spec: Spec, train: bool) -> tuple:
+    """The forward arguments: a batch of 2 (BatchNorm trains on it), seeded."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    if spec.kind == "detection":
+        size = spec.input[1:]
+        images = [torch.rand(spec.input, generator=generator) for _ in range(2)]
+        box = [size[1] / 8, size[0] / 8, size[1] * 5 / 8, size[0] * 3 / 4]
+        targets = [{"boxes": torch.tensor([box]), "labels": torch.tensor([1])} for _ in images]
+        return (images, targets) if train else (images,)
+    if spec.kind == "flow":
+        return tuple(torch.randn((2, *spec.input), generator=generator) for _ in range(2))
+    return (torch.randn((2, *spec.input), generator=generator),)
+
+
+def _plain(value):
+    """Outputs as tensors, dicts and lists only (namedtuples and OrderedDicts too), to save and
+    load with `weights_only`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def _tensors(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+
+
+def _measure(zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path) -> dict:
+    """Build, run and (with `prepare`) prepare one model, saving each compared part to `folder`
+    as soon as it is made (the peak memory is the model's); the summary: package, error,
+    prepare counts."""
+    import traceback
+
+    import torch
+
+    def save(part: str, value) -> None:
+        torch.save(value, folder / f"{part}.pt")
+
+    summary: dict = {"package": zoo_module.__file__, "error": None, "spec": asdict(spec)}
+    stage = "build"
+    try:
+        torch.manual_seed(0)
+        model = _build(zoo_module, zoo, spec)
+        save("state", model.state_dict())
+        stage = "eval forward"
+        model.eval()
+        with torch.no_grad():
+            torch.manual_seed(2)
+            save("eval", _plain(model(*_inputs(spec, train=False))))
+        stage = "train forward"
+        model.train()
+        torch.manual_seed(2)
+        output = model(*_inputs(spec, train=True))
+        save("train", _plain(output))
+        stage = "backward"
+        losses = [t.float().sum() for t in _tensors(output) if t.requires_grad]
+        del output
+        if losses:
+            torch.stack(losses).sum().backward()
+        save("grads", {n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+        save("buffers", dict(model.named_buffers()))
+        if prepare:
+            stage = "prepare"
+            summary["prepare"] = _prepare_counts(model.eval())
+    except Exception:  # noqa: BLE001 - any failure is a finding about this model
+        summary["error"] = f"{stage}: {traceback.format_exc()}"
+    return summary
+
+
+def _prepare_counts(model) -> dict:
+    """What `migrator.prepare_model` still had to do on `model`: ops it turned into modules,
+    reused stateless module calls it gave a copy, ops it left, shared stateful modules."""
+    import warnings
+
+    import migrator
+    from migrator.prove.prepare import prepare_report
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = prepare_report(migrator.prepare_model(model))
+    except Exception as exc:  # noqa: BLE001 - fx cannot trace every model
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+    return {"converted": len(report.converted), "copies": len(report.copies),
+            "left": len(report.left), "shared": len(report.shared)}
+
+
+def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) -> None:
+    import torch
+
+    if root != "-":
+        sys.path.insert(0, root)
+    torch.set_num_threads(1)
+    specs = [Spec(**s) for s in json.loads(Path(spec_file).read_text(encoding="utf-8"))]
+    module = _import_zoo(zoo)
+    for spec in specs:
+        if _summary_file(Path(out), spec.name).exists():  # done by a worker that died after it
+            continue
+        print(f"{spec.name}: ", end="", flush=True)
+        start = time.perf_counter()
+        folder = _summary_file(Path(out), spec.name).parent
+        folder.mkdir()
+        summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder)
+        summary["seconds"] = time.perf_counter() - start
+        _write_summary(Path(out), spec.name, summary)
+        print(f"{'ok' if summary['error'] is None else 'FAILED'} {summary['seconds']:.2f}s",
+              flush=True)
+
+
+def list_specs(zoo: str) -> list[Spec]:
+    """The default spec of every model `zoo` lists (in a subprocess: the parent never imports
+    the zoo)."""
+    text = subprocess.run([sys.executable, __file__, "list", zoo], check=True,
+                          capture_output=True, text=True).stdout
+    return [Spec(**s) for s in json.loads(text.splitlines()[-1])]
+
+
+def _list_worker(zoo: str) -> None:
+    module = _import_zoo(zoo)
+    names = module.models.list_models() if zoo == "torchvision" else module.list_models()
+    print(json.dumps([asdict(_complete(module, zoo, Spec(n))) for n in names]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        _run_worker(*sys.argv[2:6], prepare="--prepare" in sys.argv[6:])
+    else:
+        _list_worker(sys.argv[2])
