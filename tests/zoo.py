@@ -508,20 +508,57 @@ def _measure(zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path) -> d
 
 def _prepare_counts(model) -> dict:
     """What `migrator.prepare_model` still had to do on `model`: ops it turned into modules,
-    reused stateless module calls it gave a copy, ops it left, shared stateful modules."""
+    reused stateless module calls it gave a copy, ops it left, shared stateful modules; and
+    `sites`, each op converted and each reused module (every call of it) as
+    `[what, [path:line, ...]]`, for the audit of silent skips."""
     import warnings
 
     import migrator
     from migrator.prove.prepare import prepare_report
+    from migrator.prove.trace import SOURCE, describe_source
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = prepare_report(migrator.prepare_model(model))
+            prepared = migrator.prepare_model(model)
     except Exception as exc:  # noqa: BLE001 - fx cannot trace every model
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+    report = prepare_report(prepared)
+    sites = [[c.call, [c.source]] for c in report.converted]
+    calls: dict[str, list[str]] = {}
+    for node in prepared.graph.nodes:
+        if node.op == "call_module":
+            calls.setdefault(node.target, []).append(describe_source(node.meta.get(SOURCE)))
+    reused: dict[str, list[str]] = {}
+    for copy in report.copies:
+        reused.setdefault(copy.original, list(calls.get(copy.original, [])))
+        reused[copy.original] += calls.get(copy.copy, [])
+    sites += [[f"reused {module}", sources] for module, sources in reused.items()]
     return {"converted": len(report.converted), "copies": len(report.copies),
-            "left": len(report.left), "shared": len(report.shared)}
+            "left": len(report.left), "shared": len(report.shared), "sites": sites}
+
+
+def silent(run: ZooRun, near: int = 2) -> list[str]:
+    """What `prepare_model` still converts or splits in the migrated models although no finding
+    of the second `fix` stands at (or within `near` lines after) any of its source lines: the
+    ops and reuses migrator skipped in silence. One line each, `model: what at path:line`."""
+    lines: dict[str, set[int]] = {}
+    for finding in run.second.fixed + run.second.left:
+        lines.setdefault(str(Path(finding.path).resolve()), set()).add(finding.line)
+    found = []
+    for model in run.models:
+        for what, sources in model.migrated.get("prepare", {}).get("sites", []):
+            if not any(_reported(source, lines, near) for source in sources):
+                found.append(f"{model.name}: {what} at {', '.join(sources)}")
+    return sorted(set(found))
+
+
+def _reported(source: str, lines: dict[str, set[int]], near: int) -> bool:
+    path, _, line = source.rpartition(":")
+    if not line.isdigit():
+        return False
+    reported = lines.get(str(Path(path).resolve()), set())
+    return any(int(line) - k in reported for k in range(near + 1))
 
 
 def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) -> None:

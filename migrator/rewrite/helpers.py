@@ -76,12 +76,7 @@ def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.Functi
     qualname = info.names.resolve(func, ctx.locals_of(caller))
     if not qualname or "." not in qualname or qualname.split(".")[0] == "torch":
         return None
-    module, name = qualname.rsplit(".", 1)
-    where = info if module == info.names.module else ctx.project.load(module)
-    if where is None:
-        return None
-    function = where.functions().get(name)
-    return (where, function) if function is not None else None
+    return ctx.project.find_function(qualname, info)
 
 
 def _unbound(method: ast.FunctionDef) -> bool:

@@ -136,27 +136,36 @@ class Project:
                     return info
         return None
 
-    def find_class(self, qualname: str | None, within: FileInfo | None = None,
-                   _depth: int = 0) -> ClassInfo | None:
+    def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""
         if not qualname or "." not in qualname:
             return within.classes.get(qualname) if within and qualname else None
-        if _depth > 8:  # import cycles
-            return None
         if qualname in (TORCH_MODULE, "torch.nn.modules.module.Module"):
             return None  # its attribute names are catalog.MODULE_ATTRIBUTES
+        found = self._find(qualname, within, lambda info, name: info.classes.get(name))
+        return found[1] if found else None
+
+    def find_function(self, qualname: str, within: FileInfo | None = None
+                      ) -> tuple[FileInfo, ast.FunctionDef] | None:
+        """The module-level function named by a qualified name and the file that defines it,
+        following re-exports (`from .pool1d import global_pool_nlc` in a package)."""
+        return self._find(qualname, within, lambda info, name: info.functions().get(name))
+
+    def _find(self, qualname: str, within: FileInfo | None, pick, _depth: int = 0):
+        """(file, what `pick(file, name)` finds there) for `module.name`, following imports and
+        star imports of the defining module; None when not found."""
+        if _depth > 8 or "." not in qualname:  # import cycles
+            return None
         module, name = qualname.rsplit(".", 1)
-        if within is not None and within.names.module == module:
-            return within.classes.get(name)
-        info = self.load(module)
+        info = within if within is not None and within.names.module == module else self.load(module)
         if info is None:
             return None
-        if name in info.classes:
-            return info.classes[name]
+        if (found := pick(info, name)) is not None:
+            return info, found
         if name in info.names.imports:
-            return self.find_class(info.names.imports[name], None, _depth + 1)
-        return next((c for star in info.names.stars
-                     if (c := self.find_class(f"{star}.{name}", None, _depth + 1))), None)
+            return self._find(info.names.imports[name], None, pick, _depth + 1)
+        return next((f for star in info.names.stars
+                     if (f := self._find(f"{star}.{name}", None, pick, _depth + 1))), None)
 
     def is_module(self, cls: ClassInfo, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether `cls` derives from `torch.nn.Module`, through classes that can be found."""
