@@ -202,14 +202,17 @@ class Scanner:
                 return None
             return f"would move into a new {op.module_name} and change its state_dict key; left as is"
 
+        def unsplittable(value: ast.expr) -> str | None:
+            starred = isinstance(value, (ast.List, ast.Tuple)) and any(
+                isinstance(e, ast.Starred) for e in value.elts)
+            return "starred items in the tensor list" if starred else None
+
         return Predicates(
             show=self.ctx.text,
             constant=lambda v: ast.literal_eval(v) if literal(v) else NOT_CONSTANT,
             unfixed=unfixed,
             follows_mode=lambda v: self_attr(v) and v.attr == "training",
-            unsplittable=lambda v: "starred items in the tensor list" if isinstance(
-                v, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Starred) for e in v.elts)
-            else None,
+            unsplittable=unsplittable,
             weight_refused=weight_refused)
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
