@@ -8,20 +8,33 @@ the equivalence check all read this table. It is plain data: importing it never 
 
 from __future__ import annotations
 
+import ast
+import operator
 from dataclasses import dataclass, field
-from typing import Iterator
+from enum import Enum
+from typing import Callable, Iterator
 
 REQUIRED = object()
 """Marks a parameter without a default."""
 
-# Argument roles.
-INPUT = "input"  # a forward input (tensor or scalar operand)
-INPUTS = "inputs"  # a sequence of tensors, passed to forward as separate inputs (cat/stack)
-HYPER = "hyper"  # a constructor hyper-parameter: must be constant or fixed at __init__ time
-TRAINING = "training"  # must be `self.training`: the module already behaves that way
-FIXED = "fixed"  # only the default is supported (e.g. dtype=None); anything else is refused
-IGNORED = "ignored"  # has no effect on the result (e.g. softmax's _stacklevel)
-WEIGHT = "weight"  # a learned tensor owned by the module (prelu): moves only in special cases
+
+class Role(Enum):
+    """What a call's argument becomes in the module that replaces the call."""
+
+    INPUT = "input"
+    """A forward input (tensor or scalar operand)."""
+    INPUTS = "inputs"
+    """A sequence of tensors, passed to forward as separate inputs (cat/stack)."""
+    HYPER = "hyper"
+    """A constructor hyper-parameter: must be constant or fixed at __init__ time."""
+    TRAINING = "training"
+    """Must be `self.training`: the module already behaves that way."""
+    FIXED = "fixed"
+    """Only the default is supported (e.g. dtype=None); anything else is refused."""
+    IGNORED = "ignored"
+    """Has no effect on the result (e.g. softmax's _stacklevel)."""
+    WEIGHT = "weight"
+    """A learned tensor owned by the module (prelu): moves only in special cases."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class Arg:
     """One parameter of a catalogued callable, in signature order."""
 
     name: str
-    role: str
+    role: Role
     default: object = REQUIRED
     ctor: str | None = None
     """Constructor keyword for a HYPER argument (defaults to `name`)."""
@@ -59,11 +72,14 @@ class Op:
     """Augmented assignments (`+=`) that are rewritten out-of-place when that is provably safe."""
     inplace_methods: tuple[str, ...] = ()
     """In-place tensor methods (`add_`) rewritten out-of-place when that is provably safe."""
-    ctor_extra: tuple[tuple[str, str], ...] = ()
-    """Constructor keywords always passed, as source text (`inplace=True` for `relu_`)."""
+    ctor_extra: tuple[tuple[str, object], ...] = ()
+    """Constructor keywords always passed, with their values (`inplace=True` for `relu_`)."""
     module_defaults: tuple[tuple[str, object], ...] = ()
     """Constructor defaults that differ from the callable's: such hyper-parameters are always
     passed, even when the call leaves them at their default."""
+    aliases: bool = False
+    """The module's output may be its input or a view of it even when not built in place
+    (flatten, dropout in eval mode): an in-place op on that output is seen elsewhere."""
 
     @property
     def module_name(self) -> str:
@@ -77,14 +93,47 @@ class Op:
         return next((a for a in self.args if a.name == name), None)
 
 
+@dataclass(frozen=True)
+class Operator:
+    """A Python binary operator as the catalog, `ast` and the `operator` module know it."""
+
+    symbol: str
+    """As written and as `Op.operators` lists it (`+`); `Op.inplace_operators` adds `=`."""
+    node: type[ast.operator]
+    function: Callable[[object, object], object]
+    """What fx records for `a + b` (`operator.add`)."""
+    inplace_function: Callable[[object, object], object]
+    """What fx records for `a += b` (`operator.iadd`)."""
+
+    @property
+    def inplace_symbol(self) -> str:
+        return self.symbol + "="
+
+
+OPERATORS: tuple[Operator, ...] = (
+    Operator("+", ast.Add, operator.add, operator.iadd),
+    Operator("-", ast.Sub, operator.sub, operator.isub),
+    Operator("*", ast.Mult, operator.mul, operator.imul),
+    Operator("/", ast.Div, operator.truediv, operator.itruediv),
+    Operator("//", ast.FloorDiv, operator.floordiv, operator.ifloordiv),
+    Operator("@", ast.MatMult, operator.matmul, operator.imatmul),
+    Operator("**", ast.Pow, operator.pow, operator.ipow),
+)
+
+
+def operator_of(node: type[ast.operator]) -> Operator | None:
+    """The operator an `ast` operator class stands for (`ast.Add` -> `+`), or None."""
+    return next((o for o in OPERATORS if o.node is node), None)
+
+
 # --- signature helpers -------------------------------------------------------------------------
 
 def _x() -> Arg:
-    return Arg("input", INPUT)
+    return Arg("input", Role.INPUT)
 
 
 def _h(name: str, default: object = REQUIRED, ctor: str | None = None, kw: bool = False) -> Arg:
-    return Arg(name, HYPER, default, ctor, kw)
+    return Arg(name, Role.HYPER, default, ctor, kw)
 
 
 def _inplace() -> Arg:
@@ -106,13 +155,14 @@ def _activation(key: str, cls: str, *hyper: Arg, torch_fn: bool = False,
 def _inplace_variant(key: str, cls: str, *hyper: Arg, functions: tuple[str, ...],
                      methods: tuple[str, ...] = ()) -> Op:
     """`F.relu_(x)`-style calls: the module is built with `inplace=True`."""
-    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", "True"),))
+    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", True),))
 
 
 def _dim_op(key: str, cls: str) -> list[Op]:
     """softmax / softmin / log_softmax: F form (with _stacklevel) and torch/method form."""
-    f_args = (_x(), _h("dim", None), Arg("_stacklevel", IGNORED, 3), Arg("dtype", FIXED, None))
-    t_args = (_x(), _h("dim"), Arg("dtype", FIXED, None))
+    f_args = (_x(), _h("dim", None), Arg("_stacklevel", Role.IGNORED, 3),
+              Arg("dtype", Role.FIXED, None))
+    t_args = (_x(), _h("dim"), Arg("dtype", Role.FIXED, None))
     ops = [Op(key, NN + cls, f_args, (F + key,))]
     if key != "softmin":
         ops.append(Op(key, NN + cls, t_args, (f"torch.{key}",), (key,)))
@@ -141,14 +191,14 @@ def _pool(kind: str, n: int) -> Op:
 
 
 def _dropout(key: str, cls: str, training_default: bool) -> Op:
-    args = (_x(), _h("p", 0.5), Arg("training", TRAINING, training_default), _inplace())
-    return Op(key, NN + cls, args, (F + key,))
+    args = (_x(), _h("p", 0.5), Arg("training", Role.TRAINING, training_default), _inplace())
+    return Op(key, NN + cls, args, (F + key,), aliases=True)  # eval mode returns the input
 
 
 def _binary(key: str, cls: str, symbol: str | None, torch_names: tuple[str, ...],
             methods: tuple[str, ...], *hyper: Arg, second: str = "other",
             inplace_methods: bool = True) -> Op:
-    args = (_x(), Arg(second, INPUT), *hyper)
+    args = (_x(), Arg(second, Role.INPUT), *hyper)
     return Op(key, OPS + cls, args, tuple(f"torch.{n}" for n in torch_names), methods,
               operators=(symbol,) if symbol else (),
               inplace_operators=(symbol + "=",) if symbol else (),
@@ -156,7 +206,8 @@ def _binary(key: str, cls: str, symbol: str | None, torch_names: tuple[str, ...]
 
 
 def _reduction(key: str, cls: str) -> Op:
-    args = (_x(), _h("dim", None), _h("keepdim", False), Arg("dtype", FIXED, None, keyword_only=True))
+    args = (_x(), _h("dim", None), _h("keepdim", False),
+            Arg("dtype", Role.FIXED, None, keyword_only=True))
     return Op(key, OPS + cls, args, (f"torch.{key}",), (key,))
 
 
@@ -179,11 +230,11 @@ def _build() -> tuple[Op, ...]:
     ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01))
     ops.append(_inplace_variant("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01),
                                 functions=(F + "leaky_relu_",)))
-    ops.append(Op("prelu", NN + "PReLU", (_x(), Arg("weight", WEIGHT)), (F + "prelu", "torch.prelu"),
-                  ("prelu",)))
+    ops.append(Op("prelu", NN + "PReLU", (_x(), Arg("weight", Role.WEIGHT)),
+                  (F + "prelu", "torch.prelu"), ("prelu",)))
     ops.append(Op("rrelu", NN + "RReLU",
-                  (_x(), _h("lower", 1.0 / 8), _h("upper", 1.0 / 3), Arg("training", TRAINING, False),
-                   _inplace()), (F + "rrelu",)))
+                  (_x(), _h("lower", 1.0 / 8), _h("upper", 1.0 / 3),
+                   Arg("training", Role.TRAINING, False), _inplace()), (F + "rrelu",)))
     ops.append(Op("glu", NN + "GLU", (_x(), _h("dim", -1)), (F + "glu",)))
     ops.append(Op("gelu", NN + "GELU", (_x(), _h("approximate", "none", kw=True)), (F + "gelu",)))
     ops += _activation("silu", "SiLU")
@@ -212,10 +263,10 @@ def _build() -> tuple[Op, ...]:
     # Shape ops.
     flatten = (_x(), _h("start_dim", 0), _h("end_dim", -1))
     ops.append(Op("flatten", NN + "Flatten", flatten, ("torch.flatten",), ("flatten",),
-                  module_defaults=(("start_dim", 1),)))
+                  module_defaults=(("start_dim", 1),), aliases=True))
     ops.append(Op("unflatten", NN + "Unflatten",
                   (_x(), _h("dim"), _h("sizes", ctor="unflattened_size")),
-                  ("torch.unflatten",), ("unflatten",)))
+                  ("torch.unflatten",), ("unflatten",), aliases=True))
     ops.append(Op("pixel_shuffle", NN + "PixelShuffle", (_x(), _h("upscale_factor")),
                   (F + "pixel_shuffle", "torch.pixel_shuffle")))
     ops.append(Op("pixel_unshuffle", NN + "PixelUnshuffle", (_x(), _h("downscale_factor")),
@@ -224,21 +275,21 @@ def _build() -> tuple[Op, ...]:
                   (F + "channel_shuffle", "torch.channel_shuffle")))
     resize = (_x(), _h("size", None), _h("scale_factor", None), _h("mode", "nearest"),
               _h("align_corners", None), _h("recompute_scale_factor", None))
-    ops.append(Op("upsample", NN + "Upsample", resize + (Arg("antialias", FIXED, False),),
+    ops.append(Op("upsample", NN + "Upsample", resize + (Arg("antialias", Role.FIXED, False),),
                   (F + "interpolate",)))
     ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",)))
     ops.append(Op("pad", OPS + "Pad", (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
                   (F + "pad",)))
     # Normalisation without learned weights.
     ops.append(Op("layer_norm", NN + "LayerNorm",
-                  (_x(), _h("normalized_shape"), Arg("weight", FIXED, None), Arg("bias", FIXED, None),
-                   _h("eps", 1e-5)), (F + "layer_norm",),
-                  ctor_extra=(("elementwise_affine", "False"),)))
+                  (_x(), _h("normalized_shape"), Arg("weight", Role.FIXED, None),
+                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "layer_norm",),
+                  ctor_extra=(("elementwise_affine", False),)))
     ops.append(Op("group_norm", OPS + "GroupNorm",
-                  (_x(), _h("num_groups"), Arg("weight", FIXED, None), Arg("bias", FIXED, None),
-                   _h("eps", 1e-5)), (F + "group_norm",)))
+                  (_x(), _h("num_groups"), Arg("weight", Role.FIXED, None),
+                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "group_norm",)))
     ops.append(Op("normalize", OPS + "Normalize",
-                  (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", FIXED, None)),
+                  (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", Role.FIXED, None)),
                   (F + "normalize",)))
     # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
     alpha = _h("alpha", 1, kw=True)
@@ -255,15 +306,15 @@ def _build() -> tuple[Op, ...]:
     ops.append(_binary("pow", "Pow", "**", ("pow",), ("pow",), second="exponent"))
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
-        ops.append(Op(key, OPS + cls, (Arg("tensors", INPUTS), _h("dim", 0)),
+        ops.append(Op(key, OPS + cls, (Arg("tensors", Role.INPUTS), _h("dim", 0)),
                       tuple(f"torch.{n}" for n in names)))
-    ops.append(Op("cat", OPS + "Concat", (Arg("tensors", INPUTS), _h("axis", 0, ctor="dim")),
+    ops.append(Op("cat", OPS + "Concat", (Arg("tensors", Role.INPUTS), _h("axis", 0, ctor="dim")),
                   ("torch.concatenate",)))
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
     ops.append(Op("sdpa", OPS + "ScaledDotProductAttention",
-                  (Arg("query", INPUT), Arg("key", INPUT), Arg("value", INPUT),
-                   Arg("attn_mask", INPUT, None), _h("dropout_p", 0.0), _h("is_causal", False),
+                  (Arg("query", Role.INPUT), Arg("key", Role.INPUT), Arg("value", Role.INPUT),
+                   Arg("attn_mask", Role.INPUT, None), _h("dropout_p", 0.0), _h("is_causal", False),
                    _h("scale", None, kw=True), _h("enable_gqa", False, kw=True)),
                   (F + "scaled_dot_product_attention",)))
     return tuple(ops)
@@ -344,14 +395,40 @@ STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
     )}
 )
 
-# torch.nn classes whose forward always returns a new tensor, never its input or a view of it:
-# an in-place op on such an output is seen by nothing else, so it may be rewritten out of place.
-FRESH_OUTPUT_MODULES: frozenset[str] = frozenset(f"{NN}{c}" for c in """
+# torch.nn classes the catalog does not create whose forward always returns a new tensor, never
+# its input or a view of it (the catalog's own classes say so in their rows: `Op.aliases`).
+_FRESH_OTHER_MODULES: frozenset[str] = frozenset(f"{NN}{c}" for c in """
     Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear
-    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm InstanceNorm1d
-    InstanceNorm2d InstanceNorm3d RMSNorm Embedding MaxPool1d MaxPool2d MaxPool3d AvgPool1d
-    AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample
+    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm InstanceNorm1d InstanceNorm2d
+    InstanceNorm3d RMSNorm Embedding
 """.split())
+
+
+def inplace_position(module: str) -> int | None:
+    """Where a catalog module class takes `inplace` among its constructor's positional
+    parameters (its hyper-parameters, in catalog order), or None when it takes none."""
+    for op in CATALOG:
+        hyper = [a.ctor_name for a in op.args if a.role is Role.HYPER]
+        if op.module == module and "inplace" in hyper:
+            return hyper.index("inplace")
+    return None
+
+
+def output_known_modules() -> frozenset[str]:
+    """Qualified names of the module classes `fresh_output` may answer yes for."""
+    return _FRESH_OTHER_MODULES | set(replacing_modules())
+
+
+def fresh_output(module: str, inplace: bool | None) -> bool:
+    """Whether a module of class `module` (qualified name), built with `inplace` (None: not
+    known), always returns a new tensor that nothing else sees: an in-place op on its output may
+    then be rewritten out of place. Read by the static checker and the runtime preparer alike."""
+    if module in _FRESH_OTHER_MODULES:
+        return True
+    rows = [op for op in CATALOG if op.module == module]
+    if not rows or any(op.aliases for op in rows):
+        return False
+    return inplace is False or inplace_position(module) is None
 
 # Tensor methods and attributes whose result is a size, dtype or other plain value, not a tensor:
 # operators on them are not tensor ops (read by the static inference and the runtime preparer).
@@ -385,7 +462,7 @@ def markdown_table() -> str:
         functions = sorted({f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions})
         methods = sorted({f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
                          | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators})
-        hyper = sorted({a.ctor_name for op in ops for a in op.args if a.role == HYPER})
+        hyper = sorted({a.ctor_name for op in ops for a in op.args if a.role is Role.HYPER})
         rows.append(f"| `{module.replace('torch.nn.', 'nn.')}` | {', '.join(functions)} | "
                     f"{', '.join(methods)} | {', '.join(hyper)} |")
     return "\n".join(rows)

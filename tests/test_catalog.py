@@ -46,7 +46,7 @@ def test_hyper_parameters_are_constructor_arguments(op):
     cls = _resolve(op.module)
     accepted = inspect.signature(cls.__init__).parameters
     for arg in op.args:
-        if arg.role == catalog.HYPER:
+        if arg.role is catalog.Role.HYPER:
             assert arg.ctor_name in accepted, (op.module, arg.ctor_name)
     for name, _ in op.ctor_extra + op.module_defaults:
         assert name in accepted
@@ -76,3 +76,61 @@ def test_catalog_import_does_not_import_torch():
     code = "import sys, migrator.catalog; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_inplace_position_is_the_constructor_parameter():
+    """The static checker reads `inplace` from a positional constructor argument there."""
+    for qualname in catalog.replacing_modules():
+        position = catalog.inplace_position(qualname)
+        parameters = list(inspect.signature(_resolve(qualname).__init__).parameters)[1:]
+        assert position == (parameters.index("inplace") if "inplace" in parameters else None), \
+            qualname
+
+
+def _shares_storage(output, tensor) -> bool:
+    return output.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.nn.Flatten(), lambda: torch.nn.Unflatten(1, (2, 2)),
+    lambda: torch.nn.Dropout().eval(), lambda: torch.nn.AlphaDropout().eval(),
+    lambda: torch.nn.ReLU(inplace=True), lambda: torch.nn.Hardtanh(-1.0, 1.0, True),
+])
+def test_modules_returning_their_input_are_not_fresh(make):
+    module = make()
+    x = torch.randn(2, 4, 3, 3)
+    assert _shares_storage(module(x), x)
+    name = next(n for n in catalog.output_known_modules() if _resolve(n) is type(module))
+    assert not catalog.fresh_output(name, bool(getattr(module, "inplace", False)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.nn.ReLU(), lambda: torch.nn.Upsample(scale_factor=1),
+    lambda: torch.nn.MaxPool2d(1), lambda: torch.nn.AdaptiveAvgPool2d(3),
+    lambda: torch.nn.PixelShuffle(1), lambda: torch.nn.Conv2d(4, 4, 1),
+])
+def test_fresh_modules_return_a_new_tensor_even_when_it_could_be_the_input(make):
+    module = make()
+    x = torch.randn(2, 4, 3, 3)
+    with torch.no_grad():
+        assert not _shares_storage(module(x), x)
+    name = next(n for n in catalog.output_known_modules() if _resolve(n) is type(module))
+    assert catalog.fresh_output(name, False)
+
+
+def test_operator_table_matches_ast_and_operator():
+    import ast
+    import operator
+    for op in catalog.OPERATORS:
+        assert isinstance(ast.parse(f"a {op.symbol} b", mode="eval").body.op, op.node)
+        assert isinstance(ast.parse(f"a {op.inplace_symbol} b").body[0].op, op.node)
+        a, b = torch.tensor([[6.0]]), torch.tensor([[4.0]])
+        expected = eval(f"a {op.symbol} b")
+        assert torch.equal(op.function(a, b), expected)
+        assert torch.equal(op.inplace_function(a.clone(), b), expected)
+        assert op.inplace_function.__name__ == "i" + op.function.__name__
+        assert catalog.operator_of(op.node) is op
+    listed = {s for o in catalog.CATALOG for s in o.operators}
+    assert listed <= {o.symbol for o in catalog.OPERATORS}
+    assert {s for o in catalog.CATALOG for s in o.inplace_operators} <= {
+        o.inplace_symbol for o in catalog.OPERATORS}

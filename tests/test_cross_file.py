@@ -3,34 +3,16 @@ module that migrator creates in its base class."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from migrator.config import Config
 from migrator.runner import run
 
-BASE = '''import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Base(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return F.gelu(self.fc(x))
-'''
-CLASHING = '''import torch.nn as nn
-
-from .base import Base
-
-
-class Net(Base):
-    def __init__(self):
-        super().__init__()
-        self.gelu = nn.Identity()
-
-    def forward(self, x):
-        return self.gelu(super().forward(x))
-'''
+TREE = Path(__file__).resolve().parent.parent / "fixtures" / "trees" / "base_in_other_package"
+BASE = (TREE / "pkg" / "base.before.py").read_text(encoding="utf-8")
+CLASHING = (TREE / "app" / "net.before.py").read_text(encoding="utf-8")
+"""A base class creating `self.gelu`, and a subclass (importing it from `pkg.base`) that has a
+`self.gelu` of its own."""
 
 
 def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_path):
@@ -38,7 +20,7 @@ def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_pa
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "base.py").write_text(BASE)
-    (pkg / "net.py").write_text(CLASHING)
+    (pkg / "net.py").write_text(CLASHING.replace("from pkg.base", "from .base"))
     outcomes = {o.path.name: o for o in run([str(pkg)], Config(), rewrite=True)}
     assert "self.gelu_1 = nn.GELU()" in outcomes["base.py"].new_text
     assert "return self.gelu_1(self.fc(x))" in outcomes["base.py"].new_text
@@ -50,10 +32,10 @@ def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text("")
     (tmp_path / "pkg" / "base.py").write_text(BASE)
-    (tmp_path / "app" / "net.py").write_text(CLASHING.replace("from .base", "from pkg.base"))
+    (tmp_path / "app" / "net.py").write_text(CLASHING)
     outcomes = {o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Config(),
                                             rewrite=False)}
     [finding] = outcomes["net.py"].findings
-    assert (finding.line, finding.code) == (6, "MIG111")
+    assert (finding.line, finding.code) == (8, "MIG111")
     assert "`self.gelu` is also the name of the module migrator creates in base class `Base`" \
         in finding.message

@@ -10,6 +10,7 @@ import pytest
 from fixture_cases import CASES, TREES, expected_after, expected_findings, import_path
 from migrator.cli import main
 from migrator.config import Config
+from migrator.findings import CODES
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
 from migrator.runner import run
@@ -110,3 +111,12 @@ def test_tree_fix_written_file_by_file(tree, tmp_path):
         source = tree / path.relative_to(work).with_name(path.name.replace(".py", ".before.py"))
         if source.exists():
             assert path.read_text(encoding="utf-8") == expected_after(source), path
+
+
+def test_every_finding_code_has_a_fixture():
+    """Each code migrator reports is shown, with its message, by some fixture's findings."""
+    expected = [line for case in CASES for line in expected_findings(case)]
+    expected += [line for tree in TREES for before in tree.rglob("*.before.py")
+                 for line in expected_findings(before)]
+    shown = {line.split(": ", 1)[1].split(" ", 1)[0] for line in expected}
+    assert shown >= set(CODES), sorted(set(CODES) - shown)

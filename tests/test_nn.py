@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import migrator.nn as mnn
+from migrator import catalog
 
 # --------------------------------------------------------------------- helpers
 
@@ -519,6 +520,8 @@ def test_div_by_zero_semantics() -> None:
 
 
 ALL_CLASSES = [getattr(mnn, name) for name in mnn.__all__]
+CATALOG_CLASSES = {m.rsplit(".", 1)[1] for m in catalog.replacing_modules()
+                   if m.startswith(catalog.OPS)}
 CONSTRUCT = {
     "Pad": lambda: mnn.Pad((1, 1)),
     "GroupNorm": lambda: mnn.GroupNorm(2),
@@ -544,8 +547,8 @@ def test_all_lists_every_public_class() -> None:
         for name, obj in vars(mnn).items()
         if inspect.isclass(obj) and issubclass(obj, torch.nn.Module) and not name.startswith("_")
     }
-    assert set(mnn.__all__) == public
-    assert len(mnn.__all__) == len(set(mnn.__all__)) == 16
+    assert set(mnn.__all__) == public == CATALOG_CLASSES
+    assert len(mnn.__all__) == len(set(mnn.__all__))
 
 
 @pytest.mark.parametrize(
@@ -725,6 +728,16 @@ ONNX_CASES = {
 }
 
 
+def _class_of(case: Case) -> type:
+    return type(case.make())
+
+
+# Every other class gets its first traceable case exported too.
+_EXPORTED = {_class_of(c) for c in ONNX_CASES.values()}
+ONNX_CASES.update({c.id: c for c in (next((c for c in DETERMINISTIC if _class_of(c) is cls), None)
+                                     for cls in ALL_CLASSES if cls not in _EXPORTED) if c})
+
+
 @pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning")
 @pytest.mark.parametrize("name", list(ONNX_CASES))
 def test_onnx_export_runs_in_onnxruntime(name: str, tmp_path) -> None:
@@ -743,6 +756,13 @@ def test_onnx_export_runs_in_onnxruntime(name: str, tmp_path) -> None:
     want = _expected(case).numpy()
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+def test_every_class_is_traced_scripted_and_exported(cls: type) -> None:
+    """Each class migrator creates has fx/export, TorchScript and ONNX cases above."""
+    for cases in (DETERMINISTIC, SCRIPTABLE, list(ONNX_CASES.values())):
+        assert any(_class_of(c) is cls for c in cases), cls.__name__
 
 
 # ------------------------------------------------------------ self-contained

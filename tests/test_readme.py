@@ -24,6 +24,8 @@ def _render(text: str) -> str:
 
 def test_readme_tables_are_current():
     text = README.read_text(encoding="utf-8")
+    for name in SECTIONS:  # a lost marker would leave its table unchecked
+        assert text.count(f"<!-- {name}:start -->\n") == text.count(f"<!-- {name}:end -->") == 1
     rendered = _render(text)
     if os.environ.get("UPDATE_README") and rendered != text:
         README.write_text(rendered, encoding="utf-8")

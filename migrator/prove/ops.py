@@ -1,5 +1,5 @@
 """The op catalog resolved to runtime objects; matching fx nodes against it and binding their
-arguments by role.
+arguments by role (`migrator.binder`, with what only fx values can tell).
 
 Nodes are matched by their target only: the function object (resolved from the catalog's
 qualified names with importlib), the tensor method name of a `call_method` node, or the
@@ -8,32 +8,23 @@ qualified names with importlib), the tensor method name of a `call_method` node,
 
 from __future__ import annotations
 
-import ast
 import importlib
 import math
-import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.fx import Node
 from torch.fx.node import map_aggregate
 
-from migrator import catalog
-from migrator.catalog import (CATALOG, FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRAINING,
-                              WEIGHT, Op)
-
-_OPERATOR_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv",
-                   "@": "matmul", "**": "pow"}
-"""Operator symbol -> name of its function in the `operator` module (`+=` -> `iadd`)."""
+from migrator import binder, catalog
+from migrator.binder import NOT_CONSTANT, Bound, Predicates
+from migrator.catalog import CATALOG, Op, Role
+from migrator.refusal import Refusal
 
 # Functions computing sizes and other plain values: operators on them are not tensor ops.
 _SCALAR_FUNCTIONS = frozenset({len, int, float, bool, math.floor, math.ceil, math.sqrt})
-
-
-class Refused(Exception):
-    """A catalog op that cannot become its module; `str()` says why."""
 
 
 @dataclass(frozen=True)
@@ -45,20 +36,6 @@ class Match:
     """"function", "method" or "operator"."""
     inplace: bool = False
     """An in-place op (`add_`, `+=`) that only becomes its out-of-place module when safe."""
-
-
-@dataclass
-class Binding:
-    """A call's arguments sorted by role."""
-
-    inputs: list[Any] = field(default_factory=list)
-    """Forward inputs, in order (the items of a list argument spread out)."""
-    ctor: dict[str, Any] = field(default_factory=dict)
-    """Constructor keywords: every hyper-parameter, given or defaulted, plus ctor_extra."""
-    training: Any = None
-    """The value passed for a TRAINING argument (it must follow the module's mode)."""
-    weight: Node | None = None
-    """The `get_attr` node of a learned weight the module takes over (prelu)."""
 
 
 class RuntimeCatalog:
@@ -76,12 +53,12 @@ class RuntimeCatalog:
                 self._methods[name] = Match(op, f".{name}()", "method")
             for name in op.inplace_methods:
                 self._methods[name] = Match(op, f".{name}()", "method", inplace=True)
-            for symbol in op.operators:
-                self._operators[id(getattr(operator, _OPERATOR_NAMES[symbol]))] = Match(
-                    op, symbol, "operator")
-            for symbol in op.inplace_operators:
-                function = getattr(operator, "i" + _OPERATOR_NAMES[symbol.removesuffix("=")])
-                self._operators[id(function)] = Match(op, symbol, "operator", inplace=True)
+        for operator in catalog.OPERATORS:
+            if (op := catalog.by_operator(operator.symbol)) is not None:
+                self._operators[id(operator.function)] = Match(op, operator.symbol, "operator")
+            if (op := catalog.by_inplace_operator(operator.inplace_symbol)) is not None:
+                self._operators[id(operator.inplace_function)] = Match(
+                    op, operator.inplace_symbol, "operator", inplace=True)
 
     def _add_function(self, target: object, match: Match) -> None:
         known = self._functions.get(id(target))
@@ -161,65 +138,56 @@ def _holds_node(value: Any) -> bool:
     return bool(found)
 
 
-def bind(op: Op, node: Node) -> Binding:
-    """Sort the arguments of `node` (a call of `op`) by role; raise `Refused` when the call cannot
-    become `op.module` with the same result."""
-    positional = [a for a in op.args if not a.keyword_only]
-    if len(node.args) > len(positional):
-        raise Refused(f"{len(node.args)} positional arguments, the catalog knows {len(positional)}")
-    values = {a.name: v for a, v in zip(positional, node.args)}
-    for name, value in node.kwargs.items():
-        if op.arg(name) is None:
-            raise Refused(f"argument `{name}` is not in the catalog")
-        values[name] = value
-    binding = Binding()
-    inputs: list[tuple[Any, bool]] = []
-    for arg in op.args:
-        value = values.get(arg.name, arg.default)
-        if value is REQUIRED:
-            raise Refused(f"`{arg.name}` is missing")
-        if arg.role == INPUT:
-            inputs.append((value, arg.name in values))
-        elif arg.role == INPUTS:
-            if not isinstance(value, (list, tuple)):
-                raise Refused(f"`{arg.name}` is not a literal sequence: its length is unknown")
-            inputs += [(item, True) for item in value]
-        elif arg.role == HYPER:
-            if _holds_node(value):
-                raise Refused(f"`{arg.name}` is computed while tracing, not a constant")
-            binding.ctor[arg.ctor_name] = value
-        elif arg.role == TRAINING:
-            if not isinstance(value, bool):
-                raise Refused(f"`{arg.name}` is not a constant bool")
-            binding.training = value
-        elif arg.role == FIXED:
-            if _holds_node(value) or not (value is arg.default or value == arg.default):
-                raise Refused(f"`{arg.name}={value!r}` is not supported by {op.module_name}")
-        elif arg.role == WEIGHT:
-            if not (isinstance(value, Node) and value.op == "get_attr"):
-                raise Refused(f"`{arg.name}` is not an attribute of the model")
-            binding.weight = value
-        else:
-            assert arg.role == IGNORED, arg.role
-    while inputs and not inputs[-1][1]:
+def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound:
+    """Sort the arguments of `node` (a call of `op`) by role; raise the `Refusal` when the call
+    cannot become `op.module` with the same result. `follows_mode`: whether a `training` value
+    follows the model's mode (fx records only the value of the mode it traced in)."""
+    bound = binder.bind(op, node.args, list(node.kwargs.items()), Predicates(
+        show=repr,
+        constant=lambda v: NOT_CONSTANT if _holds_node(v) else v,
+        unfixed=lambda v: "it is computed while tracing" if _holds_node(v) else None,
+        follows_mode=lambda v: isinstance(v, bool) and follows_mode(v),
+        unsplittable=lambda v: None if isinstance(v, (list, tuple)) else (
+            "the tensor sequence is not a literal one: its length is unknown"),
+        weight_refused=lambda op, v: None if isinstance(v, Node) and v.op == "get_attr" else (
+            "is not an attribute of the model")))
+    if isinstance(bound, Refusal):
+        raise bound
+    return bound
+
+
+def training_value(op: Op, node: Node) -> bool | None:
+    """The constant bool `node` passes for the op's `training` argument, else None."""
+    values = binder.arguments(op, node.args, list(node.kwargs.items()))
+    arg = next((a for a in op.args if a.role is Role.TRAINING), None)
+    if arg is None or isinstance(values, Refusal):
+        return None
+    value = values.get(arg.name, arg.default)
+    return value if isinstance(value, bool) else None
+
+
+def forward_inputs(bound: Bound) -> tuple[Any, ...]:
+    """The module's positional forward inputs: the items of a tensor list spread out, optional
+    inputs the call leaves at their default dropped from the end."""
+    inputs = list(bound.inputs)
+    while inputs and not inputs[-1].given:
         inputs.pop()
-    binding.inputs = [value for value, _ in inputs]
-    binding.ctor.update((name, ast.literal_eval(text)) for name, text in op.ctor_extra)
-    return binding
+    return tuple(v for item in inputs
+                 for v in (item.value if item.arg.role is Role.INPUTS else (item.value,)))
 
 
-def build_module(op: Op, binding: Binding, root: torch.nn.Module) -> torch.nn.Module:
+def build_module(op: Op, bound: Bound, root: torch.nn.Module) -> torch.nn.Module:
     """A new `op.module` computing the bound call (a learned weight is shared, not copied)."""
     cls = resolve(op.module)
     if cls is None:
-        raise Refused(f"cannot import {op.module}")
-    if binding.weight is None:
-        return cls(**binding.ctor)
+        raise Refusal(None, f"cannot import {op.module}")
+    module = cls(**dict(bound.ctor))
+    if bound.weight is None:
+        return module
     try:
-        weight = root.get_parameter(binding.weight.target)
+        weight = root.get_parameter(bound.weight.target)
     except AttributeError:
-        raise Refused(f"`{binding.weight.target}` is not a parameter") from None
-    module = cls(**binding.ctor)
+        raise Refusal("MIG106", f"`{bound.weight.target}` is not a parameter") from None
     module.weight = weight  # the same Parameter: tied, trained and saved as before
     module.num_parameters = weight.numel()
     return module

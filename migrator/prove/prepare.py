@@ -21,20 +21,17 @@ import torch
 from torch import fx
 from torch.fx import Node
 
-from migrator.catalog import FRESH_OUTPUT_MODULES, MODULE_ATTRIBUTES, TRAINING, Op
-from migrator.prove.ops import (Match, Refused, bind, build_module, op_module_classes, resolve,
-                                runtime_catalog, scalar_nodes)
+from migrator import catalog
+from migrator.catalog import MODULE_ATTRIBUTES, Op, Role
+from migrator.prove.ops import (Match, bind, build_module, forward_inputs, resolve,
+                                runtime_catalog, scalar_nodes, training_value)
 from migrator.prove.outputs import as_tuple, difference, run_seeded
 from migrator.prove.trace import (SOURCE, PrepareError, TraceFailure, describe_source, owner_of,
                                   trace)
+from migrator.refusal import Refusal
 
 REPORT = "migrator_prepare"
 """GraphModule.meta key holding the `PrepareReport`."""
-
-_ALIASING = frozenset(f"torch.nn.{name}" for name in (
-    "Flatten Unflatten Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout "
-    "FeatureAlphaDropout").split())
-"""Catalog modules whose output may be their input itself (a view, or dropout in eval mode)."""
 
 
 class PrepareWarning(UserWarning):
@@ -157,10 +154,10 @@ class _Namer:
 
 def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: dict, namer: _Namer,
                  report: PrepareReport) -> None:
-    catalog = runtime_catalog()
+    ops = runtime_catalog()
     graph = gm.graph
     scalars = scalar_nodes(graph.nodes)
-    matches = [(node, catalog.match(node)) for node in graph.nodes]
+    matches = [(node, ops.match(node)) for node in graph.nodes]
     matches = [(n, m) for n, m in matches if m is not None and not _on_scalars(n, m, scalars)]
     following = _training_following_mode(model, options, matches)
     for node, match in matches:
@@ -168,37 +165,34 @@ def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: dict, name
         source = describe_source(node.meta.get(SOURCE))
         try:
             readers = _later_readers(gm, node) if match.inplace else []
-            binding = bind(match.op, node)
-            if _has_training(match.op) and node not in following:
-                raise Refused("`training` does not follow `self.training`: a module would "
-                              "behave differently in the other mode")
-            path = _weight_owner(gm, model, match.op, binding)
+            bound = bind(match.op, node, lambda _, node=node: node in following)
+            path = _weight_owner(gm, model, match.op, bound)
             if path is None:
-                module = build_module(match.op, binding, gm)
+                module = build_module(match.op, bound, gm)
                 module.train(_submodule(model, owner).training)
                 path = namer.name(owner, match.op.key)
                 gm.add_submodule(path, module)
-        except Refused as why:
-            report.left.append(Left(match.call, owner, source, str(why)))
+        except Refusal as why:
+            report.left.append(Left(match.call, owner, source, why.message))
             continue
         with graph.inserting_before(node):
-            replacement = graph.call_module(path, tuple(binding.inputs))
+            replacement = graph.call_module(path, forward_inputs(bound))
         replacement.meta = dict(node.meta)
         node.replace_all_uses_with(replacement)
         for reader in readers:
             reader.replace_input_with(node.args[0], replacement)
         graph.erase_node(node)
-        if binding.weight is not None and not binding.weight.users:
-            graph.erase_node(binding.weight)
+        if bound.weight is not None and not bound.weight.users:
+            graph.erase_node(bound.weight)
         report.converted.append(Converted(match.call, path, source))
 
 
-def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, binding) -> str | None:
+def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, bound) -> str | None:
     """For `F.prelu(x, self.act.weight)` where `self.act` is the op's own module class (an
     nn.PReLU): the path of that module, now called instead of a new one being made."""
-    if binding.weight is None:
+    if bound.weight is None:
         return None
-    path, _, name = binding.weight.target.rpartition(".")
+    path, _, name = bound.weight.target.rpartition(".")
     owner = _submodule(model, path)
     if not path or name != "weight" or type(owner) is not resolve(op.module):
         return None
@@ -214,7 +208,7 @@ def _on_scalars(node: Node, match: Match, scalars: set[Node]) -> bool:
 
 
 def _has_training(op: Op) -> bool:
-    return any(a.role == TRAINING for a in op.args)
+    return any(a.role is Role.TRAINING for a in op.args)
 
 
 def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
@@ -237,31 +231,24 @@ def _training_following_mode(model: torch.nn.Module, options: dict,
     finally:
         for module, mode in modes.items():
             module.training = mode
-    catalog = runtime_catalog()
+    ops = runtime_catalog()
     there = [n for n in other.graph.nodes
-             if (m := catalog.match(n)) is not None and _has_training(m.op)]
+             if (m := ops.match(n)) is not None and _has_training(m.op)]
     if [n.target for n, _ in here] != [n.target for n in there]:
         return set()
     return {node for (node, match), twin in zip(here, there)
-            if _training_value(match.op, node) is model.training
-            and _training_value(match.op, twin) is (not model.training)}
-
-
-def _training_value(op: Op, node: Node) -> Any:
-    try:
-        return bind(op, node).training
-    except Refused:
-        return None
+            if training_value(match.op, node) is model.training
+            and training_value(match.op, twin) is (not model.training)}
 
 
 def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
     """The nodes after the in-place op `node` that read the tensor it changes, to be given the
-    out-of-place result instead. Refused unless that tensor is the fresh output of a module and
+    out-of-place result instead. Refuses unless that tensor is the fresh output of a module and
     nothing but such modules read it before (any other reader may hold a view of it)."""
     target = node.args[0] if node.args else None
     if not (isinstance(target, Node) and target.op == "call_module"
             and _fresh_output(gm.get_submodule(target.target))):
-        raise Refused("changes in place a tensor that may be shared (not the fresh output of "
+        raise Refusal("MIG108", "changes in place a tensor that may be shared (not the fresh output of "
                       "a module)")
     later = set()
     cursor = node.next
@@ -271,21 +258,22 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
     for reader in target.users:
         if reader is not node and reader not in later and not (
                 reader.op == "call_module" and _fresh_output(gm.get_submodule(reader.target))):
-            raise Refused("changes in place a tensor read before by an op that may hold a view "
+            raise Refusal("MIG108", "changes in place a tensor read before by an op that may hold a view "
                           "of it")
     return [reader for reader in target.users if reader in later]
 
 
 def _fresh_output(module: torch.nn.Module) -> bool:
-    return type(module) in _fresh_classes() and not getattr(module, "inplace", False)
+    """Whether `module` always returns a new tensor (`catalog.fresh_output`, which the static
+    checker asks too)."""
+    name = _known_classes().get(type(module))
+    return name is not None and catalog.fresh_output(name, bool(getattr(module, "inplace", False)))
 
 
 @cache
-def _fresh_classes() -> frozenset[type]:
-    """Module classes whose output is always a new tensor (unless built with inplace=True)."""
-    classes, _ = op_module_classes()
-    aliasing = {resolve(name) for name in _ALIASING}
-    return frozenset((classes - aliasing) | {resolve(name) for name in FRESH_OUTPUT_MODULES})
+def _known_classes() -> dict[type, str]:
+    """Module classes `catalog.fresh_output` knows, with their qualified names there."""
+    return {cls: name for name in catalog.output_known_modules() if (cls := resolve(name)) is not None}
 
 
 def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:

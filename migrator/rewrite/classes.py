@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from migrator import catalog
 from migrator.catalog import Op
-from migrator.rewrite.context import MANY, FileContext, Refusal, Site, self_attr
+from migrator.refusal import Refusal
+from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import LAST, Key, entry_keys

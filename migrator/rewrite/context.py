@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from migrator.findings import Finding
+from migrator.refusal import Refusal
 from migrator.rewrite.plan import Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
@@ -141,15 +142,6 @@ class FileContext:
             f"from {module} import {', '.join(sorted(names))}"
             for module, names in self.from_imports.items()]
         self.findings.sort()
-
-
-class Refusal(Exception):
-    """A rewrite that cannot be proven safe: the finding code and the reason."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def self_attr(node: ast.AST) -> bool:

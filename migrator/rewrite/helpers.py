@@ -12,7 +12,6 @@ from typing import Iterator
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
-from migrator.rewrite.operators import SYMBOLS
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import walk
@@ -100,11 +99,12 @@ def ops_in(info: FileInfo, function: ast.FunctionDef) -> Iterator[tuple[str, ast
             ) and not tensors.is_plain(node.func.value):
                 yield f".{node.func.attr}()", node
         elif isinstance(node, (ast.BinOp, ast.AugAssign)):
-            symbol = SYMBOLS.get(type(node.op), "")
+            operator = catalog.operator_of(type(node.op))
+            if operator is None:
+                continue
             operands = ((node.left, node.right) if isinstance(node, ast.BinOp)
                         else (node.target, node.value))
-            if isinstance(node, ast.AugAssign):
-                symbol += "="
+            symbol = operator.symbol if isinstance(node, ast.BinOp) else operator.inplace_symbol
             found = (catalog.by_operator(symbol) if isinstance(node, ast.BinOp)
                      else catalog.by_inplace_operator(symbol))
             if found and (any(tensors.is_tensor(o) for o in operands) or (

@@ -6,11 +6,12 @@ import ast
 from typing import TYPE_CHECKING
 
 from migrator import catalog
-from migrator.catalog import FIXED, HYPER, IGNORED, INPUT, INPUTS, REQUIRED, TRAINING, WEIGHT, Op
-from migrator.rewrite.context import MANY, Refusal, Site, self_attr
+from migrator.binder import NOT_CONSTANT, Input, Predicates, bind
+from migrator.catalog import REQUIRED, Op, Role
+from migrator.refusal import Refusal
+from migrator.rewrite.context import MANY, Site, self_attr
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
-from migrator.rewrite.operators import SYMBOLS
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
@@ -69,8 +70,7 @@ class Scanner:
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
         if op is not None:
-            self._convert(op, node, _bind(op, node, None), visit, "MIG001",
-                          self.ctx.text(func))
+            self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
         if isinstance(func, ast.Attribute) and self.tensors.unknown(func.value) and (
                 catalog.by_method(func.attr) or catalog.by_inplace_method(func.attr)):
@@ -78,33 +78,36 @@ class Scanner:
         if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
             op = catalog.by_method(func.attr)
             if op is not None:
-                self._convert(op, node, _bind(op, node, func.value), visit, "MIG002",
-                              f".{func.attr}()")
+                positional, keywords = _arguments(node)
+                self._convert(op, node, [(func.value, ("receiver",))] + positional, keywords,
+                              visit, "MIG002", f".{func.attr}()")
             elif (op := catalog.by_inplace_method(func.attr)) is not None:
                 if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
                     self._inplace(op, node, func.value, node.args, node.keywords, visit,
                                   f".{func.attr}()")
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
-        op = catalog.by_operator(SYMBOLS.get(type(node.op), ""))
+        operator = catalog.operator_of(type(node.op))
+        op = catalog.by_operator(operator.symbol) if operator else None
         if op is None:
             return
+        label = f"`{operator.symbol}`"
         if not self.tensors.is_tensor(node):
-            self._unproven(f"`{SYMBOLS[type(node.op)]}`", node.left, node.right)
+            self._unproven(label, node.left, node.right)
             return
-        bound = {op.args[0].name: (node.left, ("left",)), op.args[1].name: (node.right, ("right",))}
-        self._convert(op, node, bound, visit, "MIG002", f"`{SYMBOLS[type(node.op)]}`",
-                      kind="binop")
+        self._convert(op, node, [(node.left, ("left",)), (node.right, ("right",))], [], visit,
+                      "MIG002", label, kind="binop")
 
     def _augassign(self, node: ast.AugAssign, visit: Visit) -> None:
-        op = catalog.by_inplace_operator(SYMBOLS.get(type(node.op), "") + "=")
+        operator = catalog.operator_of(type(node.op))
+        op = catalog.by_inplace_operator(operator.inplace_symbol) if operator else None
         if op is None:
             return
+        label = f"`{operator.inplace_symbol}`"
         if not self.tensors.is_tensor(node.target):
-            self._unproven(f"`{SYMBOLS[type(node.op)]}=`", node.target, node.value)
+            self._unproven(label, node.target, node.value)
             return
-        self._inplace(op, node, node.target, [node.value], [], visit,
-                      f"`{SYMBOLS[type(node.op)]}=`")
+        self._inplace(op, node, node.target, [node.value], [], visit, label)
 
     def _unproven(self, label: str, *operands: ast.expr) -> None:
         """An op that is a tensor op if an operand is a tensor, which cannot be proven either
@@ -124,82 +127,46 @@ class Scanner:
         reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
-        call = ast.Call(func=ast.Name("_"), args=[target, *args], keywords=keywords)
-        bound = _bind(op, call, None)
-        if isinstance(bound, str):
+        if _starred(args, [k.arg for k in keywords]):
             return
         augmented = isinstance(node, ast.AugAssign)
-        refs = {op.args[0].name: ("target",) if augmented else ("receiver",),
-                op.args[1].name: ("right",) if augmented else ("arg", 0)}
-        bound = {k: (v[0], refs.get(k, v[1])) for k, v in bound.items()}
-        kind = "augassign" if augmented else "inplace"
-        self._convert(op, node, bound, visit, "MIG002", label, kind=kind)
+        positional = [(target, ("target",) if augmented else ("receiver",))]
+        positional += [(a, ("right",) if augmented else ("arg", i)) for i, a in enumerate(args)]
+        self._convert(op, node, positional, [(k.arg, k.value, ("kw", k.arg)) for k in keywords],
+                      visit, "MIG002", label, kind="augassign" if augmented else "inplace")
 
     def _fresh(self, value: ast.expr) -> bool:
-        """Whether `value` is a call of a module known to return a new tensor."""
+        """Whether `value` is a call of a module known to return a new tensor nothing else sees
+        (`catalog.fresh_output`, which the runtime preparer asks too)."""
         if isinstance(value, ast.Call) and self_attr(value.func):
             info = self.owner.attrs.get(value.func.attr)
             if info and isinstance(info.value, ast.Call):
                 cls = self.ctx.info.names.resolve(info.value.func)
-                return cls in catalog.FRESH_OUTPUT_MODULES
+                return bool(cls) and catalog.fresh_output(cls, _inplace_flag(cls, info.value))
         return False
 
-    def _convert(self, op: Op, node: ast.AST, bound, visit: Visit, code: str, label: str,
-                 kind: str = "call") -> None:
+    def _convert(self, op: Op, node: ast.AST, positional: list[tuple[ast.expr, tuple]],
+                 keywords: list[tuple[str | None, ast.expr, tuple]], visit: Visit, code: str,
+                 label: str, kind: str = "call") -> None:
+        """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
+        (value, how the codemod finds it) pairs, keywords with their names."""
         if code in self.ctx.disable:
             return
-        if isinstance(bound, str):
-            if bound:
-                raise Refusal("MIG107", f"{label}: {bound}")
-            return
-        ctor: list[str] = []
-        deps: set[str] = set()
-        inputs: list[tuple[tuple, str | None]] = []
-        weight_module: str | None = None
-        for arg in op.args:
-            value, ref = bound.get(arg.name, (None, None))
-            if arg.role == INPUT:
-                if value is None:
-                    if arg.default is REQUIRED:
-                        return
-                    continue
-                inputs.append((ref, None if arg.default is REQUIRED else arg.name))
-            elif arg.role == INPUTS:
-                if value is None:
-                    return
-                if isinstance(value, (ast.List, ast.Tuple)):
-                    if any(isinstance(e, ast.Starred) for e in value.elts):
-                        raise Refusal("MIG107", f"{label}: starred items in the tensor list")
-                    inputs.append((("elements", ref), None))
-                else:
-                    inputs.append((("star", ref), None))
-            elif arg.role == HYPER:
-                if value is None:
-                    default = dict(op.module_defaults).get(arg.ctor_name, arg.default)
-                    if default != arg.default:
-                        ctor.append(f"{arg.ctor_name}={arg.default!r}")
-                    continue
-                try:
-                    text, sub = self.owner.hyper(value, self.shadowed)
-                except Refusal as refusal:
-                    raise Refusal("MIG101", f"{label}: `{arg.name}={self.ctx.text(value)}` is not "
-                                             f"fixed at __init__ time: {refusal.message}") from None
-                deps |= sub
-                ctor.append(f"{arg.ctor_name}={text}")
-            elif arg.role == TRAINING:
-                if not (value is not None and self_attr(value) and value.attr == "training"):
-                    shown = self.ctx.text(value) if value is not None else f"{arg.default} (default)"
-                    raise Refusal("MIG102", f"{label}: `training={shown}`; the module would follow "
-                                             "`self.training` instead")
-            elif arg.role == FIXED:
-                if value is not None and not (literal(value) and ast.literal_eval(value) == arg.default):
-                    raise Refusal("MIG107", f"{label}: `{arg.name}={self.ctx.text(value)}` is not "
-                                             f"supported by the module (only {arg.default!r})")
-            elif arg.role == WEIGHT:
-                weight_module = self._weight_owner(op, value, label)
-            elif arg.role != IGNORED:
-                raise AssertionError(arg.role)
-        ctor += [f"{k}={v}" for k, v in op.ctor_extra]
+        if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
+            raise Refusal("MIG107", f"{label}: arguments passed with * or ** cannot be split "
+                                     "statically")
+        refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
+        hyper: dict[int, tuple[str, set[str]]] = {}
+        bound = bind(op, [v for v, _ in positional], [(k, v) for k, v, _ in keywords],
+                     self._predicates(hyper))
+        if isinstance(bound, Refusal):
+            if bound.code is None:
+                return
+            raise Refusal(bound.code, f"{label}: {bound.message}")
+        inputs = [_input(item, refs[id(item.value)]) for item in bound.inputs if item.given]
+        ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
+        deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
+        weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
         if visit.repeated:
             raise Refusal("MIG105", f"{label} runs in a loop or comprehension: one module would "
                                      "serve every iteration; left as is")
@@ -219,7 +186,36 @@ class Scanner:
                                               tuple(inputs)))
         self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})")
 
-    def _weight_owner(self, op: Op, value: ast.expr | None, label: str) -> str:
+    def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates:
+        """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in
+        `__init__`, `self` attributes it reads) goes to `hyper`, by node id."""
+
+        def unfixed(value: ast.expr) -> str | None:
+            try:
+                hyper[id(value)] = self.owner.hyper(value, self.shadowed)
+            except Refusal as refusal:
+                return refusal.message
+            return None
+
+        def weight_refused(op: Op, value: ast.expr) -> str | None:
+            if self._weight_owner(op, value):
+                return None
+            return f"would move into a new {op.module_name} and change its state_dict key; left as is"
+
+        def unsplittable(value: ast.expr) -> str | None:
+            starred = isinstance(value, (ast.List, ast.Tuple)) and any(
+                isinstance(e, ast.Starred) for e in value.elts)
+            return "starred items in the tensor list" if starred else None
+
+        return Predicates(
+            show=self.ctx.text,
+            constant=lambda v: ast.literal_eval(v) if literal(v) else NOT_CONSTANT,
+            unfixed=unfixed,
+            follows_mode=lambda v: self_attr(v) and v.attr == "training",
+            unsplittable=unsplittable,
+            weight_refused=weight_refused)
+
+    def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
         `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
         if (isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value)):
@@ -227,30 +223,40 @@ class Scanner:
             if (info and isinstance(info.value, ast.Call)
                     and self.ctx.info.names.resolve(info.value.func) == op.module):
                 return value.value.attr
-        shown = self.ctx.text(value) if value is not None else "?"
-        raise Refusal("MIG106", f"{label}: weight `{shown}` would move into a new "
-                                 f"{op.module_name} and change its state_dict key; left as is")
+        return None
 
 
-def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):
-    """Map the op's parameter names to (value node, input ref), or a reason string ('' for a
-    call that does not fit the signature and is better left alone)."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return "arguments passed with * or ** cannot be split statically"
-    positional: list[tuple[ast.expr, tuple]] = []
-    if receiver is not None:
-        positional.append((receiver, ("receiver",)))
-    positional += [(a, ("arg", i)) for i, a in enumerate(call.args)]
-    bound: dict[str, tuple[ast.expr, tuple]] = {}
-    for (value, ref), arg in zip(positional, op.args):
-        if arg.keyword_only:
-            return ""
-        bound[arg.name] = (value, ref)
-    if len(positional) > len(op.args):
-        return ""
-    names = {a.name for a in op.args}
-    for kw in call.keywords:
-        if kw.arg not in names or kw.arg in bound:
-            return ""
-        bound[kw.arg] = (kw.value, ("kw", kw.arg))
-    return bound
+def _arguments(call: ast.Call) -> tuple[list[tuple[ast.expr, tuple]],
+                                         list[tuple[str | None, ast.expr, tuple]]]:
+    """A call's positional and keyword arguments, each with how the codemod finds it."""
+    return ([(a, ("arg", i)) for i, a in enumerate(call.args)],
+            [(k.arg, k.value, ("kw", k.arg)) for k in call.keywords])
+
+
+def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
+    """Whether arguments are passed with `*` or `**` (a keyword without a name)."""
+    return any(isinstance(a, ast.Starred) for a in args) or None in keyword_names
+
+
+def _input(item: Input, ref: tuple) -> tuple[tuple, str | None]:
+    """A forward input as the codemod writes it: (ref, keyword name for an optional input);
+    a tensor list spreads its elements, or the sequence itself with `*`."""
+    if item.arg.role is Role.INPUTS:
+        spread = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
+        return (spread, ref), None
+    return ref, None if item.arg.default is REQUIRED else item.arg.name
+
+
+def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
+    """The `inplace` a module is built with by `ctor` (a call of `cls`): False when it cannot be
+    in place, None when that is not known statically."""
+    position = catalog.inplace_position(cls)
+    if position is None:
+        return False
+    if _starred(ctor.args, [k.arg for k in ctor.keywords]):
+        return None
+    given = [k.value for k in ctor.keywords if k.arg == "inplace"]
+    given += ctor.args[position:position + 1]
+    if not given:
+        return False
+    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None

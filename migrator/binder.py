@@ -1,0 +1,129 @@
+"""One argument binder for a call of a catalog op, whatever the world of the call: `ast`
+nodes (the static checker) or fx node arguments (the runtime preparer).
+
+The role rules and the refusal reasons live here; each world supplies `Predicates`, the few
+facts about its values only it can tell (is this a constant, is it `self.training`...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from migrator.catalog import REQUIRED, Arg, Op, Role
+from migrator.refusal import Refusal
+
+NOT_CONSTANT = object()
+"""What `Predicates.constant` returns for a value not known before the call runs."""
+
+
+@dataclass(frozen=True)
+class Predicates:
+    """What a world tells the binder about one of its argument values."""
+
+    show: Callable[[object], str]
+    """The value as people read it (source text, or a repr)."""
+    constant: Callable[[object], object]
+    """The value itself when it is a constant, else `NOT_CONSTANT`."""
+    unfixed: Callable[[object], str | None]
+    """Why a hyper-parameter value is not fixed when the module is built (None: it is)."""
+    follows_mode: Callable[[object], bool]
+    """Whether a `training` value is the caller's `self.training`."""
+    unsplittable: Callable[[object], str | None]
+    """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
+    weight_refused: Callable[[Op, object], str | None]
+    """Why a learned weight cannot go to the op's module (None: it can)."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """A forward input of the module: an INPUT argument, or the sequence of an INPUTS one."""
+
+    arg: Arg
+    value: object
+    given: bool
+    """False for an optional input the call leaves at its default (`value` is the default)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A call's arguments sorted by role, ready to become a module and its call."""
+
+    inputs: tuple[Input, ...]
+    ctor: tuple[tuple[str, object], ...]
+    """Constructor keywords in catalog order: hyper-parameters the call passes (world values),
+    defaults the module does not share, then `Op.ctor_extra` (plain values)."""
+    given: frozenset[str]
+    """The constructor keywords whose value is a world value the call passed."""
+    weight: object = None
+    """The learned weight the module takes over (prelu), else None."""
+
+
+def arguments(op: Op, positional: Sequence[object],
+              keywords: Sequence[tuple[str, object]]) -> dict[str, object] | Refusal:
+    """The values a call passes, by parameter name; a `Refusal` without code when the call does
+    not fit the op's signature."""
+    params = [a for a in op.args if not a.keyword_only]
+    if len(positional) > len(params):
+        return Refusal(None, f"{len(positional)} positional arguments, the catalog knows "
+                             f"{len(params)}")
+    values = {a.name: v for a, v in zip(params, positional)}
+    for name, value in keywords:
+        if op.arg(name) is None:
+            return Refusal(None, f"argument `{name}` is not in the catalog")
+        if name in values:
+            return Refusal(None, f"argument `{name}` is given twice")
+        values[name] = value
+    return values
+
+
+def bind(op: Op, positional: Sequence[object], keywords: Sequence[tuple[str, object]],
+         predicates: Predicates) -> Bound | Refusal:
+    """Sort a call's arguments by the op's roles, or say why the call cannot become
+    `op.module` with the same result."""
+    values = arguments(op, positional, keywords)
+    if isinstance(values, Refusal):
+        return values
+    inputs: list[Input] = []
+    ctor: list[tuple[str, object]] = []
+    given: set[str] = set()
+    weight = None
+    module_defaults = dict(op.module_defaults)
+    for arg in op.args:
+        passed = arg.name in values
+        value = values[arg.name] if passed else arg.default
+        if value is REQUIRED:
+            return Refusal(None, f"`{arg.name}` is missing")
+        shown = predicates.show(value) if passed else f"{value} (default)"
+        if arg.role is Role.INPUT:
+            inputs.append(Input(arg, value, passed))
+        elif arg.role is Role.INPUTS:
+            reason = predicates.unsplittable(value)
+            if reason:
+                return Refusal("MIG107", reason)
+            inputs.append(Input(arg, value, True))
+        elif arg.role is Role.HYPER:
+            if passed:
+                reason = predicates.unfixed(value)
+                if reason:
+                    return Refusal("MIG101", f"`{arg.name}={shown}` is not fixed at __init__ "
+                                             f"time: {reason}")
+                ctor.append((arg.ctor_name, value))
+                given.add(arg.ctor_name)
+            elif module_defaults.get(arg.ctor_name, value) != value:
+                ctor.append((arg.ctor_name, value))
+        elif arg.role is Role.TRAINING:
+            if not (passed and predicates.follows_mode(value)):
+                return Refusal("MIG102", f"`training={shown}`; the module would follow "
+                                         "`self.training` instead")
+        elif arg.role is Role.FIXED:
+            constant = predicates.constant(value) if passed else value
+            if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
+                return Refusal("MIG107", f"`{arg.name}={shown}` is not supported by the module "
+                                         f"(only {arg.default!r})")
+        elif arg.role is Role.WEIGHT:
+            reason = predicates.weight_refused(op, value)
+            if reason:
+                return Refusal("MIG106", f"weight `{shown}` {reason}")
+            weight = value
+    return Bound(tuple(inputs), tuple(ctor) + op.ctor_extra, frozenset(given), weight)

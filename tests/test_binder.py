@@ -1,0 +1,65 @@
+"""The one argument binder, with plain Python values standing for either world's."""
+
+from __future__ import annotations
+
+import pytest
+
+from migrator import catalog
+from migrator.binder import NOT_CONSTANT, Bound, Predicates, bind
+from migrator.refusal import Refusal
+
+COMPUTED = object()
+"""A value known only when the call runs."""
+
+PLAIN = Predicates(
+    show=lambda v: "<computed>" if v is COMPUTED else repr(v),
+    constant=lambda v: NOT_CONSTANT if v is COMPUTED else v,
+    unfixed=lambda v: "it is computed" if v is COMPUTED else None,
+    follows_mode=lambda v: v == "self.training",
+    unsplittable=lambda v: None if isinstance(v, list) else "not a list",
+    weight_refused=lambda op, v: None if v == "owned" else "is not owned")
+
+
+def _bind(function: str, *args, **kwargs) -> Bound | Refusal:
+    return bind(catalog.by_function(function), args, list(kwargs.items()), PLAIN)
+
+
+def test_roles_sorted():
+    bound = _bind("torch.nn.functional.leaky_relu", "x", 0.2)
+    assert [(i.arg.name, i.value, i.given) for i in bound.inputs] == [("input", "x", True)]
+    assert bound.ctor == (("negative_slope", 0.2),) and bound.given == {"negative_slope"}
+    assert _bind("torch.nn.functional.relu_", "x").ctor == (("inplace", True),)
+    assert _bind("torch.flatten", "x").ctor == (("start_dim", 0),)  # nn.Flatten's default is 1
+    sdpa = _bind("torch.nn.functional.scaled_dot_product_attention", "q", "k", "v")
+    assert [i.given for i in sdpa.inputs] == [True, True, True, False]
+    assert _bind("torch.cat", ["a", "b"], 1).inputs[0].value == ["a", "b"]
+    assert _bind("torch.nn.functional.prelu", "x", "owned").weight == "owned"
+
+
+@pytest.mark.parametrize("function, args, kwargs, code, message", [
+    ("torch.nn.functional.softmax", ("x", COMPUTED), {}, "MIG101",
+     "`dim=<computed>` is not fixed at __init__ time: it is computed"),
+    ("torch.nn.functional.dropout", ("x", 0.5, True), {}, "MIG102",
+     "`training=True`; the module would follow `self.training` instead"),
+    ("torch.nn.functional.dropout", ("x",), {}, "MIG102",
+     "`training=True (default)`; the module would follow `self.training` instead"),
+    ("torch.nn.functional.prelu", ("x", "w"), {}, "MIG106", "weight `'w'` is not owned"),
+    ("torch.sum", ("x",), {"dtype": "float64"}, "MIG107",
+     "`dtype='float64'` is not supported by the module (only None)"),
+    ("torch.cat", (COMPUTED,), {}, "MIG107", "not a list"),
+    ("torch.nn.functional.relu", ("x", False, 1), {}, None,
+     "3 positional arguments, the catalog knows 2"),
+    ("torch.nn.functional.relu", ("x",), {"out": 1}, None, "argument `out` is not in the catalog"),
+    ("torch.nn.functional.relu", ("x",), {"input": 1}, None, "argument `input` is given twice"),
+    ("torch.nn.functional.threshold", ("x",), {}, None, "`threshold` is missing"),
+])
+def test_refusals(function, args, kwargs, code, message):
+    refusal = _bind(function, *args, **kwargs)
+    assert isinstance(refusal, Refusal)
+    assert (refusal.code, refusal.message) == (code, message)
+
+
+def test_follows_mode_and_fixed_default_accepted():
+    bound = _bind("torch.nn.functional.dropout", "x", 0.1, "self.training")
+    assert bound.ctor == (("p", 0.1),)
+    assert isinstance(_bind("torch.sum", "x", dtype=None), Bound)
