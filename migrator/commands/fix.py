@@ -89,7 +89,8 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
     from migrator.prove.verify import format_text, verify_rewrites
     from migrator.commands.verify import report_setup_errors, run_chains
 
-    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}
+    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes
+                if isinstance(o, runner.Processed) and o.changed}
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
@@ -127,8 +128,10 @@ class Fixer:
 
     def apply(self, outcome: runner.Outcome) -> None:
         say = self.bar.print
-        if outcome.error:
+        if isinstance(outcome, runner.Failed):
             self._error(outcome.path, outcome.error)
+            return
+        if isinstance(outcome, runner.Excluded):
             return
         fixed = [f for f in outcome.findings if f.fixable and outcome.changed]
         left = [f for f in outcome.findings if not (f.fixable and outcome.changed)]
@@ -186,7 +189,7 @@ class Fixer:
             return None
         return refusal
 
-    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+    def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
         try:
             write_source(outcome.source, outcome.new_text)
         except SourceError as exc:
@@ -235,7 +238,7 @@ class StdinFixer(Fixer):
             sys.stdout.flush()
         return super().finish()
 
-    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+    def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
         try:
             self.raw = encode_source(outcome.source, outcome.new_text)
         except SourceError as exc:

@@ -11,7 +11,7 @@ from migrator.rewrite.context import MANY, Refusal, Site, self_attr
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
 from migrator.rewrite.operators import SYMBOLS
-from migrator.rewrite.plan import Replace
+from migrator.rewrite.plan import InputRef, Replace, ReplaceKind
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
@@ -50,7 +50,7 @@ class Scanner:
                 elif isinstance(node, ast.AugAssign):
                     self._augassign(node, visit)
             except Refusal as refusal:
-                self.ctx.report(node, refusal.code, refusal.message)
+                self.ctx.refuse(node, refusal)
 
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
@@ -92,7 +92,8 @@ class Scanner:
         if not self.tensors.is_tensor(node):
             self._unproven(f"`{SYMBOLS[type(node.op)]}`", node.left, node.right)
             return
-        bound = {op.args[0].name: (node.left, ("left",)), op.args[1].name: (node.right, ("right",))}
+        bound = {op.args[0].name: (node.left, InputRef("left")),
+                 op.args[1].name: (node.right, InputRef("right"))}
         self._convert(op, node, bound, visit, "MIG002", f"`{SYMBOLS[type(node.op)]}`",
                       kind="binop")
 
@@ -129,8 +130,8 @@ class Scanner:
         if isinstance(bound, str):
             return
         augmented = isinstance(node, ast.AugAssign)
-        refs = {op.args[0].name: ("target",) if augmented else ("receiver",),
-                op.args[1].name: ("right",) if augmented else ("arg", 0)}
+        refs = {op.args[0].name: InputRef("target" if augmented else "receiver"),
+                op.args[1].name: InputRef("right" if augmented else "arg")}
         bound = {k: (v[0], refs.get(k, v[1])) for k, v in bound.items()}
         kind = "augassign" if augmented else "inplace"
         self._convert(op, node, bound, visit, "MIG002", label, kind=kind)
@@ -145,7 +146,7 @@ class Scanner:
         return False
 
     def _convert(self, op: Op, node: ast.AST, bound, visit: Visit, code: str, label: str,
-                 kind: str = "call") -> None:
+                 kind: ReplaceKind = "call") -> None:
         if code in self.ctx.disable:
             return
         if isinstance(bound, str):
@@ -154,7 +155,7 @@ class Scanner:
             return
         ctor: list[str] = []
         deps: set[str] = set()
-        inputs: list[tuple[tuple, str | None]] = []
+        inputs: list[tuple[InputRef, str | None]] = []
         weight_module: str | None = None
         for arg in op.args:
             value, ref = bound.get(arg.name, (None, None))
@@ -170,9 +171,9 @@ class Scanner:
                 if isinstance(value, (ast.List, ast.Tuple)):
                     if any(isinstance(e, ast.Starred) for e in value.elts):
                         raise Refusal("MIG107", f"{label}: starred items in the tensor list")
-                    inputs.append((("elements", ref), None))
+                    inputs.append((InputRef("elements", inner=ref), None))
                 else:
-                    inputs.append((("star", ref), None))
+                    inputs.append((InputRef("star", inner=ref), None))
             elif arg.role == HYPER:
                 if value is None:
                     default = dict(op.module_defaults).get(arg.ctor_name, arg.default)
@@ -211,13 +212,15 @@ class Scanner:
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
             self.owner.sites.setdefault(weight_module, []).append(Site(
                 weight_module, node.func, self.times, self.owner.key(self.method, node),
-                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight"),
+                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight",
+                 label.strip("`")),
                 method=self.method))
             return
         name = self.owner.create(op, ctor, deps, self.owner.key(self.method, node))
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
                                               tuple(inputs)))
-        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})")
+        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
+                        op=label.strip("`"), module=op.module, attr=name)
 
     def _weight_owner(self, op: Op, value: ast.expr | None, label: str) -> str:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
@@ -237,11 +240,11 @@ def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):
     call that does not fit the signature and is better left alone)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return "arguments passed with * or ** cannot be split statically"
-    positional: list[tuple[ast.expr, tuple]] = []
+    positional: list[tuple[ast.expr, InputRef]] = []
     if receiver is not None:
-        positional.append((receiver, ("receiver",)))
-    positional += [(a, ("arg", i)) for i, a in enumerate(call.args)]
-    bound: dict[str, tuple[ast.expr, tuple]] = {}
+        positional.append((receiver, InputRef("receiver")))
+    positional += [(a, InputRef("arg", i)) for i, a in enumerate(call.args)]
+    bound: dict[str, tuple[ast.expr, InputRef]] = {}
     for (value, ref), arg in zip(positional, op.args):
         if arg.keyword_only:
             return ""
@@ -252,5 +255,5 @@ def _bind(op: Op, call: ast.Call, receiver: ast.expr | None):
     for kw in call.keywords:
         if kw.arg not in names or kw.arg in bound:
             return ""
-        bound[kw.arg] = (kw.value, ("kw", kw.arg))
+        bound[kw.arg] = (kw.value, InputRef("kw", keyword=kw.arg))
     return bound
