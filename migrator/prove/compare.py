@@ -22,7 +22,8 @@ from torch.fx.node import map_arg
 
 from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
-from migrator.prove.trace import SOURCE, TraceFailure, describe_source, last_model_frame
+from migrator.graph import describe_source, last_model_frame
+from migrator.prove.trace import SOURCE, TraceFailure
 
 Status = Literal["pass", "fail", "skip"]
 PASS: Status = "pass"
