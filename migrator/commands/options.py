@@ -85,7 +85,7 @@ def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str
     by_label = {target.label: target for target in targets}
     rows, ok = [], True
     for result in results:
-        equivalence = equivalence_cell(result)
+        equivalence = _equivalence_cell(result)
         try:
             built = build(by_label[result.target], side, MIGRATED_SEED)
             problem = "" if built.inputs is not None else "no example inputs"
@@ -103,7 +103,7 @@ def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str
     return summary_table(rows), ok
 
 
-def equivalence_cell(result) -> str:
+def _equivalence_cell(result) -> str:
     """PASS, or FAIL with the names of the failed checks."""
     from migrator.prove.compare import FAIL
 
