@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import torch
 
@@ -51,8 +51,8 @@ class ChainReport:
     float_onnx: RoundTrip | None = None
     qdq_onnx: RoundTrip | None = None
     qdq_node_count: int = 0
-    onnx_files: dict[str, str] = field(default_factory=dict)
-    """Written .onnx paths by model kind: "float", "qdq"."""
+    onnx_files: dict[Literal["float", "qdq"], str] = field(default_factory=dict)
+    """Written .onnx paths by model kind."""
 
     @property
     def ok(self) -> bool:

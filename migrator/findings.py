@@ -1,4 +1,6 @@
-"""Findings: what the analysis reports, each with a stable code, a path, a line and a column."""
+"""Findings: what the analysis reports, each with a stable code, a path, a line and a column,
+plus what a program needs without reading the message: the op, the module and attribute a fix
+creates, or why no fix was made."""
 
 from __future__ import annotations
 
@@ -37,10 +39,25 @@ class Finding:
     col: int
     code: str
     message: str
+    op: str = ""
+    """How the op or module was called, as written: `F.relu`, `+`, `.flatten()`, `self.act`."""
+    module: str = ""
+    """The module class a fix creates (MIG001/MIG002: its qualified name, `torch.nn.ReLU`;
+    empty when the call goes through a module the class already has) or copies (MIG003: as
+    the source names it, `nn.Dropout`)."""
+    attr: str = ""
+    """The attribute the fix calls: `relu` for `self.relu`."""
+    reason: str = ""
+    """Why no fix was made (findings that need a person)."""
 
     @property
     def fixable(self) -> bool:
         return self.code < "MIG100"
+
+    def details(self) -> dict[str, str]:
+        """The structured fields that are set: op, module, attr, reason."""
+        return {name: value for name in ("op", "module", "attr", "reason")
+                if (value := getattr(self, name))}
 
     def format(self) -> str:
         return f"{self.path}:{self.line}:{self.col + 1}: {self.code} {self.message}"

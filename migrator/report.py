@@ -15,29 +15,17 @@ from typing import Protocol
 from urllib.parse import quote
 
 from migrator import __version__
-from migrator.catalog import replacing_modules
 from migrator.files import SourceError
 from migrator.findings import CODES, Finding
 
-# Conversions are reported as "F.relu -> `self.relu` = ReLU()" and splits as "`self.relu`
-# (nn.ReLU) is called at 2 sites: ..." by the analysis (migrator/rewrite/); tests/test_report.py
-# checks the counts on real output.
-_CREATED_CLASS = re.compile(r" -> `self\.\w+` = (\w+)\(")
-_SPLIT_CLASS = re.compile(r"^`self\.\w+` \(([^)]+)\) is called")
-_SHOWN_MODULE = {qualname.rsplit(".", 1)[1]: qualname.replace("torch.nn.", "nn.")
-                 .replace("migrator.nn.", "") for qualname in replacing_modules()}
-"""Created class name -> how the summary shows it: `nn.ReLU` for torch's, `Add` for migrator's."""
-
-
 def module_kind(finding: Finding) -> str:
-    """The module class a fix creates (MIG001/MIG002) or copies (MIG003), as shown to people."""
+    """The module class a fix creates (MIG001/MIG002) or copies (MIG003), as shown to people:
+    `nn.ReLU` for torch's, `Add` for migrator's."""
     if finding.code == "MIG003":
-        split = _SPLIT_CLASS.match(finding.message)
-        return split.group(1) if split else "module"
-    created = _CREATED_CLASS.search(finding.message)
-    if created is None:
+        return finding.module or "module"
+    if not finding.module:
         return "existing module"  # the call now goes through a module the class already has
-    return _SHOWN_MODULE.get(created.group(1), created.group(1))
+    return finding.module.replace("torch.nn.", "nn.").replace("migrator.nn.", "")
 
 
 def _by_kind(counts: Counter[str]) -> str:
@@ -211,6 +199,7 @@ def to_sarif(findings: Iterable[Finding], errors: Iterable[SourceError] = ()) ->
         "level": "warning",
         "message": {"text": f.message},
         "locations": [_location(f.path, f.line, f.col + 1)],
+        **({"properties": f.details()} if f.details() else {}),
     } for f in findings]
     notifications = [{
         "level": "error",

@@ -1,14 +1,14 @@
 """Run the static engine over files: discovery, reading, analysis/rewrite, error isolation.
 
-A file that cannot be read or parsed, or a path that names no Python file, yields an outcome with
-an error; the others go on. `-` stands for source read from stdin (`run_stdin`). Each
-file is analysed with its own `Project` cache, so its outcome does not depend on which files
+Each path gives an `Outcome`: `Processed`, or `Failed` for a file that cannot be read or parsed
+or a path that names no Python file (the others go on), or `Excluded`. `-` stands for source
+read from stdin (`run_stdin`). Each file is analysed with its own `Project` cache, so its outcome does not depend on which files
 were processed before it (the same with `-j N`) and memory stays bounded by the largest file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -24,16 +24,35 @@ from migrator.rewrite.project import Project
 
 
 @dataclass
-class Outcome:
+class Processed:
+    """A file read and analysed (and, for `fix`, rewritten: `new_text`)."""
+
     path: Path
-    source: SourceFile | None = None
+    source: SourceFile
+    findings: list[Finding]
     new_text: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-    error: SourceError | None = None
 
     @property
     def changed(self) -> bool:
-        return self.source is not None and self.new_text is not None and self.new_text != self.source.text
+        return self.new_text is not None and self.new_text != self.source.text
+
+
+@dataclass
+class Failed:
+    """A path naming no Python file, or a file that could not be read or analysed."""
+
+    path: Path
+    error: SourceError
+
+
+@dataclass
+class Excluded:
+    """Source read from stdin under a name the `exclude` setting matches: left alone."""
+
+    path: Path
+
+
+Outcome = Processed | Failed | Excluded
 
 
 STDIN = "-"
@@ -58,37 +77,36 @@ def run(paths: list[str], config: Config, *, rewrite: bool, jobs: int = 1,
 
 def run_stdin(raw: bytes, name: str | None, config: Config, *, rewrite: bool) -> Outcome:
     """The outcome of source read from stdin, shown as `name` (default `-`). A name matching
-    `exclude` is left alone: an outcome without source, findings or error."""
+    `exclude` is left alone (`Excluded`)."""
     path = Path(name or STDIN)
     if name and excluded(name, config.exclude):
-        return Outcome(path)
+        return Excluded(path)
     return process(path, config, rewrite, read=lambda _: decode_source(path, raw))
 
 
 def process(path: Path | PathError, config: Config, rewrite: bool,
             read: Callable[[Path], SourceFile] | None = None) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
-    problems become the outcome's error."""
+    problems make it `Failed`."""
     if isinstance(path, PathError):
-        return Outcome(path.path, error=path)
-    outcome = Outcome(path)
+        return Failed(path.path, path)
     try:
-        outcome.source = (read or read_source)(path)
-        text = outcome.source.text
+        source = (read or read_source)(path)
         if rewrite:
-            outcome.new_text, findings = fix_text(text, str(path), Project(), config.ops_module,
-                                                  config.disable)
+            new_text, findings = fix_text(source.text, str(path), Project(), config.ops_module,
+                                          config.disable)
         else:
-            findings = check_text(text, str(path), Project(), config.ops_module, config.disable)
+            new_text = None
+            findings = check_text(source.text, str(path), Project(), config.ops_module,
+                                  config.disable)
     except SourceError as exc:
-        outcome.error = exc
+        return Failed(path, exc)
     except SyntaxError as exc:
-        outcome.error = syntax_error(path, exc)
+        return Failed(path, syntax_error(path, exc))
     except (RecursionError, MemoryError):  # what the parser raises for pathological nesting
-        outcome.error = SourceError(path, 0, "too deeply nested to parse; left as is")
+        return Failed(path, SourceError(path, 0, "too deeply nested to parse; left as is"))
     except Exception as exc:  # an engine bug: keep going with the other files
-        outcome.error = SourceError(path, 0, f"internal error, left as is (please report): "
-                                             f"{type(exc).__name__}: {exc}")
-    else:
-        outcome.findings = [f for f in findings if f.code not in config.disable]
-    return outcome
+        return Failed(path, SourceError(path, 0, f"internal error, left as is (please report): "
+                                                 f"{type(exc).__name__}: {exc}"))
+    return Processed(path, source, [f for f in findings if f.code not in config.disable],
+                     new_text)

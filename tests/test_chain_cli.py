@@ -50,3 +50,17 @@ def test_fix_verify_runs_the_chain_on_the_migrated_model(tmp_path):
     assert lines[-1].startswith("zoo/net.py:Net ") and lines[-1].split()[-1] == "ok", result.stdout
     assert "+        return self.add(y, self.mean(x))" in result.stdout
     assert _row(result.stdout, "zoo/net.py:Net ")[1] == "PASS"
+
+
+def test_fix_verify_with_the_chain_imports_each_side_once(tmp_path):
+    """The original and the migrated model file each run once: verify and the chain share the
+    migrated side's import."""
+    counted = MODEL + ('\nwith open(__file__ + ".runs", "a") as _runs:\n'
+                       '    _runs.write("ran\\n")\n')
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "zoo" / "__init__.py").write_text("")
+    (tmp_path / "zoo" / "net.py").write_text(counted)
+    (tmp_path / "pyproject.toml").write_text('[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n')
+    result = migrator("fix", "--diff", "--verify", "--observers", "--onnx", "zoo", cwd=tmp_path)
+    assert _row(result.stdout, "zoo/net.py:Net ")[-1] == "ok", result.stdout + result.stderr
+    assert (tmp_path / "zoo" / "net.py.runs").read_text() == "ran\nran\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from migrator.config import Config
-from migrator.runner import run
+from migrator.runner import Processed, run
 
 torch = pytest.importorskip("torch")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "models"
@@ -25,7 +25,7 @@ def packages(tmp_path_factory):
     shutil.copytree(EXAMPLES, before)
     shutil.copytree(EXAMPLES, after)
     outcomes = list(run([str(after)], Config(), rewrite=True))
-    assert all(o.error is None for o in outcomes)
+    assert all(isinstance(o, Processed) for o in outcomes), outcomes
     assert sum(o.changed for o in outcomes) == 4
     for outcome in outcomes:
         assert not [f for f in outcome.findings if not f.fixable], outcome.findings

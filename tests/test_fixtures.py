@@ -13,7 +13,7 @@ from migrator.config import Config
 from migrator.findings import CODES
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
-from migrator.runner import run
+from migrator.runner import Processed, run
 
 IDS = [c.name.removesuffix(".before.py") for c in CASES]
 
@@ -85,7 +85,7 @@ def test_tree_rewrite(tree, tmp_path):
     for before in list(work.rglob("*.before.py")):
         before.rename(before.with_name(before.name.replace(".before.py", ".py")))
     outcomes = list(run([str(work)], Config(), rewrite=True))
-    assert all(o.error is None for o in outcomes)
+    assert all(isinstance(o, Processed) for o in outcomes), outcomes
     for outcome in outcomes:
         rel = outcome.path.relative_to(work)
         source = tree / rel.with_name(rel.name.replace(".py", ".before.py"))

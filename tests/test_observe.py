@@ -12,7 +12,8 @@ from quant_models import ResNetish, ViTish, randomize_batchnorm
 
 from migrator.observe import quantizer as quantizer_module
 from migrator.observe.calibrate import calibrate, calibration_batches
-from migrator.observe.capture import capture, owning_module
+from migrator.graph import owning_module
+from migrator.observe.capture import capture
 from migrator.observe.pt2e import ObserverBase, prepare_pt2e
 from migrator.observe.quantizer import ModuleQuantizer
 from migrator.observe.report import observer_report

@@ -52,16 +52,26 @@ def test_summary_counts_ops_by_module_kind(tree):
         "1 x nn.Sigmoid), 1 module call(s) split (1 x nn.ReLU); 2 finding(s) left")
 
 
-@pytest.mark.parametrize("code, message, kind", [
-    ("MIG001", "F.relu -> `self.relu` = ReLU()", "nn.ReLU"),
-    ("MIG002", "`+=` -> `self.add` = Add()", "Add"),
-    ("MIG001", "torch.cat -> `self.cat_1` = Concat(dim=1)", "Concat"),
-    ("MIG001", "F.prelu -> `self.act`, which owns that weight", "existing module"),
+@pytest.mark.parametrize("code, message, module, kind", [
+    ("MIG001", "F.relu -> `self.relu` = ReLU()", "torch.nn.ReLU", "nn.ReLU"),
+    ("MIG002", "`+=` -> `self.add` = Add()", "migrator.nn.Add", "Add"),
+    ("MIG001", "torch.cat -> `self.cat_1` = Concat(dim=1)", "migrator.nn.Concat", "Concat"),
+    ("MIG001", "F.prelu -> `self.act`, which owns that weight", "", "existing module"),
     ("MIG003", "`self.drop` (nn.Dropout) is called at 2 sites: this one becomes `self.drop_1`",
-     "nn.Dropout"),
+     "nn.Dropout", "nn.Dropout"),
 ])
-def test_module_kind_of_a_fix(code, message, kind):
-    assert module_kind(Finding("a.py", 1, 0, code, message)) == kind
+def test_module_kind_of_a_fix(code, message, module, kind):
+    assert module_kind(Finding("a.py", 1, 0, code, message, module=module)) == kind
+
+
+def test_fixes_carry_their_op_module_and_attribute(tree):
+    """The structured fields `module_kind` reads are filled where the analysis reports."""
+    data = json.loads(migrator("check", "--format", "json", "models/residual.py", cwd=tree).stdout)
+    fields = {(d["code"], d["op"], d["module"], d["attr"]) for d in data}
+    assert ("MIG001", "F.relu", "torch.nn.ReLU", "relu") in fields
+    assert ("MIG002", "+", "migrator.nn.Add", "add") in fields
+    assert ("MIG003", "self.act", "nn.ReLU", "act_1") in fields
+    assert all(d["reason"] == "" for d in data if d["fixable"])
 
 
 def test_diff_is_coloured_on_a_terminal_only(tree, monkeypatch, capsys):

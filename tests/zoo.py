@@ -113,7 +113,7 @@ def fix(paths: list[Path], *, write: bool, jobs: int = 1) -> FixRun:
     start = time.perf_counter()
     run = FixRun()
     for outcome in runner.run([str(p) for p in paths], Config(), rewrite=True, jobs=jobs):
-        if outcome.error:
+        if isinstance(outcome, runner.Failed):
             run.errors.append(str(outcome.error))
             continue
         for finding in outcome.findings:

@@ -12,6 +12,7 @@ from migrator.findings import to_json
 from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
 from migrator.report import to_sarif
+from migrator.runner import Failed, Processed
 
 HELP = "report every finding (path:line:col: CODE message) without changing files"
 
@@ -35,15 +36,16 @@ def run(args: argparse.Namespace) -> int:
     with Progress("check") as bar:
         raw = sys.stdin.buffer.read() if stdin else None
         for outcome in outcomes(args, config, raw, rewrite=False, progress=bar):
-            if outcome.error:
+            if isinstance(outcome, Failed):
                 bar.print(outcome.error, file=sys.stderr)
                 errors.append(outcome.error)
-            found += len(outcome.findings)
-            if args.format == "text":  # streamed; json and sarif need them all
-                for finding in outcome.findings:
-                    bar.print(finding.format())
-            else:
-                findings += outcome.findings
+            elif isinstance(outcome, Processed):
+                found += len(outcome.findings)
+                if args.format == "text":  # streamed; json and sarif need them all
+                    for finding in outcome.findings:
+                        bar.print(finding.format())
+                else:
+                    findings += outcome.findings
     if args.format == "json":
         print(to_json(findings))
     elif args.format == "sarif":

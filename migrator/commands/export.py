@@ -32,19 +32,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     from migrator.chain import write_export
+    from migrator.prove.build import MIGRATED_SEED, build
     from migrator.prove.load import LoadError, Side
-    from migrator.prove.verify import MIGRATED_SEED, build
 
     try:
-        model, inputs, _ = build(target, Side("working tree"), MIGRATED_SEED)
+        built = build(target, Side("working tree"), MIGRATED_SEED)
     except LoadError as exc:
         print(f"migrator export: {exc}", file=sys.stderr)
         return 2
-    if inputs is None:
+    if built.inputs is None:
         print(f"migrator export: {target.label}: no example inputs: pass --input SHAPE, return "
               "(model, example_inputs), or define example_inputs()", file=sys.stderr)
         return 2
-    report = write_export(model, inputs, args.output, name=target.label, **options)
+    report = write_export(built.model, built.inputs, args.output, name=target.label, **options)
     print(report.to_table())
     for path in report.files:
         print(f"wrote {path}")

@@ -15,8 +15,7 @@ from migrator.files import SourceError, encode_source, write_source
 from migrator.findings import Finding
 from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
-from migrator.commands.options import chain_options
-from migrator.commands.verify import add_observer_arguments
+from migrator.commands.options import add_observer_arguments, chain_options
 from migrator.report import ReviewReport, Summary, unified_diff
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
@@ -85,11 +84,11 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
         print("migrator fix --verify: nothing to verify: add [[tool.migrator.verify]] entries to "
               "pyproject.toml", file=sys.stderr)
         return None
-    from migrator.prove.load import Side
+    from migrator.commands.options import report_setup_errors, run_chains
     from migrator.prove.verify import format_text, verify_rewrites
-    from migrator.commands.verify import report_setup_errors, run_chains
 
-    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes if o.changed}
+    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes
+                if isinstance(o, runner.Processed) and o.changed}
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
@@ -98,8 +97,7 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
     compared = [result for result in verified.results if not result.error]
     text, chained = format_text(compared) if compared else "", True
     if compared and (args.observers or args.onnx):
-        migrated = Side("after fix", {path: new for path, (_, new) in rewrites.items()})
-        table, chained = run_chains(targets, compared, migrated, options)
+        table, chained = run_chains(targets, compared, verified.migrated, options)
         text += "\n" + table
     return verified, chained, text
 
@@ -127,8 +125,10 @@ class Fixer:
 
     def apply(self, outcome: runner.Outcome) -> None:
         say = self.bar.print
-        if outcome.error:
+        if isinstance(outcome, runner.Failed):
             self._error(outcome.path, outcome.error)
+            return
+        if isinstance(outcome, runner.Excluded):
             return
         fixed = [f for f in outcome.findings if f.fixable and outcome.changed]
         left = [f for f in outcome.findings if not (f.fixable and outcome.changed)]
@@ -186,7 +186,7 @@ class Fixer:
             return None
         return refusal
 
-    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+    def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
         try:
             write_source(outcome.source, outcome.new_text)
         except SourceError as exc:
@@ -235,7 +235,7 @@ class StdinFixer(Fixer):
             sys.stdout.flush()
         return super().finish()
 
-    def _write(self, outcome: runner.Outcome, fixed: list[Finding]) -> bool:
+    def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
         try:
             self.raw = encode_source(outcome.source, outcome.new_text)
         except SourceError as exc:

@@ -1,10 +1,11 @@
-"""Options shared by the runtime commands (`verify`, `export`, `fix --verify`): which models to
-build, and how to run the quantization chain on them. Parsing only: torch is imported inside
-the functions that run models."""
+"""What the runtime commands (`verify`, `export`, `fix --verify`) share: the options naming
+the models to build and how to run the quantization chain on them, and the chain runner.
+torch is imported only inside the functions that run models."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from migrator.prove.targets import Target, TargetError, parse_input, parse_kwargs, parse_target
@@ -54,19 +55,47 @@ def chain_options(args: argparse.Namespace) -> dict:
             "calibration": args.calibration_batches, "qdq_steps": args.qdq_steps}
 
 
-def chain_table(built: list[tuple[str, str, object]], options: dict) -> tuple[str, bool]:
-    """Run the chain on each `(label, equivalence, (model, inputs) or a load error)` and render
-    one table: equivalence, observers, float and QDQ ONNX errors, seconds per step."""
-    from migrator.chain import run_chain, summary_table
+def add_observer_arguments(parser: argparse.ArgumentParser,
+                           exclude_flag: str = "--exclude") -> None:
+    """`--observers` / `--onnx` (run the chain after verifying) and the chain options."""
+    parser.add_argument("--observers", action="store_true",
+                        help="then run the quantization chain on each migrated model: pt2e "
+                             "observers, calibration, conversion to QDQ ...")
+    parser.add_argument("--onnx", action="store_true",
+                        help="... and the float and QDQ ONNX round trip under onnxruntime "
+                             "(either flag runs the whole chain and prints one table)")
+    add_chain_arguments(parser, exclude_flag)
 
+
+def report_setup_errors(results, prefix: str) -> None:
+    """One line on stderr per target that could not be set up."""
+    for result in results:
+        if result.error:
+            print(f"{prefix}: {result.target}: {result.error}", file=sys.stderr)
+
+
+def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str, bool]:
+    """Run the chain on the model of each verified target, built from `side` (the migrated
+    one, whose files are already imported), and render one table: equivalence, observers,
+    float and QDQ ONNX errors, seconds per step (imports torch)."""
+    from migrator.chain import run_chain, summary_table
+    from migrator.prove.build import MIGRATED_SEED, build
+    from migrator.prove.load import LoadError
+
+    by_label = {target.label: target for target in targets}
     rows, ok = [], True
-    for label, equivalence, made in built:
-        if isinstance(made, str):
-            rows.append({"target": label, "equivalence": equivalence, "observers": made})
+    for result in results:
+        equivalence = _equivalence_cell(result)
+        try:
+            built = build(by_label[result.target], side, MIGRATED_SEED)
+            problem = "" if built.inputs is not None else "no example inputs"
+        except LoadError as exc:
+            problem = str(exc)
+        if problem:
+            rows.append({"target": result.target, "equivalence": equivalence, "observers": problem})
             ok = False
             continue
-        model, inputs = made
-        report = run_chain(model, inputs, name=label, **options)
+        report = run_chain(built.model, built.inputs, name=result.target, **options)
         ok = ok and report.ok
         row = report.summary_row()
         rows.append({"target": row.pop("target"), "equivalence": equivalence, **row})
@@ -74,7 +103,7 @@ def chain_table(built: list[tuple[str, str, object]], options: dict) -> tuple[st
     return summary_table(rows), ok
 
 
-def equivalence_cell(result) -> str:
+def _equivalence_cell(result) -> str:
     """PASS, or FAIL with the names of the failed checks."""
     from migrator.prove.compare import FAIL
 

@@ -12,8 +12,9 @@ import argparse
 import sys
 
 from migrator.prove.targets import TargetError, config_targets
-from migrator.commands.options import (add_chain_arguments, add_target_arguments, chain_options,
-                                       chain_table, equivalence_cell, targets_from_args)
+from migrator.commands.options import (add_observer_arguments, add_target_arguments,
+                                       chain_options, report_setup_errors, run_chains,
+                                       targets_from_args)
 from migrator.config import ConfigError, add_config_argument, load
 
 HELP = ("prove migrated source equivalent to the original at a git revision: state_dict, fx "
@@ -31,16 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     add_observer_arguments(parser)
     add_config_argument(parser)
-
-
-def add_observer_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--exclude") -> None:
-    parser.add_argument("--observers", action="store_true",
-                        help="then run the quantization chain on each migrated model: pt2e "
-                             "observers, calibration, conversion to QDQ ...")
-    parser.add_argument("--onnx", action="store_true",
-                        help="... and the float and QDQ ONNX round trip under onnxruntime "
-                             "(either flag runs the whole chain and prints one table)")
-    add_chain_arguments(parser, exclude_flag)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from migrator.prove.load import Side
     from migrator.prove.verify import format_json, format_text, verify_base
 
-    results = verify_base(targets, args.base)
+    migrated = Side("working tree")
+    results = verify_base(targets, migrated, args.base)
     compared = [result for result in results if not result.error]
     report_setup_errors(results, "migrator verify")
     if args.format == "json":
@@ -71,33 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print(format_text(compared))
     ok = all(result.ok for result in compared)
     if compared and (args.observers or args.onnx):
-        table, chained = run_chains(targets, compared, Side("working tree"), options)
+        table, chained = run_chains(targets, compared, migrated, options)
         print(table)
         ok = ok and chained
     if len(compared) < len(results):
         return 2
     return 0 if ok else 1
-
-
-def report_setup_errors(results, prefix: str) -> None:
-    """One line on stderr per target that could not be set up."""
-    for result in results:
-        if result.error:
-            print(f"{prefix}: {result.target}: {result.error}", file=sys.stderr)
-
-
-def run_chains(targets, results, side, options: dict) -> tuple[str, bool]:
-    """The chain table for verified targets, each model built from `side` (imports torch)."""
-    from migrator.prove.load import LoadError
-    from migrator.prove.verify import MIGRATED_SEED, build
-
-    by_label = {target.label: target for target in targets}
-    built = []
-    for result in results:
-        try:
-            model, inputs, _ = build(by_label[result.target], side, MIGRATED_SEED)
-            made = (model, inputs) if inputs is not None else "no example inputs"
-        except LoadError as exc:
-            made = str(exc)
-        built.append((result.target, equivalence_cell(result), made))
-    return chain_table(built, options)

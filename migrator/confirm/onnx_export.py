@@ -22,8 +22,9 @@ import torch
 from torch.fx import GraphModule, Node
 
 from migrator.confirm.failure import ConfirmFailure, first_line
-from migrator.observe.capture import Captured, owning_module
-from migrator.observe.pt2e import quiet_loggers
+from migrator.graph import owning_module, quiet_loggers
+from migrator.observe.capture import Captured
+from migrator.observe import pt2e  # noqa: F401  torchao registers the quantized_decomposed ops
 
 OPSET = 21
 """int16 QuantizeLinear / DequantizeLinear need opset 21."""

@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import torch
 
-from migrator.observe.capture import as_input_tuple
+from migrator.graph import as_tuple
 
 Calibration = Union[None, int, Callable[[], Iterable[Any]]]
 RANDOM_SEED = 0
@@ -42,7 +42,7 @@ def calibration_batches(example_inputs: tuple[Any, ...], calibration: Calibratio
             yield _random_like(example_inputs, generator)
     elif callable(calibration):
         for batch in calibration():
-            yield as_input_tuple(batch)
+            yield as_tuple(batch)
     else:
         raise TypeError(f"calibration must be None, an int or a callable, not {type(calibration).__name__}")
 

@@ -1,4 +1,4 @@
-"""Capture a model with `torch.export` (dynamic batch) and read back where each graph node came from.
+"""Capture a model with `torch.export` (dynamic batch) and label the tensors its nodes produce.
 
 After migration every op runs inside its own named module, so a node's owning module (the last
 entry of its `nn_module_stack`) names the op: `layer1.0.relu_1`, `cat`, `blocks.0.attn.matmul`.
@@ -7,20 +7,15 @@ entry of its `nn_module_stack`) names the op: `layer1.0.relu_1`, `cat`, `blocks.
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.fx import Node
 
+from migrator.graph import as_tuple, last_model_frame, owning_module
+
 BATCH_DIM_NAME = "batch"
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in \S+\n(?P<code>[^\n]*)')
-_LIBRARY_DIRS = (
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # migrator, migrator.nn
-)
 
 
 @dataclass
@@ -35,11 +30,6 @@ class Captured:
     example_inputs: tuple[Any, ...]
     trace_inputs: tuple[Any, ...]
     dynamic_shapes: tuple[Any, ...]
-
-
-def as_input_tuple(example_inputs: Any) -> tuple[Any, ...]:
-    """`example_inputs` as the positional-argument tuple a model is called with."""
-    return example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
 
 
 def batch_dynamic_shapes(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -70,27 +60,12 @@ def eval_mode(model: torch.nn.Module):
 
 def capture(model: torch.nn.Module, example_inputs: Any) -> Captured:
     """Export `model` (in eval mode) with a dynamic batch dimension on every tensor input."""
-    inputs = as_input_tuple(example_inputs)
+    inputs = as_tuple(example_inputs)
     trace_inputs = _trace_inputs(inputs)
     dynamic_shapes = batch_dynamic_shapes(inputs)
     with eval_mode(model):
         program = torch.export.export(model, trace_inputs, dynamic_shapes=dynamic_shapes)
     return Captured(program, program.module(), inputs, trace_inputs, dynamic_shapes)
-
-
-def owning_module(node: Node) -> str:
-    """Dotted name of the innermost module that ran `node` ('' for the root module)."""
-    stack = node.meta.get("nn_module_stack")
-    if not stack:
-        return ""
-    path, _ = list(stack.values())[-1]
-    return path
-
-
-def _innermost_model_frame(node: Node) -> re.Match | None:
-    """The innermost frame of the node's stack trace that is model code, not torch or migrator."""
-    frames = _FRAME.finditer(node.meta.get("stack_trace") or "")
-    return next((f for f in reversed(list(frames)) if not f["file"].startswith(_LIBRARY_DIRS)), None)
 
 
 def tensor_label(node: Node) -> str:
@@ -104,21 +79,8 @@ def tensor_label(node: Node) -> str:
     if node.op == "get_attr":
         return str(node.target)
     module = owning_module(node)
-    frame = _innermost_model_frame(node)
-    if module and frame and f"self.{module.rpartition('.')[2]}(" in frame["code"]:
+    frame = last_model_frame(node.meta.get("stack_trace"))
+    if module and frame and f"self.{module.rpartition('.')[2]}(" in frame.code:
         return module
     op = getattr(getattr(node.target, "overloadpacket", None), "__name__", node.name)
     return f"{module or 'model'} ({op})"
-
-
-def source_location(node: Node) -> str:
-    """`file:line` of the model code that ran the node ('' when unknown).
-
-    Paths under the working directory are shown relative to it.
-    """
-    frame = _innermost_model_frame(node)
-    if frame is None:
-        return ""
-    path = frame["file"]
-    cwd = os.getcwd() + os.sep
-    return f"{path[len(cwd):] if path.startswith(cwd) else path}:{frame['line']}"

@@ -7,24 +7,9 @@ are logged once, at import, through standard `logging`; they are muted for the i
 
 from __future__ import annotations
 
-import contextlib
-import logging
+from migrator.graph import quiet_loggers
 
 _NOISY_IMPORT_LOGGERS = ("torchao", "torch.utils._pytree")
-
-
-@contextlib.contextmanager
-def quiet_loggers(logger_names: tuple[str, ...]):
-    """Raise the named loggers to ERROR for the duration of the block."""
-    loggers = [logging.getLogger(name) for name in logger_names]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 with quiet_loggers(_NOISY_IMPORT_LOGGERS):
@@ -53,5 +38,4 @@ __all__ = [
     "SharedQuantizationSpec",
     "convert_pt2e",
     "prepare_pt2e",
-    "quiet_loggers",
 ]

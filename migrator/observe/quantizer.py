@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 import torch
 from torch.fx import GraphModule, Node
 
-from migrator.observe.capture import owning_module
+from migrator.graph import owning_module
 from migrator.observe.groups import SharingGroup, sharing_groups
 from migrator.observe.pt2e import (
     MinMaxObserver,

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch.fx import GraphModule, Node
 
-from migrator.observe.capture import source_location, tensor_label
+from migrator.graph import source_location
+from migrator.observe.capture import tensor_label
 from migrator.observe.groups import Member
 from migrator.observe.pt2e import ObserverBase
 from migrator.observe.quantizer import ModuleQuantizer

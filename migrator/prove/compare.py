@@ -14,7 +14,7 @@ import io
 import logging
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import fx
@@ -22,9 +22,13 @@ from torch.fx.node import map_arg
 
 from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
-from migrator.prove.trace import SOURCE, TraceFailure, describe_source, last_model_frame
+from migrator.graph import describe_source, last_model_frame
+from migrator.prove.trace import SOURCE, TraceFailure
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+Status = Literal["pass", "fail", "skip"]
+PASS: Status = "pass"
+FAIL: Status = "fail"
+SKIP: Status = "skip"
 _STRIDE_IS_KERNEL = frozenset(f"{kind}_pool{n}d{suffix}" for kind, suffix in (
     ("max", ""), ("max", "_with_indices"), ("avg", "")) for n in (1, 2, 3))
 
@@ -32,8 +36,8 @@ _STRIDE_IS_KERNEL = frozenset(f"{kind}_pool{n}d{suffix}" for kind, suffix in (
 @dataclass
 class CheckResult:
     name: str
-    status: str
-    """"pass", "fail", or "skip" (did not run: never counted as a pass)."""
+    status: Status
+    """PASS, FAIL, or SKIP (did not run: never counted as a pass)."""
     detail: str
     figures: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

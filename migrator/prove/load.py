@@ -5,8 +5,8 @@ A model file usually lives in a package that imports itself (`from .layers impor
 removed from `sys.modules` for the duration, and a meta path finder serving that side's text for
 the files it overrides (the git revision's, or the text before `migrator fix`). Afterwards the
 side's modules are taken out of `sys.modules` again and what was there before is put back, so
-neither side sees the other's modules. Code objects are named `file.py@<side>`, and the text is
-registered with linecache, so tracebacks show the right lines.
+neither side sees the other's modules; a file is imported once per side. Code objects are named
+`file.py@<side>`, and the text is registered with linecache, so tracebacks show the right lines.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class Side:
 
     label: str
     overlay: Mapping[Path, str | bytes] = field(default_factory=dict)
+    imported: dict[Path, tuple[ModuleType, frozenset[Path]] | LoadError] = field(
+        default_factory=dict, compare=False, repr=False)
+    """Each file imported on this side (or why it could not be), with the overlay files used."""
 
     def __post_init__(self) -> None:
         resolved = {Path(path).resolve(): text for path, text in self.overlay.items()}
@@ -108,7 +111,29 @@ class Loaded:
 
 
 def load(file: Path, attribute: str, side: Side) -> Loaded:
-    """`attribute` of the module at `file`, imported in isolation for `side`.
+    """`attribute` of the module at `file`, imported in isolation for `side`, once: later loads
+    on the same side reuse that import (or its failure)."""
+    key = Path(file).resolve()
+    if key not in side.imported:
+        try:
+            side.imported[key] = _import(file, side)
+        except LoadError as exc:
+            side.imported[key] = exc
+    imported = side.imported[key]
+    if isinstance(imported, LoadError):
+        raise imported
+    module, served = imported
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise LoadError(f"{file.name} ({side.label}) has no `{attribute}`") from None
+    return Loaded(value, module, served)
+
+
+def _import(file: Path, side: Side) -> tuple[ModuleType, frozenset[Path]]:
+    """The module at `file` imported for `side`, and the overlay files the import used.
 
     A file whose name is not a module name (`model.before.py`) is imported on its own, under a
     private name, with its folder on sys.path."""
@@ -123,13 +148,7 @@ def load(file: Path, attribute: str, side: Side) -> Loaded:
         except Exception as exc:
             raise LoadError(f"cannot import {file.name} ({side.label}): "
                             f"{type(exc).__name__}: {exc}") from exc
-    value: Any = module
-    for part in attribute.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise LoadError(f"{file.name} ({side.label}) has no `{attribute}`") from None
-    return Loaded(value, module, frozenset(finder.served))
+    return module, frozenset(finder.served)
 
 
 def _import_file(file: Path, finder: _OverlayFinder) -> ModuleType:

@@ -8,11 +8,6 @@ from typing import Any, Iterator
 import torch
 
 
-def as_tuple(example_inputs: Any) -> tuple[Any, ...]:
-    """Example inputs as the positional arguments a model is called with."""
-    return example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
-
-
 def clone(value: Any) -> Any:
     """A deep copy of the tensors in `value` (so in-place ops in a run touch nothing shared)."""
     if isinstance(value, torch.Tensor):

@@ -23,11 +23,11 @@ from torch.fx import Node
 
 from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES, Op, Role
+from migrator.graph import as_tuple, describe_source, owning_module
 from migrator.prove.ops import (Match, bind, build_module, forward_inputs, resolve,
                                 runtime_catalog, scalar_nodes, training_value)
-from migrator.prove.outputs import as_tuple, difference, run_seeded
-from migrator.prove.trace import (SOURCE, PrepareError, TraceFailure, describe_source, owner_of,
-                                  trace)
+from migrator.prove.outputs import difference, run_seeded
+from migrator.prove.trace import SOURCE, PrepareError, TraceFailure, trace
 from migrator.refusal import Refusal
 
 REPORT = "migrator_prepare"
@@ -161,7 +161,7 @@ def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: dict, name
     matches = [(n, m) for n, m in matches if m is not None and not _on_scalars(n, m, scalars)]
     following = _training_following_mode(model, options, matches)
     for node, match in matches:
-        owner = owner_of(node)
+        owner = owning_module(node)
         source = describe_source(node.meta.get(SOURCE))
         try:
             readers = _later_readers(gm, node) if match.inplace else []

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import linecache
 import os
-import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -12,6 +10,7 @@ from typing import Any
 import torch
 from torch import fx
 
+from migrator.graph import describe_source
 from migrator.prove.ops import op_module_classes
 
 SOURCE = "migrator_source"
@@ -19,8 +18,6 @@ SOURCE = "migrator_source"
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(__file__) + os.sep
-_PACKAGE_DIR = os.path.dirname(_OWN_DIR.rstrip(os.sep)) + os.sep
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 class PrepareError(RuntimeError):
@@ -57,31 +54,6 @@ def _user_frame() -> tuple[str, int] | None:
     while frame is not None and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
-
-
-def last_model_frame(stack_trace: str | None) -> tuple[str, int] | None:
-    """The innermost frame of a formatted stack trace (as torch.export records them) that is
-    neither torch's nor migrator's."""
-    frames = [(f, int(n)) for f, n in _FRAME.findall(stack_trace or "")
-              if not f.startswith((_TORCH_DIR, _PACKAGE_DIR))]
-    return frames[-1] if frames else None
-
-
-def describe_source(source: tuple[str, int] | None, with_code: bool = False) -> str:
-    """`path:line` (relative to the working directory when under it), optionally with the code."""
-    if source is None:
-        return "?"
-    filename, line = source
-    cwd = os.getcwd() + os.sep
-    text = f"{filename.removeprefix(cwd)}:{line}"
-    code = linecache.getline(filename, line).strip() if with_code else ""
-    return f"{text}: `{code}`" if code else text
-
-
-def owner_of(node: fx.Node) -> str:
-    """Qualified name of the module whose forward made the call `node` ('' for the root)."""
-    stack = node.meta.get("nn_module_stack")
-    return next(reversed(stack.values()))[0] if stack else ""
 
 
 class Tracer(fx.Tracer):

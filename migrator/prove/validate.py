@@ -19,8 +19,9 @@ import torch
 from torch.utils._pytree import tree_map
 
 from migrator.prove.ops import runtime_catalog, scalar_nodes
-from migrator.prove.outputs import as_tuple, run_seeded
-from migrator.prove.trace import SOURCE, TraceFailure, describe_source, owner_of, trace
+from migrator.graph import as_tuple, describe_source, owning_module
+from migrator.prove.outputs import run_seeded
+from migrator.prove.trace import SOURCE, TraceFailure, trace
 
 
 @dataclass(frozen=True)
@@ -166,4 +167,4 @@ def _list_functional_ops(gm: torch.fx.GraphModule, result: ValidationResult) -> 
         located = describe_source(source, with_code=True)
         location, _, code = located.partition(": `")
         result.functional_ops.append(FunctionalOp(match.call, match.op.module_name,
-                                                  owner_of(node), location, code.rstrip("`")))
+                                                  owning_module(node), location, code.rstrip("`")))

@@ -18,12 +18,9 @@ import torch
 
 from migrator.prove import compare
 from migrator.prove.compare import FAIL, SKIP, CheckResult
+from migrator.prove.build import MIGRATED_SEED, ORIGINAL_SEED, build
 from migrator.prove.load import LoadError, Side, git_side, load
-from migrator.prove.outputs import as_tuple
-from migrator.prove.targets import InputSpec, Target
-
-ORIGINAL_SEED, MIGRATED_SEED = 0, 1
-"""Different seeds to build each side: the migrated weights only match if loading works."""
+from migrator.prove.targets import Target
 
 
 @dataclass
@@ -52,6 +49,8 @@ class RewriteVerification:
     """What `verify_rewrites` found: per-target results and the files not to write."""
 
     results: list[TargetResult]
+    migrated: Side
+    """The files at their new text, each imported once: build the migrated models from it."""
     blocked: frozenset[Path]
     """Rewritten files a failing target uses (its own file, or one it imports): leave them
     untouched."""
@@ -73,17 +72,18 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     and run the checks: state_dict, fx graph, export, outputs."""
     result = TargetResult(target.label, original.label, migrated.label)
     try:
-        reference, inputs, _ = build(target, original, ORIGINAL_SEED)
+        built = build(target, original, ORIGINAL_SEED)
     except LoadError as exc:
         result.error = str(exc)
         return result
+    reference, inputs = built.model, built.inputs
     if inputs is None:
         result.error = ("no example inputs: pass --input SHAPE, set `inputs` in the config "
                         "entry, return (model, example_inputs), or define example_inputs()")
         return result
     try:
-        candidate, _, overridden = build(target, migrated, MIGRATED_SEED)
-        result.overridden = sorted(map(str, overridden))
+        built = build(target, migrated, MIGRATED_SEED)
+        candidate, result.overridden = built.model, sorted(map(str, built.overridden))
     except LoadError as exc:
         result.checks.append(CheckResult("load", FAIL, str(exc)))
         return result
@@ -105,16 +105,18 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     return result
 
 
-def verify_base(targets: Iterable[Target], rev: str = "HEAD") -> list[TargetResult]:
-    """Each target's file at git revision `rev` (the original) against the working tree."""
+def verify_base(targets: Iterable[Target], migrated: Side,
+                rev: str = "HEAD") -> list[TargetResult]:
+    """Each target's file at git revision `rev` (the original) against `migrated` (the working
+    tree)."""
     results = []
     for target in targets:
         try:
             original = git_side(target.file, rev)
         except LoadError as exc:
-            results.append(TargetResult(target.label, rev, "working tree", error=str(exc)))
+            results.append(TargetResult(target.label, rev, migrated.label, error=str(exc)))
             continue
-        results.append(verify_target(target, original, Side("working tree")))
+        results.append(verify_target(target, original, migrated))
     return results
 
 
@@ -129,7 +131,7 @@ def verify_rewrites(rewrites: Mapping[Path, tuple[str, str]],
     results = [verify_target(t, original, migrated) for t in affected]
     used = [{t.file.resolve(), *map(Path, r.overridden)} for t, r in zip(affected, results)]
     failing = set().union(*(files for files, r in zip(used, results) if not r.ok))
-    return RewriteVerification(results, frozenset(failing & rewrites.keys()),
+    return RewriteVerification(results, migrated, frozenset(failing & rewrites.keys()),
                                frozenset(set(rewrites).difference(*used)))
 
 
@@ -139,50 +141,6 @@ def _uses_overlay(target: Target, side: Side) -> bool:
         return bool(load(target.file, target.attribute, side).overridden)
     except LoadError:
         return True
-
-
-def build(target: Target, side: Side,
-           seed: int) -> tuple[torch.nn.Module, tuple | None, frozenset[Path]]:
-    """(model, example inputs or None, overlay files used) of `target` on `side`."""
-    loaded = load(target.file, target.attribute, side)
-    factory, module = loaded.value, loaded.module
-    where = f"{target.label} ({side.label})"
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        try:
-            made = factory(**target.kwargs)
-        except Exception as exc:  # user code
-            raise LoadError(f"{where}: calling it raised {type(exc).__name__}: {exc}") from exc
-        inputs = None
-        if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
-            made, inputs = made
-        if not isinstance(made, torch.nn.Module):
-            raise LoadError(f"{where}: gives {type(made).__name__}, expected a model or "
-                            "(model, example_inputs)")
-        if target.inputs:
-            inputs = make_inputs(target.inputs)
-        elif inputs is None and callable(getattr(module, "example_inputs", None)):
-            inputs = module.example_inputs()
-    return made, None if inputs is None else as_tuple(inputs), loaded.overridden
-
-
-def make_inputs(specs: Iterable[InputSpec], seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Random tensors of the given shapes: normal floats, 0/1 integers, random booleans."""
-    tensors = []
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        for spec in specs:
-            dtype = getattr(torch, spec.dtype, None)
-            if not isinstance(dtype, torch.dtype):
-                raise LoadError(f"unknown dtype {spec.dtype!r} (use a torch dtype name: float32, "
-                                "int64, bool...)")
-            if dtype == torch.bool:
-                tensors.append(torch.rand(spec.shape) < 0.5)
-            elif dtype.is_floating_point or dtype.is_complex:
-                tensors.append(torch.randn(spec.shape, dtype=dtype))
-            else:
-                tensors.append(torch.randint(0, 2, spec.shape, dtype=dtype))
-    return tuple(tensors)
 
 
 def _shape(value: Any) -> str:

@@ -548,15 +548,15 @@ class ClassAnalysis:
             if times < 2:
                 for site in sites:
                     if site.pending:
-                        replace, node, message = site.pending
+                        replace, node, message, op = site.pending
                         self.ctx.plan.replaces.append(replace)
-                        self.ctx.report(node, "MIG001", message)
+                        self.ctx.report(node, "MIG001", message, op=op, attr=replace.attr)
                 continue
             first = sites[0].func
             try:
                 kind = self._split_kind(attr, sites)
             except Refusal as refusal:
-                self.ctx.report(first, refusal.code, refusal.message)
+                self.ctx.refuse(first, refusal)
                 continue
             if "MIG003" in self.ctx.disable:
                 continue
@@ -570,7 +570,7 @@ class ClassAnalysis:
                                                       name))
                 self.ctx.report(site.func, "MIG003",
                                 f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
-                                f"becomes `self.{name}`")
+                                f"becomes `self.{name}`", op=f"self.{attr}", module=kind, attr=name)
 
     def _split_kind(self, attr: str, sites: list[Site]) -> str:
         info = self.attrs.get(attr)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from migrator.rewrite.plan import Plan, Replace, Span
+from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
 
 
 def apply(source: str, plan: Plan) -> str:
@@ -34,8 +34,8 @@ class _MoveComments(cst.CSTVisitor):
         if replace is None:
             return
         kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
-        kept |= {id(_resolve(ref[1], node)[0][2]) for ref, _ in replace.inputs
-                 if ref[0] in ("elements", "star")}
+        kept |= {id(_resolve(ref.inner, node)[0][2]) for ref, _ in replace.inputs
+                 if ref.inner is not None}
         found: list[str] = []
         for arg in node.args:
             if id(arg) not in kept:
@@ -61,7 +61,7 @@ class _Apply(cst.CSTTransformer):
         self.plan = plan
         self.comments = comments
         self.import_names = dict(plan.import_names)
-        self.replaces: dict[tuple[str, Span], Replace] = {}
+        self.replaces: dict[tuple[ReplaceKind, Span], Replace] = {}
         for replace in plan.replaces:
             self.replaces[(replace.kind, replace.span)] = replace
 
@@ -69,7 +69,7 @@ class _Apply(cst.CSTTransformer):
         pos = self.get_metadata(PositionProvider, node)
         return (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
 
-    def _take(self, kind: str, node: cst.CSTNode) -> Replace | None:
+    def _take(self, kind: ReplaceKind, node: cst.CSTNode) -> Replace | None:
         return self.replaces.get((kind, self._span(node)))
 
     # -- expressions ---------------------------------------------------------------------------
@@ -214,8 +214,8 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
     call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
-    if len(replace.inputs) == 1 and replace.inputs[0][0][0] == "elements" and args:
-        call = _list_layout(call, _resolve(replace.inputs[0][0][1], node)[0][0])
+    if len(replace.inputs) == 1 and replace.inputs[0][0].kind == "elements" and args:
+        call = _list_layout(call, _resolve(replace.inputs[0][0].inner, node)[0][0])
     return call
 
 
@@ -241,11 +241,11 @@ def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
                                                        cst.ParenthesizedWhitespace)
 
 
-def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str,
+def _resolve(ref: InputRef, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str,
                                                          cst.Arg | cst.Element | None]]:
     """The expressions an input reference names in `node`, each with its star ('' or '*') and
     the argument or list element it came from (None for operands and receivers)."""
-    kind = ref[0]
+    kind = ref.kind
     if kind == "left":
         return [(node.left, "", None)]
     if kind == "right":
@@ -255,12 +255,12 @@ def _resolve(ref: tuple, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, st
     if kind == "receiver":
         return [(node.func.value, "", None)]
     if kind == "arg":
-        arg = [a for a in node.args if a.keyword is None and not a.star][ref[1]]
+        arg = [a for a in node.args if a.keyword is None and not a.star][ref.index]
         return [(arg.value, "", arg)]
     if kind == "kw":
-        arg = next(a for a in node.args if a.keyword and a.keyword.value == ref[1])
+        arg = next(a for a in node.args if a.keyword and a.keyword.value == ref.keyword)
         return [(arg.value, "", arg)]
-    (value, _, arg), = _resolve(ref[1], node)
+    (value, _, arg), = _resolve(ref.inner, node)
     if kind == "elements":
         return [(element.value, "", element) for element in value.elements]
     if kind == "star":

@@ -28,9 +28,9 @@ class Site:
     times: int
     key: tuple[int, ...]
     """When forward runs it (see `order`)."""
-    pending: tuple[Replace, ast.AST, str] | None = None
+    pending: tuple[Replace, ast.AST, str, str] | None = None
     """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
-    module's single call: (replace, node, message)."""
+    module's single call: (replace, node, message, op as called)."""
     skipped: bool = False
     """Under a `# migrator: skip` pragma: counts as a call, but its code is never changed."""
     method: ast.FunctionDef | None = None
@@ -81,10 +81,16 @@ class FileContext:
             self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
         return self._locals[id(func)]
 
-    def report(self, node: ast.AST, code: str, message: str) -> None:
+    def report(self, node: ast.AST, code: str, message: str, *, op: str = "", module: str = "",
+               attr: str = "", reason: str = "") -> None:
+        """A finding at `node`; the keywords are `Finding`'s structured fields."""
         self.findings.append(Finding(self.path, node.lineno,
                                      self.positions.column(node.lineno, node.col_offset), code,
-                                     message))
+                                     message, op, module, attr, reason))
+
+    def refuse(self, node: ast.AST, refusal: Refusal) -> None:
+        """A finding at `node` for a rewrite that was not made: the refusal is its reason."""
+        self.report(node, refusal.code, refusal.message, reason=refusal.message)
 
     def text(self, node: ast.AST) -> str:
         return self.positions.segment(node)

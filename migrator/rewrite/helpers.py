@@ -32,7 +32,7 @@ def report_helper_ops(ctx: FileContext, owner: str, methods: dict[str, ast.Funct
         for label, node in ops_in(ctx.info, function):
             ctx.report(node, "MIG115", f"{label} is in `{function.name}`, which forward reaches "
                                        f"from `{owner}`: ops in functions outside the class are "
-                                       "not rewritten yet; left as is")
+                                       "not rewritten yet; left as is", op=label.strip("`"))
         todo += [(f, function) for f in _called(ctx, ctx.info, function, {})]
 
 

@@ -7,15 +7,28 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Literal
 
 Span = tuple[int, int, int, int]
 """(start line, start column, end line, end column) of an expression, parentheses excluded."""
 
-# Where a forward input of the new call comes from, relative to the replaced node.
-# ("arg", i) / ("kw", name): an argument of the original call; ("receiver",): the object of a
-# method call; ("left",) / ("right",): binary operands; ("target",): an augmented assignment's
-# target; ("elements", ref) / ("star", ref): the items of a list argument, or `*arg`.
-InputRef = tuple
+RefKind = Literal["arg", "kw", "receiver", "left", "right", "target", "elements", "star"]
+ReplaceKind = Literal["call", "binop", "augassign", "inplace", "rename"]
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """Where a forward input of the new call comes from, relative to the replaced node.
+
+    "arg" (`index`) / "kw" (`keyword`): an argument of the original call; "receiver": the object
+    of a method call; "left" / "right": binary operands; "target": an augmented assignment's
+    target; "elements" / "star": the items of the list argument `inner`, or `*inner`.
+    """
+
+    kind: RefKind
+    index: int = 0
+    keyword: str = ""
+    inner: InputRef | None = None
 
 
 @dataclass(frozen=True)
@@ -27,7 +40,7 @@ class Replace:
     "rename" (the attribute `self.act` at span becomes `self.<attr>`).
     """
 
-    kind: str
+    kind: ReplaceKind
     span: Span
     attr: str
     inputs: tuple[tuple[InputRef, str | None], ...] = ()

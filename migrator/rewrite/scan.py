@@ -12,7 +12,7 @@ from migrator.refusal import Refusal
 from migrator.rewrite.context import MANY, Site, self_attr
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
-from migrator.rewrite.plan import Replace
+from migrator.rewrite.plan import InputRef, Replace, ReplaceKind
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
@@ -51,7 +51,7 @@ class Scanner:
                 elif isinstance(node, ast.AugAssign):
                     self._augassign(node, visit)
             except Refusal as refusal:
-                self.ctx.report(node, refusal.code, refusal.message)
+                self.ctx.refuse(node, refusal)
 
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
@@ -79,7 +79,7 @@ class Scanner:
             op = catalog.by_method(func.attr)
             if op is not None:
                 positional, keywords = _arguments(node)
-                self._convert(op, node, [(func.value, ("receiver",))] + positional, keywords,
+                self._convert(op, node, [(func.value, InputRef("receiver"))] + positional, keywords,
                               visit, "MIG002", f".{func.attr}()")
             elif (op := catalog.by_inplace_method(func.attr)) is not None:
                 if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
@@ -95,8 +95,8 @@ class Scanner:
         if not self.tensors.is_tensor(node):
             self._unproven(label, node.left, node.right)
             return
-        self._convert(op, node, [(node.left, ("left",)), (node.right, ("right",))], [], visit,
-                      "MIG002", label, kind="binop")
+        operands = [(node.left, InputRef("left")), (node.right, InputRef("right"))]
+        self._convert(op, node, operands, [], visit, "MIG002", label, kind="binop")
 
     def _augassign(self, node: ast.AugAssign, visit: Visit) -> None:
         operator = catalog.operator_of(type(node.op))
@@ -130,9 +130,11 @@ class Scanner:
         if _starred(args, [k.arg for k in keywords]):
             return
         augmented = isinstance(node, ast.AugAssign)
-        positional = [(target, ("target",) if augmented else ("receiver",))]
-        positional += [(a, ("right",) if augmented else ("arg", i)) for i, a in enumerate(args)]
-        self._convert(op, node, positional, [(k.arg, k.value, ("kw", k.arg)) for k in keywords],
+        positional = [(target, InputRef("target" if augmented else "receiver"))]
+        positional += [(a, InputRef("right") if augmented else InputRef("arg", i))
+                       for i, a in enumerate(args)]
+        named = [(k.arg, k.value, InputRef("kw", keyword=k.arg)) for k in keywords]
+        self._convert(op, node, positional, named,
                       visit, "MIG002", label, kind="augassign" if augmented else "inplace")
 
     def _fresh(self, value: ast.expr) -> bool:
@@ -145,9 +147,9 @@ class Scanner:
                 return bool(cls) and catalog.fresh_output(cls, _inplace_flag(cls, info.value))
         return False
 
-    def _convert(self, op: Op, node: ast.AST, positional: list[tuple[ast.expr, tuple]],
-                 keywords: list[tuple[str | None, ast.expr, tuple]], visit: Visit, code: str,
-                 label: str, kind: str = "call") -> None:
+    def _convert(self, op: Op, node: ast.AST, positional: list[tuple[ast.expr, InputRef]],
+                 keywords: list[tuple[str | None, ast.expr, InputRef]], visit: Visit, code: str,
+                 label: str, kind: ReplaceKind = "call") -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
         (value, how the codemod finds it) pairs, keywords with their names."""
         if code in self.ctx.disable:
@@ -178,13 +180,15 @@ class Scanner:
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
             self.owner.sites.setdefault(weight_module, []).append(Site(
                 weight_module, node.func, self.times, self.owner.key(self.method, node),
-                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight"),
+                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight",
+                 label.strip("`")),
                 method=self.method))
             return
         name = self.owner.create(op, ctor, deps, self.owner.key(self.method, node))
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
                                               tuple(inputs)))
-        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})")
+        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
+                        op=label.strip("`"), module=op.module, attr=name)
 
     def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates:
         """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in
@@ -226,11 +230,11 @@ class Scanner:
         return None
 
 
-def _arguments(call: ast.Call) -> tuple[list[tuple[ast.expr, tuple]],
-                                         list[tuple[str | None, ast.expr, tuple]]]:
+def _arguments(call: ast.Call) -> tuple[list[tuple[ast.expr, InputRef]],
+                                         list[tuple[str | None, ast.expr, InputRef]]]:
     """A call's positional and keyword arguments, each with how the codemod finds it."""
-    return ([(a, ("arg", i)) for i, a in enumerate(call.args)],
-            [(k.arg, k.value, ("kw", k.arg)) for k in call.keywords])
+    return ([(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
+            [(k.arg, k.value, InputRef("kw", keyword=k.arg)) for k in call.keywords])
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
@@ -238,12 +242,12 @@ def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
     return any(isinstance(a, ast.Starred) for a in args) or None in keyword_names
 
 
-def _input(item: Input, ref: tuple) -> tuple[tuple, str | None]:
+def _input(item: Input, ref: InputRef) -> tuple[InputRef, str | None]:
     """A forward input as the codemod writes it: (ref, keyword name for an optional input);
     a tensor list spreads its elements, or the sequence itself with `*`."""
     if item.arg.role is Role.INPUTS:
         spread = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
-        return (spread, ref), None
+        return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
 
 
