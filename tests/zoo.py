@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -539,26 +541,57 @@ def _prepare_counts(model) -> dict:
 
 
 def silent(run: ZooRun, near: int = 2) -> list[str]:
-    """What `prepare_model` still converts or splits in the migrated models although no finding
-    of the second `fix` stands at (or within `near` lines after) any of its source lines: the
-    ops and reuses migrator skipped in silence. One line each, `model: what at path:line`."""
+    """What `prepare_model` still converts or splits in the migrated models, in the migrated
+    folders, although no finding of the second `fix` stands at (or within `near` lines after)
+    any of its source lines, nor (for a line in a module-level function) a MIG115 at a call of
+    that function: the ops and reuses migrator skipped in silence. One line each,
+    `model: what at path:line`."""
     lines: dict[str, set[int]] = {}
+    helpers: set[tuple[str, str]] = set()
     for finding in run.second.fixed + run.second.left:
         lines.setdefault(str(Path(finding.path).resolve()), set()).add(finding.line)
+        if finding.code == "MIG115" and (called := _CALLED.match(finding.message)):
+            helpers.add((called["module"], called["name"].rpartition(".")[2]))
+    folders = [(run.package / sub).resolve() for sub in ZOOS[run.zoo]]
     found = []
     for model in run.models:
         for what, sources in model.migrated.get("prepare", {}).get("sites", []):
-            if not any(_reported(source, lines, near) for source in sources):
-                found.append(f"{model.name}: {what} at {', '.join(sources)}")
+            places = [_place(s) for s in sources]
+            places = [(path, line) for path, line in places
+                      if any(path.is_relative_to(folder) for folder in folders)]
+            if places and not any(
+                    any(line - k in lines.get(str(path), ()) for k in range(near + 1))
+                    or (_module(path, run.package), _function_at(path, line)) in helpers
+                    for path, line in places):
+                found.append(f"{model.name}: {what} at "
+                             f"{', '.join(f'{p.relative_to(run.package.parent)}:{n}' for p, n in places)}")
     return sorted(set(found))
 
 
-def _reported(source: str, lines: dict[str, set[int]], near: int) -> bool:
+_CALLED = re.compile(r"`(?P<name>[\w.]+)` \(in `(?P<module>[\w.]+)`\)")
+"""The helper a cross-file MIG115 names: `name` (in `module`)."""
+
+
+def _place(source: str) -> tuple[Path, int]:
     path, _, line = source.rpartition(":")
-    if not line.isdigit():
-        return False
-    reported = lines.get(str(Path(path).resolve()), set())
-    return any(int(line) - k in reported for k in range(near + 1))
+    return Path(path).resolve(), int(line) if line.isdigit() else 0
+
+
+def _module(path: Path, package: Path) -> str:
+    return ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(
+        ".__init__")
+
+
+def _function_at(path: Path, line: int) -> str:
+    """The module-level function whose body holds `line` ('' if none)."""
+    tree = _parsed(path)
+    return next((node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and node.lineno <= line <= node.end_lineno), "")
+
+
+@lru_cache(maxsize=None)
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) -> None:

@@ -138,14 +138,25 @@ class Scanner:
                       visit, "MIG002", label, kind="augassign" if augmented else "inplace")
 
     def _fresh(self, value: ast.expr) -> bool:
-        """Whether `value` is a call of a module known to return a new tensor nothing else sees
-        (`catalog.fresh_output`, which the runtime preparer asks too)."""
-        if isinstance(value, ast.Call) and self_attr(value.func):
-            info = self.owner.attrs.get(value.func.attr)
+        """Whether `value` is a call of a module, or of a catalog op (which `fix` turns into
+        that module), known to return a new tensor nothing else sees (`catalog.fresh_output`,
+        which the runtime preparer asks too). Ops and their modules answer alike, so a second
+        `fix` decides as the first did."""
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if self_attr(func):
+            info = self.owner.attrs.get(func.attr)
             if info and isinstance(info.value, ast.Call):
                 cls = self.ctx.info.names.resolve(info.value.func)
                 return bool(cls) and catalog.fresh_output(cls, _inplace_flag(cls, info.value))
-        return False
+            return False
+        qualname = self.ctx.info.names.resolve(func, self.shadowed)
+        op, receiver = (catalog.by_function(qualname) if qualname else None), []
+        if op is None and isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
+            op, receiver = catalog.by_method(func.attr), [func.value]
+        return op is not None and catalog.fresh_output(op.module,
+                                                       _op_inplace(op, value, receiver))
 
     def _convert(self, op: Op, node: ast.AST, positional: list[tuple[ast.expr, InputRef]],
                  keywords: list[tuple[str | None, ast.expr, InputRef]], visit: Visit, code: str,
@@ -251,6 +262,28 @@ def _input(item: Input, ref: InputRef) -> tuple[InputRef, str | None]:
     return ref, None if item.arg.default is REQUIRED else item.arg.name
 
 
+def _op_inplace(op: Op, call: ast.Call, receiver: list[ast.expr]) -> bool | None:
+    """Whether a call of `op` works in place (`F.relu(x, inplace=True)`, `F.relu_(x)`): None
+    when that is not known statically."""
+    if dict(op.ctor_extra).get("inplace"):
+        return True
+    names = [a.name for a in op.args]
+    if "inplace" not in names:
+        return False
+    if _starred(call.args, [k.arg for k in call.keywords]):
+        return None
+    given = [k.value for k in call.keywords if k.arg == "inplace"]
+    given += [*receiver, *call.args][names.index("inplace"):names.index("inplace") + 1]
+    return _literal_flag(given)
+
+
+def _literal_flag(given: list[ast.expr]) -> bool | None:
+    """False when nothing is given, the literal's truth, or None for a computed value."""
+    if not given:
+        return False
+    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
+
+
 def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
     """The `inplace` a module is built with by `ctor` (a call of `cls`): False when it cannot be
     in place, None when that is not known statically."""
@@ -260,7 +293,4 @@ def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
     if _starred(ctor.args, [k.arg for k in ctor.keywords]):
         return None
     given = [k.value for k in ctor.keywords if k.arg == "inplace"]
-    given += ctor.args[position:position + 1]
-    if not given:
-        return False
-    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
+    return _literal_flag(given + ctor.args[position:position + 1])
