@@ -346,3 +346,24 @@ def test_trace_failure_names_module_line_reason_and_ways_out():
     for way_out in ("concrete_args", 'modules_to_exclude=["1"]', "module_classes_to_exclude=[Gate]",
                     "torch.fx.wrap"):
         assert way_out in message
+
+
+class _EagerQuantBlock(nn.Module):
+    """torchvision's quantizable blocks: `FloatFunctional` methods instead of `+` and `*`."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.skip_add = nn.quantized.FloatFunctional()
+
+    def forward(self, x):
+        return self.skip_add.add(self.conv(x), x) * 2
+
+
+def test_ops_inside_float_functional_are_its_own():
+    """The add inside `FloatFunctional.add` already runs in a module: only the `*` is converted."""
+    x = torch.randn(1, 3, 4, 4)
+    model = _EagerQuantBlock().eval()
+    gm = prepare_model(model, example_inputs=(x,))
+    assert [c.call for c in prepare_report(gm).converted] == ["*"]
+    assert torch.equal(gm(x), model(x))

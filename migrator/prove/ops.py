@@ -27,6 +27,11 @@ from migrator.refusal import Refusal
 _SCALAR_FUNCTIONS = frozenset({len, int, float, bool, math.floor, math.ceil, math.sqrt})
 
 
+IN_FUNCTIONAL_MODULE = "migrator_in_functional_module"
+"""node.meta key the tracer sets on ops run inside an eager-mode quantization `FloatFunctional`
+method (`self.skip_add.add(a, b)`): such an op already runs in a module of its own."""
+
+
 @dataclass(frozen=True)
 class Match:
     op: Op
@@ -69,7 +74,10 @@ class RuntimeCatalog:
             self._functions[id(target)] = (target, match)
 
     def match(self, node: Node) -> Match | None:
-        """The catalog entry `node` calls, or None."""
+        """The catalog entry `node` calls, or None (also for an op that runs inside an
+        eager-mode `FloatFunctional`, which is its module already)."""
+        if node.meta.get(IN_FUNCTIONAL_MODULE):
+            return None
         if node.op == "call_method":
             return self._methods.get(node.target)
         if node.op == "call_function":

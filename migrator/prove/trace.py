@@ -11,7 +11,7 @@ import torch
 from torch import fx
 
 from migrator.graph import describe_source
-from migrator.prove.ops import op_module_classes
+from migrator.prove.ops import IN_FUNCTIONAL_MODULE, op_module_classes
 
 SOURCE = "migrator_source"
 """node.meta key: (filename, line) of the user code that created the node."""
@@ -56,6 +56,17 @@ def _user_frame() -> tuple[str, int] | None:
     return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
 
 
+def _in_functional_module() -> bool:
+    """Whether the op being recorded runs inside a method of an eager-mode quantization
+    `FloatFunctional` (`self.skip_add.add(a, b)`): it already has a module of its own."""
+    frame = sys._getframe(2)
+    while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        if isinstance(frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class Tracer(fx.Tracer):
     """fx tracer keeping catalog op modules and excluded modules as leaves, and recording, per
     node, the user source line that created it."""
@@ -86,6 +97,8 @@ class Tracer(fx.Tracer):
         proxy = super().create_proxy(kind, target, args, kwargs, *rest, **options)
         if kind not in ("placeholder", "output"):
             proxy.node.meta[SOURCE] = _user_frame()
+            if kind in ("call_function", "call_method") and _in_functional_module():
+                proxy.node.meta[IN_FUNCTIONAL_MODULE] = True
         return proxy
 
 
