@@ -14,6 +14,7 @@ from pathlib import Path
 from migrator.findings import Finding
 from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.family import Family
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import header_lines
@@ -42,29 +43,45 @@ def analyze(source: str, path: str, project: Project, tree: ast.Module | None = 
             ops_module: str = "migrator.nn",
             disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
-    tree = tree or ast.parse(source)
-    info = project.add(tree, Path(path) if path else None)
-    project.analyzed.add(info.names.module)
-    for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
-        project.created.pop(cls.qualname, None)
-    ctx = FileContext(path, source, info, project, ops_module, Positions(source), disable=disable)
-    ctx.skip = skip_lines(source)
-    ctx.work_out = lambda other: _work_out(other, project, ops_module)
-    for cls in info.classes.values():
-        if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
-            continue
-        ClassAnalysis(ctx, cls).run()
-    if "MIG113" not in disable and walks_children(source):
-        report_children_walks(ctx, tree)
-    ctx.finish()
-    return ctx.plan, ctx.findings
+    return ProjectAnalysis(project, ops_module).file(source, path, tree, disable)
 
 
-def _work_out(info: FileInfo, project: Project, ops_module: str) -> None:
-    """Work out the rewrite of another file of the project (not torch's own sources), so the
-    names it creates in base classes are known to the file at hand."""
-    module = info.names.module
-    if module in project.analyzed or info.source is None or module.split(".")[0] == "torch":
-        return
-    if may_have_work(info.source):
-        analyze(info.source, str(info.path), project, info.tree, ops_module)
+class ProjectAnalysis:
+    """The analysis of the files of a project: the file at hand, and the files holding its
+    family's classes, each worked out once a run so the names created in them are known."""
+
+    def __init__(self, project: Project, ops_module: str) -> None:
+        self.project = project
+        self.ops_module = ops_module
+
+    def file(self, source: str, path: str, tree: ast.Module | None = None,
+             disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
+        """Plan the rewrite of one file and list its findings."""
+        project = self.project
+        tree = tree or ast.parse(source)
+        info = project.add(tree, Path(path) if path else None)
+        project.analyzed.add(info.names.module)
+        for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
+            project.created.pop(cls.qualname, None)
+        ctx = FileContext(path, source, info, project, self.ops_module, Positions(source),
+                          disable=disable)
+        ctx.skip = skip_lines(source)
+        family = Family(project, info)
+        for cls in info.classes.values():
+            if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
+                continue
+            ClassAnalysis(ctx, cls, family, self).run()
+        if "MIG113" not in disable and walks_children(source):
+            report_children_walks(ctx, tree)
+        ctx.finish()
+        return ctx.plan, ctx.findings
+
+    def work_out(self, info: FileInfo) -> None:
+        """Work out the rewrite of another file of the project (not torch's own sources), so the
+        names it creates in base classes are known to the file at hand."""
+        module = info.names.module
+        if (module in self.project.analyzed or info.source is None
+                or module.split(".")[0] == "torch"):
+            return
+        if may_have_work(info.source):
+            self.file(info.source, str(info.path), info.tree)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -58,8 +57,6 @@ class FileContext:
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
-    work_out: Callable[[FileInfo], None] = lambda info: None
-    """Works out the rewrite of another file of the project (set by `analyze`)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
 

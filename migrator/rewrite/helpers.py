@@ -68,7 +68,7 @@ def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.Functi
     """The helper function a call runs: a static or class method of the class, or a
     module-level function of this file or of another file of the project."""
     func = call.func
-    if self_attr(func) and func.attr in methods and _unbound(methods[func.attr]):
+    if self_attr(func) and func.attr in methods and unbound(methods[func.attr]):
         return info, methods[func.attr]
     if not isinstance(func, ast.Name):
         return None
@@ -78,7 +78,8 @@ def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.Functi
     return ctx.project.find_function(qualname, info)
 
 
-def _unbound(method: ast.FunctionDef) -> bool:
+def unbound(method: ast.FunctionDef) -> bool:
+    """A static or class method: it has no `self` to hold modules."""
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
                for d in method.decorator_list)
 

@@ -53,3 +53,18 @@ def entry_keys(methods: dict[str, ast.FunctionDef],
                 keys[callee] = key
                 todo.append(callee)
     return keys
+
+
+class ForwardOrder:
+    """When the nodes of a class's methods run on its forward path."""
+
+    def __init__(self, methods: dict[str, ast.FunctionDef],
+                 calls: Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]],
+                 positions: Callable[[ast.FunctionDef], dict[int, int]]) -> None:
+        self._entries = entry_keys(methods, calls, positions)
+        self._positions = positions
+
+    def key(self, method: ast.FunctionDef, node: ast.AST) -> Key:
+        """When `node` of `method` runs on the forward path."""
+        entry = self._entries.get(method.name)
+        return LAST if entry is None else entry + (self._positions(method)[id(node)],)

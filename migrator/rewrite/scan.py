@@ -3,34 +3,44 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Input, Predicates, bind
 from migrator.catalog import REQUIRED, Op, Role
 from migrator.refusal import Refusal
-from migrator.rewrite.context import MANY, Site, self_attr
+from migrator.rewrite.attributes import InitAttr
+from migrator.rewrite.context import MANY, FileContext, Site, self_attr
+from migrator.rewrite.creation import ModuleCreator
+from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
+from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.plan import InputRef, Replace, ReplaceKind
+from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
-if TYPE_CHECKING:
-    from migrator.rewrite.classes import ClassAnalysis
-
 
 class Scanner:
-    """Finds catalog ops and module calls in one forward-path method."""
+    """Finds catalog ops and module calls in one forward-path method: module calls go to
+    `sites`, ops become modules that `creator` plans, with hyper-parameters that `hyper`
+    resolves, at the places in forward's run that `order` tells."""
 
-    def __init__(self, owner: ClassAnalysis, method: ast.FunctionDef, times: int,
-                 tensors: TensorNames, module_attrs: set[str]) -> None:
-        self.owner = owner
-        self.ctx = owner.ctx
+    def __init__(self, ctx: FileContext, method: ast.FunctionDef, times: int,
+                 tensors: TensorNames, module_attrs: set[str], *, attrs: dict[str, InitAttr],
+                 order: ForwardOrder, sites: ReusedModules, hyper: HyperParameters,
+                 creator: ModuleCreator) -> None:
+        self.ctx = ctx
         self.method = method
         self.times = times
         self.tensors = tensors
         self.module_attrs = module_attrs
+        self.attrs = attrs
+        """The attributes `__init__` assigns."""
+        self.order = order
+        self.sites = sites
+        self.hyper = hyper
+        self.creator = creator
         self.shadowed = self.ctx.locals_of(method)
 
     def scan(self) -> None:
@@ -38,9 +48,9 @@ class Scanner:
             node = visit.node
             if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
                 if self._module_call(node):  # still a call of the module: reuse is counted
-                    self.owner.sites.setdefault(node.func.attr, []).append(
+                    self.sites.add(
                         Site(node.func.attr, node.func, self._times(visit),
-                             self.owner.key(self.method, node), skipped=True,
+                             self.order.key(self.method, node), skipped=True,
                              method=self.method))
                 continue
             try:
@@ -63,8 +73,8 @@ class Scanner:
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
         if self._module_call(node):
-            self.owner.sites.setdefault(func.attr, []).append(
-                Site(func.attr, func, self._times(visit), self.owner.key(self.method, node),
+            self.sites.add(
+                Site(func.attr, func, self._times(visit), self.order.key(self.method, node),
                      method=self.method))
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
@@ -146,7 +156,7 @@ class Scanner:
             return False
         func = value.func
         if self_attr(func):
-            info = self.owner.attrs.get(func.attr)
+            info = self.attrs.get(func.attr)
             if info and isinstance(info.value, ast.Call):
                 cls = self.ctx.info.names.resolve(info.value.func)
                 return bool(cls) and catalog.fresh_output(cls, _inplace_flag(cls, info.value))
@@ -189,13 +199,13 @@ class Scanner:
                                      " per forward; left as is")
         if weight_module is not None:
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
-            self.owner.sites.setdefault(weight_module, []).append(Site(
-                weight_module, node.func, self.times, self.owner.key(self.method, node),
+            self.sites.add(Site(
+                weight_module, node.func, self.times, self.order.key(self.method, node),
                 (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight",
                  label.strip("`")),
                 method=self.method))
             return
-        name = self.owner.create(op, ctor, deps, self.owner.key(self.method, node))
+        name = self.creator.create(op, ctor, deps, self.order.key(self.method, node))
         self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
                                               tuple(inputs)))
         self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
@@ -207,7 +217,7 @@ class Scanner:
 
         def unfixed(value: ast.expr) -> str | None:
             try:
-                hyper[id(value)] = self.owner.hyper(value, self.shadowed)
+                hyper[id(value)] = self.hyper.resolve(value, self.shadowed)
             except Refusal as refusal:
                 return refusal.message
             return None
@@ -234,7 +244,7 @@ class Scanner:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
         `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
         if (isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value)):
-            info = self.owner.attrs.get(value.value.attr)
+            info = self.attrs.get(value.value.attr)
             if (info and isinstance(info.value, ast.Call)
                     and self.ctx.info.names.resolve(info.value.func) == op.module):
                 return value.value.attr

@@ -1,0 +1,154 @@
+"""The attributes of one `nn.Module` subclass: what its `__init__` assigns (modules, tensors,
+plain values, other names for modules), what other methods assign, and what its bases create."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.tensors import NOT_TENSOR_TORCH
+
+
+@dataclass
+class InitAttr:
+    """An attribute assigned in `__init__`."""
+
+    name: str
+    stmt: ast.stmt
+    value: ast.expr
+    top_index: int
+    """Index of the top-level `__init__` statement holding the assignment."""
+    nested: bool
+    count: int = 1
+
+
+class ClassAttributes:
+    """The attributes of one class, read from its methods."""
+
+    def __init__(self, ctx: FileContext, cls: ClassInfo, family: Family) -> None:
+        self.ctx = ctx
+        self.cls = cls
+        self.family = family
+        self.methods = cls.methods()
+        self.init = self.methods.get("__init__")
+        self.attrs: dict[str, InitAttr] = {}
+        self.assigned_elsewhere: set[str] = set()
+        self.tensor_attrs: set[str] = set()
+        self.plain_attrs: set[str] = set()
+        """Attributes `__init__` sets to a number or string it computes (`float(rate)`)."""
+        self.super_index = self._super_index()
+        """Index of the top-level `super().__init__()` statement of `__init__` (None: none)."""
+        self._inherited: dict[str, ClassInfo] | None = None
+        self._collect()
+
+    def _super_index(self) -> int | None:
+        if self.init is None:
+            return None
+        for i, stmt in enumerate(self.init.body):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if isinstance(func, ast.Attribute) and func.attr == "__init__":
+                    owner = func.value
+                    if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
+                            and owner.func.id == "super"):
+                        return i
+                    if self.ctx.info.names.resolve(owner) or (
+                            isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes):
+                        return i
+        return None
+
+    def _collect(self) -> None:
+        for name, method in self.methods.items():
+            for node in (v.node for v in self.ctx.visits(method)):
+                targets: list[ast.expr] = []
+                value = None
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                    targets, value = [node.target], getattr(node, "value", None)
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in ("register_buffer", "register_parameter")
+                      and node.args and isinstance(node.args[0], ast.Constant)):
+                    self.tensor_attrs.add(str(node.args[0].value))
+                for target in targets:
+                    if not self_attr(target):
+                        continue
+                    if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
+                        self.assigned_elsewhere.add(target.attr)
+                        continue
+                    self._record_init_attr(target.attr, node, value)
+
+    def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
+        top_index, nested = self._top_level(stmt)
+        if attr in self.attrs:
+            self.attrs[attr].count += 1
+            self.attrs[attr].nested = True
+            self.attrs[attr].top_index = max(self.attrs[attr].top_index, top_index)
+        else:
+            self.attrs[attr] = InitAttr(attr, stmt, value, top_index, nested)
+        kind = _value_kind(value, self.ctx.info.names.resolve)
+        if kind == "tensor":
+            self.tensor_attrs.add(attr)  # a parameter, buffer, or plain tensor attribute
+        elif kind == "plain":
+            self.plain_attrs.add(attr)
+
+    def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
+        for i, top in enumerate(self.init.body):
+            if top is stmt:
+                return i, False
+            if top.lineno <= stmt.lineno <= top.end_lineno:
+                return i, True
+        return len(self.init.body) - 1, True
+
+    def module_attrs(self) -> set[str]:
+        """Attributes that hold modules: assigned a call (not a parameter), another name for
+        one (`self.b = self.a`), or set elsewhere."""
+        attrs = {a for a, info in self.attrs.items()
+                 if isinstance(info.value, (ast.Call, ast.IfExp))
+                 and a not in self.tensor_attrs and a not in self.plain_attrs}
+        attrs |= set(self.aliases()) | set(self.inherited_modules())
+        return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def inherited_modules(self) -> dict[str, ClassInfo]:
+        """Module attributes a base class creates in its `__init__` and this class does not
+        assign: attribute -> the nearest base assigning it."""
+        if self._inherited is None:
+            self._inherited = {}
+            for base in self.family.ancestors(self.cls):
+                init = base.methods().get("__init__")
+                for node in ast.walk(init) if init is not None else ():
+                    if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.IfExp)):
+                        for target in node.targets:
+                            if (self_attr(target) and target.attr not in self.attrs
+                                    and target.attr not in self.assigned_elsewhere
+                                    and _value_kind(node.value, base.file.names.resolve) is None):
+                                self._inherited.setdefault(target.attr, base)
+        return self._inherited
+
+    def aliases(self) -> dict[str, str]:
+        """`self.b = self.a` in `__init__` (b assigned once), where a holds a module: b -> a."""
+        return {a: info.value.attr for a, info in self.attrs.items()
+                if self_attr(info.value) and info.count == 1 and info.value.attr in self.attrs
+                and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
+                and info.value.attr not in self.tensor_attrs}
+
+
+_PLAIN_CALLS = frozenset("float int bool str len round".split())
+
+
+def _value_kind(value: ast.expr, resolve) -> str | None:
+    """'tensor' (a parameter, buffer or tensor made by torch), 'plain' (a number or string
+    made by a builtin or `math`) or None (anything else: a module when it is a call)."""
+    made_by = resolve(value.func if isinstance(value, ast.Call) else value)
+    if made_by in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") or (
+            isinstance(value, ast.Call) and made_by and made_by.startswith("torch.")
+            and not made_by.startswith("torch.nn.") and made_by not in NOT_TENSOR_TORCH):
+        return "tensor"
+    if isinstance(value, ast.Call) and ((isinstance(value.func, ast.Name) and made_by is None
+                                         and value.func.id in _PLAIN_CALLS)
+                                        or (made_by or "").startswith("math.")):
+        return "plain"
+    return None

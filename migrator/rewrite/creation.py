@@ -1,0 +1,88 @@
+"""New modules of one class: an op's module, or a copy of a reused module, each under a free
+name, planned for `__init__` once it is known that `__init__` can hold it."""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.catalog import Op
+from migrator.rewrite.attributes import ClassAttributes, InitAttr
+from migrator.refusal import Refusal
+from migrator.rewrite.context import FileContext
+from migrator.rewrite.family import Family
+from migrator.rewrite.order import Key
+from migrator.rewrite.placement import Registration
+from migrator.rewrite.taken import TakenNames
+
+# Reading these in a method means the class's behaviour depends on its set of submodules.
+_SUBMODULE_VIEWS = frozenset("children named_children modules named_modules _modules".split())
+_CONTAINERS = frozenset(f"torch.nn.{c}" for c in
+                       "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
+
+
+class ModuleCreator:
+    """Plans the new modules of one class."""
+
+    def __init__(self, ctx: FileContext, attributes: ClassAttributes, family: Family,
+                 names: TakenNames) -> None:
+        self.ctx = ctx
+        self.attributes = attributes
+        self.family = family
+        self.names = names
+        self.registrations: list[Registration] = []
+
+    def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
+        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+        self._can_create()
+        cls = self.attributes.cls
+        made = self.ctx.project.find_class(op.module)
+        if made is not None and (made is cls or self.family.derives(made, cls)):
+            raise Refusal("MIG116", f"the module it would become, `{op.module_name}`, is this "
+                                     f"class{'' if made is cls else ' or a subclass of it'}: "
+                                     "creating it in `__init__` would recurse; left as is")
+        module = self.ctx.module_ref(op.module)
+        name = self.names.new(op.key)
+        self.registrations.append(Registration(key, f"self.{name} = {module}({', '.join(ctor)})",
+                                               deps))
+        return name
+
+    def copy(self, original: InitAttr, key: Key) -> str:
+        """Plan a copy of the module `__init__` assigns to `original` (its constructor call
+        again); return the new attribute name."""
+        name = self.names.new(original.name)
+        code = f"self.{name} = {self.ctx.block_text(original.value, original.stmt)}"
+        self.registrations.append(Registration(key, code, set(), original))
+        return name
+
+    def _can_create(self) -> None:
+        """Raise a refusal when `__init__` has no safe place for a new module."""
+        container = self._container()
+        if container:
+            raise Refusal("MIG109", f"{container}: a new submodule would join the modules it "
+                                    "goes through")
+        init, super_index = self.attributes.init, self.attributes.super_index
+        if init is None:
+            return
+        if super_index is None:
+            raise Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
+                                     "module after")
+        if init.body[super_index].lineno == init.lineno:
+            raise Refusal("MIG109", "`__init__` is written on one line: put its body on lines "
+                                     "of its own first")
+
+    def _container(self) -> str | None:
+        """Why a new submodule would change behaviour: the class is a torch.nn container, or
+        it iterates over its own submodules (None: neither)."""
+        cls = self.attributes.cls
+        for each in [cls, *self.family.ancestors(cls)]:
+            for base in each.bases:
+                if base in _CONTAINERS:
+                    return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
+        for method in self.attributes.methods.values():
+            for visit in self.ctx.visits(method):
+                node = visit.node
+                if (isinstance(node, ast.Attribute) and node.attr in _SUBMODULE_VIEWS
+                        and isinstance(node.value, ast.Name) and node.value.id == "self"
+                        and method.name != "__init__"):
+                    return f"`{method.name}` goes through `self.{node.attr}`"
+        return None

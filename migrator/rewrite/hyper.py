@@ -1,0 +1,81 @@
+"""Hyper-parameters of a new module: a forward-path call's argument written so that it means the
+same in `__init__`, where the module is created."""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.attributes import ClassAttributes
+from migrator.refusal import Refusal
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.names import literal
+
+
+class HyperParameters:
+    """Resolves the hyper-parameters of one class's new modules."""
+
+    def __init__(self, ctx: FileContext, attributes: ClassAttributes) -> None:
+        self.ctx = ctx
+        self.attributes = attributes
+
+    def resolve(self, node: ast.expr, shadowed: set[str]) -> tuple[str, set[str]]:
+        """(source text valid in `__init__`, `self` attributes it depends on) of a
+        hyper-parameter; raises a refusal when its value is not fixed at `__init__` time.
+        `shadowed`: the names the calling method binds itself."""
+        deps: set[str] = set()
+        replace: dict[str, ast.expr] = {}
+        init = self.attributes.init
+        init_locals = self.ctx.locals_of(init) if init else set()
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name) and part.id != "self":
+                if part.id in shadowed:
+                    raise Refusal("MIG101", f"`{part.id}` is a local value of the method")
+                if part.id in init_locals and part.id in self.ctx.info.names.constants:
+                    replace[part.id] = self.ctx.info.names.constants[part.id]
+                elif part.id in init_locals:
+                    raise Refusal("MIG101", f"`{part.id}` means something else in `__init__`")
+        reason = self._unfixed(node, deps)
+        if reason:
+            raise Refusal("MIG101", reason)
+        text = self.ctx.text(node)
+        if replace:  # constants shadowed in `__init__` are written out as their values
+            names = sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in replace),
+                           key=lambda n: (n.lineno, n.col_offset), reverse=True)
+            if any(n.lineno != node.lineno for n in names) or node.lineno != node.end_lineno:
+                raise Refusal("MIG101", "a constant it uses means something else in `__init__`")
+            start = self.ctx.positions.column(node.lineno, node.col_offset)
+            for name in names:
+                a = self.ctx.positions.column(name.lineno, name.col_offset) - start
+                b = self.ctx.positions.column(name.lineno, name.end_col_offset) - start
+                text = text[:a] + self.ctx.text(replace[name.id]) + text[b:]
+        return text, deps
+
+    def _unfixed(self, node: ast.expr, deps: set[str]) -> str | None:
+        """Why `node` is not fixed at `__init__` time (None: it is); collects `self` deps."""
+        if literal(node):
+            return None
+        if isinstance(node, ast.Name):
+            return (None if node.id in self.ctx.info.names.constants
+                    else f"`{node.id}` is not a module-level constant")
+        if self_attr(node):
+            attributes = self.attributes
+            info = attributes.attrs.get(node.attr)
+            if info is None or node.attr in attributes.assigned_elsewhere:
+                return f"`self.{node.attr}` is not assigned only in `__init__`"
+            if info.nested:
+                return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
+            if node.attr in attributes.module_attrs() or node.attr in attributes.tensor_attrs:
+                return f"`self.{node.attr}` is a module or a tensor"
+            deps.add(node.attr)
+            return None
+        if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
+            return None
+        if isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            parts = list(node.elts)
+        else:
+            return "it is computed at run time"
+        return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)

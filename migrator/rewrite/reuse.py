@@ -1,0 +1,119 @@
+"""Modules called more than once per forward: each call site of a module attribute is recorded,
+and a stateless module that runs at several sites is split into one copy a site."""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.attributes import ClassAttributes
+from migrator.refusal import Refusal
+from migrator.rewrite.context import MANY, FileContext, Site
+from migrator.rewrite.creation import ModuleCreator
+from migrator.rewrite.paths import most_runs
+from migrator.rewrite.plan import Replace
+
+
+class ReusedModules:
+    """The call sites of one class's module attributes, and the splitting of reused ones."""
+
+    def __init__(self, ctx: FileContext, attributes: ClassAttributes,
+                 creator: ModuleCreator) -> None:
+        self.ctx = ctx
+        self.attributes = attributes
+        self.creator = creator
+        self.sites: dict[str, list[Site]] = {}
+
+    def add(self, site: Site) -> None:
+        """Record a call of a module attribute on the forward path."""
+        self.sites.setdefault(site.attr, []).append(site)
+
+    def split(self) -> None:
+        """Apply the rewrites pending on modules called once; split those called more often,
+        or report why they cannot be."""
+        # `self.b = self.a`: calls of b are a's
+        for alias, target in self.attributes.aliases().items():
+            if alias in self.sites:
+                merged = self.sites.setdefault(target, []) + self.sites.pop(alias)
+                self.sites[target] = sorted(merged, key=lambda s: (s.func.lineno, s.func.col_offset))
+        for attr, sites in self.sites.items():
+            times = _runs(sites)
+            if times < 2:
+                for site in sites:
+                    if site.pending:
+                        replace, node, message, op = site.pending
+                        self.ctx.plan.replaces.append(replace)
+                        self.ctx.report(node, "MIG001", message, op=op, attr=replace.attr)
+                continue
+            first = sites[0].func
+            try:
+                kind = self._split_kind(attr, sites)
+            except Refusal as refusal:
+                self.ctx.refuse(first, refusal)
+                continue
+            if "MIG003" in self.ctx.disable:
+                continue
+            sites = sorted(sites, key=lambda s: not s.skipped)  # a skipped call keeps the name
+            info = self.attributes.attrs[attr]
+            for site in sites[1:]:
+                name = self.creator.copy(info, site.key)
+                self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
+                                                      name))
+                self.ctx.report(site.func, "MIG003",
+                                f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
+                                f"becomes `self.{name}`", op=f"self.{attr}", module=kind, attr=name)
+
+    def _split_kind(self, attr: str, sites: list[Site]) -> str:
+        """The label of the module a reused attribute holds; raises a refusal when it cannot be
+        split."""
+        info = self.attributes.attrs.get(attr)
+        inherited = self.attributes.inherited_modules()
+        where = f"`self.{attr}` is called {'in a loop' if any(s.times >= MANY for s in sites) else f'at {len(sites)} sites'}"
+        if info is None and attr in inherited:
+            raise Refusal("MIG104", f"{where} but is created in base class "
+                                     f"`{inherited[attr].name}`: give this class "
+                                     "its own module for each site")
+        if info is None:
+            raise Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
+                                     "its class cannot be known")
+        value = info.value
+        verdict = self.ctx.project.value_stateless(value, self.ctx.info)
+        label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
+        if verdict is False:
+            raise Refusal("MIG103", f"{where} and `{label}` may hold parameters or buffers: copies "
+                                     "would untie its weights; give each site its own module")
+        if verdict is None:
+            raise Refusal("MIG104", f"{where} and the class of `{self.ctx.text(value)}` cannot be "
+                                     "known statically; split it by hand if it is stateless")
+        if any(s.times >= MANY for s in sites):
+            raise Refusal("MIG105", f"{where}: one module object serves every iteration; unroll "
+                                     "the loop or use an nn.ModuleList")
+        if any(s.times > 1 for s in sites):
+            raise Refusal("MIG110", f"{where} inside a helper method that runs more than once per "
+                                     "forward")
+        init = self.attributes.init
+        if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
+            raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
+        if sum(s.skipped for s in sites) > 1:
+            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
+        return label
+
+
+def _runs(sites: list[Site]) -> int:
+    """How many times one forward runs the module the sites call: the sum over methods of the
+    most calls on one path through each (calls in exclusive branches do not add up)."""
+    by_method: dict[int, list[Site]] = {}
+    for site in sites:
+        by_method.setdefault(id(site.method), []).append(site)
+    total = 0
+    for group in by_method.values():
+        method, times = group[0].method, max(s.times for s in group)
+        if method is None or times >= MANY:
+            total += sum(s.times for s in group)
+        else:
+            total += times * most_runs(method, [s.func for s in group])
+    return min(total, MANY)
+
+
+def _one_line_suite(init: ast.FunctionDef, stmt: ast.stmt) -> bool:
+    return any(parent is not stmt and parent.lineno == stmt.lineno
+               for parent in ast.walk(init) if isinstance(parent, ast.stmt))

@@ -1,0 +1,83 @@
+"""How many times each method of a class runs per forward call."""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.helpers import unbound
+from migrator.rewrite.project import ClassInfo
+
+
+def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
+    """Method name -> how many times it runs per forward call, for the methods forward reaches
+    (not `__init__`, static or class methods): the most over `cls` and its subclasses in the
+    same file, whose overrides and `super()` calls can make a helper run more often."""
+    methods = cls.methods()
+    most: dict[str, int] = {}
+    overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
+    for overrides in [{}, *overriding]:
+        for name, times in _counts(ctx, methods, overrides).items():
+            most[name] = max(most.get(name, 0), times)
+    return {name: times for name, times in most.items()
+            if times > 0 and name != "__init__" and not unbound(methods[name])}
+
+
+def _counts(ctx: FileContext, methods: dict[str, ast.FunctionDef],
+            overrides: dict[str, ast.FunctionDef]) -> dict[str, int]:
+    """Run counts of a class's `methods` when `overrides` replace some of them."""
+    def target(name: str) -> tuple[str, str] | None:
+        if name in overrides:
+            return ("sub", name)
+        return ("own", name) if name in methods else None
+
+    functions = {("own", n): f for n, f in methods.items()}
+    functions.update({("sub", n): f for n, f in overrides.items()})
+    calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
+    for key, function in functions.items():
+        for visit in ctx.visits(function):
+            node = visit.node
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            owner, name = node.func.value, node.func.attr
+            if self_attr(node.func):
+                callee = target(name)
+            elif (key[0] == "sub" and isinstance(owner, ast.Call)
+                  and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+                callee = ("own", name) if name in methods else None
+            else:
+                continue
+            if callee and callee != key:
+                calls.setdefault(callee, []).append((key, visit.repeated))
+    entry = target("forward")
+    counts: dict[tuple[str, str], int] = {}
+
+    def count(key: tuple[str, str], stack: tuple) -> int:
+        if key == entry:
+            return 1
+        if key in stack:
+            return MANY
+        if key not in counts:
+            total = 0
+            for caller, repeated in calls.get(key, []):
+                times = count(caller, stack + (key,))
+                total += MANY if (repeated and times) else times
+            counts[key] = min(total, MANY)
+        return counts[key]
+
+    return {name: count(("own", name), ()) for name in methods}
+
+
+def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.FunctionDef]:
+    """Methods a subclass (and the classes between) define over those of `cls`."""
+    chain, current = [], sub
+    while current is not None and current is not cls:
+        chain.append(current)
+        current = next((p for b in current.bases
+                        if (p := family.project.find_class(b, current.file))
+                        and (p is cls or family.derives(p, cls))), None)
+    overrides: dict[str, ast.FunctionDef] = {}
+    for link in reversed(chain):
+        overrides.update(link.methods())
+    return overrides

@@ -1,0 +1,80 @@
+"""Names a new module of a class may not take: those its family defines or uses on `self`, those
+migrator creates in its family (across files), and those of its subclasses elsewhere in the
+package; and the allocation of free ones."""
+
+from __future__ import annotations
+
+import ast
+from typing import Protocol
+
+from migrator import catalog
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.project import ClassInfo, FileInfo
+
+
+class WorksOut(Protocol):
+    def work_out(self, info: FileInfo) -> None:
+        """Work out the rewrite of another file of the project, once a run."""
+
+
+class TakenNames:
+    """The names taken in one class, and new ones allocated there."""
+
+    def __init__(self, ctx: FileContext, cls: ClassInfo, family: Family,
+                 analysis: WorksOut) -> None:
+        self.ctx = ctx
+        self.cls = cls
+        self._taken = self._collect(family, analysis)
+
+    def _collect(self, family: Family, analysis: WorksOut) -> set[str]:
+        taken = set(catalog.MODULE_ATTRIBUTES)
+        created = self.ctx.project.created
+        own = self._class_names(self.cls)
+        for cls in family.related(self.cls):
+            if cls.file is not self.ctx.info:
+                analysis.work_out(cls.file)
+            taken |= created.get(cls.qualname, set())
+            clash = sorted(own & created.get(cls.qualname, set())) if cls is not self.cls else []
+            if clash and cls.file is not self.ctx.info:
+                self.ctx.report(self.cls.node, "MIG111",
+                                f"`self.{clash[0]}` is also the name of the module migrator creates "
+                                f"in base class `{cls.name}`; rename this attribute")
+            taken |= self._class_names(cls)
+        for sub in family.subclasses_elsewhere(self.cls):
+            taken |= self._class_names(sub)  # their names, not what migrator creates there
+        return taken
+
+    def _class_names(self, cls: ClassInfo) -> set[str]:
+        if cls.qualname not in self.ctx.class_names:
+            self.ctx.class_names[cls.qualname] = _names_defined(cls.node, self.ctx.visits)
+        return self.ctx.class_names[cls.qualname]
+
+    def new(self, base: str) -> str:
+        """A free name `base` or `base_<n>`, now taken and known as created in the class."""
+        name, n = base, 0
+        while name in self._taken:
+            n += 1
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
+        return name
+
+
+def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
+    """Attribute, method and class-level names a class defines or uses on `self`."""
+    names: set[str] = set()
+    for stmt in cls.body:
+        nodes = (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and self_attr(node):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
