@@ -4,6 +4,7 @@ and module calls, then reused modules are split and the new modules placed in `_
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
@@ -15,7 +16,7 @@ from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import reach
+from migrator.rewrite.runs import inherited_reach, reach
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
@@ -36,12 +37,15 @@ class ClassAnalysis:
     def run(self) -> None:
         methods = self.attributes.methods
         forward = methods.get("forward")
-        if forward is None:
-            return
-        self._check_signature(forward)
+        if forward is not None:
+            self._check_signature(forward)
+            path, reached = methods, reach(self.ctx, self.cls, self.family)
+        else:  # an inherited forward may run methods this class overrides
+            path, reached = inherited_reach(self.ctx, self.cls, self.family)
+            if not reached:
+                return
         module_attrs = self.attributes.module_attrs()
-        reached = reach(self.ctx, self.cls, self.family)
-        order = ForwardOrder(methods, self._method_calls, self.ctx.positions_of)
+        order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
         creator = ModuleCreator(self.ctx, self.attributes, self.family, self.names)
         hyper = HyperParameters(self.ctx, self.attributes)
         reused = ReusedModules(self.ctx, self.attributes, creator)
@@ -62,10 +66,14 @@ class ClassAnalysis:
         reused.split()
         placement.place(creator.registrations)
 
-    def _method_calls(self, method: ast.FunctionDef) -> list[tuple[str, ast.AST]]:
-        return [(v.node.func.attr, v.node) for v in self.ctx.visits(method)
-                if isinstance(v.node, ast.Call) and self_attr(v.node.func)
-                and v.node.func.attr in self.attributes.methods]
+    def _method_calls(self, methods: dict[str, ast.FunctionDef]
+                      ) -> Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]]:
+        """The (method name, call node) of each call of one of `methods` in a method."""
+        def calls(method: ast.FunctionDef) -> list[tuple[str, ast.AST]]:
+            return [(v.node.func.attr, v.node) for v in self.ctx.visits(method)
+                    if isinstance(v.node, ast.Call) and self_attr(v.node.func)
+                    and v.node.func.attr in methods]
+        return calls
 
     def _check_signature(self, forward: ast.FunctionDef) -> None:
         args = forward.args

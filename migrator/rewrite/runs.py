@@ -24,6 +24,24 @@ def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
             if times > 0 and name != "__init__" and not unbound(methods[name])}
 
 
+def inherited_reach(ctx: FileContext, cls: ClassInfo, family: Family
+                    ) -> tuple[dict[str, ast.FunctionDef], dict[str, int]]:
+    """For a class that inherits `forward`: the methods its forward path runs through (its own
+    over those of its ancestors that can be found), and how many times each of its own methods
+    that forward reaches (`forward_head` overriding a base's) runs per forward call. Empty when
+    no ancestor's `forward` can be found."""
+    own = cls.methods()
+    methods: dict[str, ast.FunctionDef] = {}
+    for ancestor in reversed(family.ancestors(cls)):  # the nearest base's methods win
+        methods.update(ancestor.methods())
+    methods.update(own)
+    if "forward" not in methods:
+        return {}, {}
+    counts = _counts(ctx, methods, {})
+    return methods, {name: counts[name] for name, method in own.items()
+                     if counts[name] > 0 and name != "__init__" and not unbound(method)}
+
+
 def _counts(ctx: FileContext, methods: dict[str, ast.FunctionDef],
             overrides: dict[str, ast.FunctionDef]) -> dict[str, int]:
     """Run counts of a class's `methods` when `overrides` replace some of them."""
