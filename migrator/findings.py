@@ -27,6 +27,7 @@ CODES: dict[str, str] = {
     "MIG114": "operand or receiver of a convertible op is not proven to be a tensor (nor not to be one)",
     "MIG115": "op in a function outside the class that forward reaches: not rewritten yet",
     "MIG116": "the module an op would become is the class itself (or a subclass): it would recurse",
+    "MIG117": "instances of the class are handed to several modules: its ops would become reused modules",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""

@@ -17,6 +17,7 @@ from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.project import FileInfo, Project
+from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
 
@@ -66,6 +67,7 @@ class ProjectAnalysis:
         ctx = FileContext(path, source, info, project, self.ops_module, Positions(source),
                           disable=disable)
         ctx.skip = skip_lines(source)
+        find_shared(ctx)
         family = Family(project, info)
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):

@@ -53,6 +53,8 @@ class FileContext:
     skip: set[int] = field(default_factory=set)
     class_names: dict[str, set[str]] = field(default_factory=dict)
     helpers_seen: set[int] = field(default_factory=set)
+    shared: dict[str, str] = field(default_factory=dict)
+    """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     """Helper functions (and calls of helpers in other files) already reported."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)

@@ -56,6 +56,10 @@ class ModuleCreator:
 
     def _can_create(self) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module."""
+        shared = self.ctx.shared.get(self.attributes.cls.qualname)
+        if shared:
+            raise Refusal("MIG117", f"{shared}: a module made here would run at each of their "
+                                    "call sites; left as is")
         container = self._container()
         if container:
             raise Refusal("MIG109", f"{container}: a new submodule would join the modules it "
