@@ -73,6 +73,8 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
         left = str(after[code]) + (f" ({converted[code]} converted)" if code < "MIG100" else "")
         rows[label] = (str(before[code]), left)
     rows.update(_prepare_rows(comparable))
+    rows["  of those, with no finding at their source lines (silent skips)"] = (
+        "-", str(len(run.silent)))
     rows["files changed by fix: first run / second run"] = (str(len(run.first.changed)),
                                                             str(len(run.second.changed)))
     return rows
@@ -114,6 +116,7 @@ def failures(run: zoo.ZooRun) -> list[str]:
              for m in run.models if not m.comparable]
     lines += [f"{run.zoo} {name}: {_first_line(problem)}"
               for name, problem in run.problems().items()]
+    lines += [f"{run.zoo} silent skip: {line}" for line in run.silent]
     return lines
 
 

@@ -179,6 +179,8 @@ class ZooRun:
     unparsable: list[str]
     models: list[ModelResult]
     seconds: dict[str, float]
+    silent: list[str] = field(default_factory=list)
+    """With `prepare`: what `silent` found (computed while the migrated copy exists)."""
 
     def problems(self) -> dict[str, str]:
         """Each failing model (or `<fix>`) with its first difference or error."""
@@ -215,7 +217,9 @@ def run_zoo(zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1,
         seconds["second fix"] = second.seconds
         models = [_compare_model(spec.name, workdir, package, sides) for spec in specs]
     seconds["models"] = time.perf_counter() - start
-    return ZooRun(zoo, package, first, second, bad, models, seconds)
+    run = ZooRun(zoo, package, first, second, bad, models, seconds)
+    run.silent = silent(run) if prepare else []
+    return run
 
 
 def _run_side(zoo: str, root: Path | None, specs: list[Spec], spec_file: Path, out: Path,
