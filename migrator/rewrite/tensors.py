@@ -118,9 +118,9 @@ class TensorNames:
         defaulted as one)."""
         bindings: dict[str, list[ast.expr | None]] = {}
         params = _parameters(func)
-        defaults = dict(zip(reversed(params[:len(func.args.posonlyargs) + len(func.args.args)
-                                             - (1 if _has_self(func) else 0)]),
-                            reversed(func.args.defaults)))
+        positional = params[:len(func.args.posonlyargs) + len(func.args.args)
+                            - (1 if _has_self(func) else 0)]
+        defaults = dict(zip(reversed([p.arg for p in positional]), reversed(func.args.defaults)))
         defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults)
                          if d is not None})
         for param in params:
