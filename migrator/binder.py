@@ -8,7 +8,7 @@ facts about its values only it can tell (is this a constant, is it `self.trainin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Generic, Sequence, TypeVar, cast
 
 from migrator.catalog import REQUIRED, Arg, Op, Role
 from migrator.refusal import Refusal
@@ -16,51 +16,54 @@ from migrator.refusal import Refusal
 NOT_CONSTANT = object()
 """What `Predicates.constant` returns for a value not known before the call runs."""
 
+V = TypeVar("V")
+"""A world's argument values: `ast.expr`, or fx node arguments."""
+
 
 @dataclass(frozen=True)
-class Predicates:
+class Predicates(Generic[V]):
     """What a world tells the binder about one of its argument values."""
 
-    show: Callable[[object], str]
+    show: Callable[[V], str]
     """The value as people read it (source text, or a repr)."""
-    constant: Callable[[object], object]
+    constant: Callable[[V], object]
     """The value itself when it is a constant, else `NOT_CONSTANT`."""
-    unfixed: Callable[[object], str | None]
+    unfixed: Callable[[V], str | None]
     """Why a hyper-parameter value is not fixed when the module is built (None: it is)."""
-    follows_mode: Callable[[object], bool]
+    follows_mode: Callable[[V], bool]
     """Whether a `training` value is the caller's `self.training`."""
-    unsplittable: Callable[[object], str | None]
+    unsplittable: Callable[[V], str | None]
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
-    weight_refused: Callable[[Op, object], str | None]
+    weight_refused: Callable[[Op, V], str | None]
     """Why a learned weight cannot go to the op's module (None: it can)."""
 
 
 @dataclass(frozen=True)
-class Input:
+class Input(Generic[V]):
     """A forward input of the module: an INPUT argument, or the sequence of an INPUTS one."""
 
     arg: Arg
-    value: object
+    value: V
     given: bool
     """False for an optional input the call leaves at its default (`value` is the default)."""
 
 
 @dataclass(frozen=True)
-class Bound:
+class Bound(Generic[V]):
     """A call's arguments sorted by role, ready to become a module and its call."""
 
-    inputs: tuple[Input, ...]
+    inputs: tuple[Input[V], ...]
     ctor: tuple[tuple[str, object], ...]
     """Constructor keywords in catalog order: hyper-parameters the call passes (world values),
     defaults the module does not share, then `Op.ctor_extra` (plain values)."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
-    weight: object = None
+    weight: V | None = None
     """The learned weight the module takes over (prelu), else None."""
 
 
-def arguments(op: Op, positional: Sequence[object],
-              keywords: Sequence[tuple[str, object]]) -> dict[str, object] | Refusal:
+def arguments(op: Op, positional: Sequence[V],
+              keywords: Sequence[tuple[str, V]]) -> dict[str, V] | Refusal:
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
     params = [a for a in op.args if not a.keyword_only]
@@ -77,21 +80,22 @@ def arguments(op: Op, positional: Sequence[object],
     return values
 
 
-def bind(op: Op, positional: Sequence[object], keywords: Sequence[tuple[str, object]],
-         predicates: Predicates) -> Bound | Refusal:
+def bind(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]],
+         predicates: Predicates[V]) -> Bound[V] | Refusal:
     """Sort a call's arguments by the op's roles, or say why the call cannot become
     `op.module` with the same result."""
     values = arguments(op, positional, keywords)
     if isinstance(values, Refusal):
         return values
-    inputs: list[Input] = []
+    inputs: list[Input[V]] = []
     ctor: list[tuple[str, object]] = []
     given: set[str] = set()
-    weight = None
+    weight: V | None = None
     module_defaults = dict(op.module_defaults)
     for arg in op.args:
         passed = arg.name in values
-        value = values[arg.name] if passed else arg.default
+        # a default the call leaves out goes where a world value would
+        value = values[arg.name] if passed else cast(V, arg.default)
         if value is REQUIRED:
             return Refusal(None, f"`{arg.name}` is missing")
         shown = predicates.show(value) if passed else f"{value} (default)"

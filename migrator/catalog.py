@@ -171,6 +171,7 @@ def _dim_op(key: str, cls: str) -> list[Op]:
 
 def _pool(kind: str, n: int) -> Op:
     key = f"{kind}_pool{n}d"
+    args: tuple[Arg, ...]
     if kind == "max":
         args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0), _h("dilation", 1),
                 _h("ceil_mode", False), _h("return_indices", False))

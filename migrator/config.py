@@ -27,7 +27,7 @@ class Config:
     disable: frozenset[str] = frozenset()
     """Finding codes not reported (and, for MIG0xx, not fixed: `fix` leaves a file that would
     need such a fix untouched, since it cannot leave one kind of fix out of a rewrite)."""
-    verify: list[dict] = field(default_factory=list)
+    verify: list[object] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
 
     @property
@@ -121,7 +121,7 @@ def load_for(args) -> Config | None:
     for key in config.unknown:
         print(f"{config.path}: unknown key `{key}` in [tool.migrator] (known: "
               f"{', '.join(sorted(KNOWN_KEYS))})", file=sys.stderr)
-    disable_source = config.path
+    disable_source: Path | str | None = config.path
     if getattr(args, "exclude", None) is not None:
         config.exclude = tuple(args.exclude)
     if getattr(args, "disable", None) is not None:

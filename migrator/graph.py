@@ -49,7 +49,7 @@ def last_model_frame(stack_trace: str | None) -> Frame | None:
     return frames[-1] if frames else None
 
 
-def describe_source(source: tuple[str, int] | None, with_code: bool = False) -> str:
+def describe_source(source: tuple[str, int] | Frame | None, with_code: bool = False) -> str:
     """`path:line` (relative to the working directory when under it), optionally with the code;
     `?` when unknown."""
     if source is None:
@@ -59,6 +59,12 @@ def describe_source(source: tuple[str, int] | None, with_code: bool = False) -> 
     text = f"{filename.removeprefix(cwd)}:{line}"
     code = linecache.getline(filename, line).strip() if with_code else ""
     return f"{text}: `{code}`" if code else text
+
+
+def called_module(root: torch.nn.Module, node: Node) -> torch.nn.Module:
+    """The submodule of `root` that a `call_module` node calls."""
+    assert isinstance(node.target, str)  # fx keeps the module's path there
+    return root.get_submodule(node.target)
 
 
 def source_location(node: Node) -> str:

@@ -31,7 +31,7 @@ TorchScript's static typing:
   ``_modules`` in place); the twin computes the same thing, up to 8 tensors.
 """
 
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -240,7 +240,8 @@ class _ScriptableStack(Stack):
 class Mean(torch.nn.Module):
     """``x.mean()`` when ``dim`` is None (and not ``keepdim``), else ``x.mean(dim, keepdim)``."""
 
-    def __init__(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> None:
+    def __init__(self, dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+                 keepdim: bool = False) -> None:
         super().__init__()
         self.dim = dim
         self.keepdim = keepdim
@@ -257,7 +258,8 @@ class Mean(torch.nn.Module):
 class Sum(torch.nn.Module):
     """``x.sum()`` when ``dim`` is None (and not ``keepdim``), else ``x.sum(dim, keepdim)``."""
 
-    def __init__(self, dim: Union[None, int, Sequence[int]] = None, keepdim: bool = False) -> None:
+    def __init__(self, dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+                 keepdim: bool = False) -> None:
         super().__init__()
         self.dim = dim
         self.keepdim = keepdim

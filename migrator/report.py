@@ -87,16 +87,20 @@ def unified_diff(path: Path | str, old: str, new: str, *, color: bool = False) -
 
 class Check(Protocol):
     name: str
-    status: str
     detail: str
+
+    @property
+    def status(self) -> str: ...
 
 
 class Verification(Protocol):
     """One verified target, as `migrator.prove.verify.TargetResult` gives it."""
 
     target: str
-    checks: Sequence[Check]
     error: str
+
+    @property
+    def checks(self) -> Sequence[Check]: ...
 
     @property
     def ok(self) -> bool: ...

@@ -52,3 +52,10 @@ def converted(signature: str, body: str) -> list[str]:
 ])
 def test_tensor_operands(signature, body, expected):
     assert sorted(converted(signature, body)) == sorted(expected)
+
+
+def test_constant_defaults_are_plain():
+    """A parameter defaulted to a constant is a plain value, positional or keyword-only."""
+    source = TEMPLATE.format(signature="self, x, scale=2, *, shift=1",
+                             body=" " * 8 + "return x * (scale + 1) + (shift + 1)")
+    assert [f.code for f in check_text(source, "m.py", Project()) if f.code == "MIG114"] == []

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from migrator import runner
 from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
@@ -17,6 +18,9 @@ from migrator.parallel import add_jobs_argument
 from migrator.progress import Progress
 from migrator.commands.options import add_observer_arguments, chain_options
 from migrator.report import ReviewReport, Summary, unified_diff
+
+if TYPE_CHECKING:
+    from migrator.prove.verify import RewriteVerification
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
 
@@ -88,7 +92,7 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
     from migrator.prove.verify import format_text, verify_rewrites
 
     rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes
-                if isinstance(o, runner.Processed) and o.changed}
+                if isinstance(o, runner.Processed) and o.changed and o.new_text is not None}
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
@@ -115,7 +119,7 @@ class Fixer:
         self.summary = Summary()
         self.report = ReviewReport() if args.report else None
         self.left: list[Finding] = []
-        self.verified = None
+        self.verified: RewriteVerification | None = None
         """With --verify: the RewriteVerification; only files passing targets cover are
         written."""
         self.chain_ok = True
@@ -137,6 +141,7 @@ class Fixer:
         diff = ""
         if outcome.changed:
             old, new = outcome.source.text, outcome.new_text
+            assert new is not None  # it changed
             diff = unified_diff(outcome.path, old, new) if self.report else ""
             refusal = self._refusal(outcome.path)
             if self.args.diff:
@@ -187,6 +192,7 @@ class Fixer:
         return refusal
 
     def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
+        assert outcome.new_text is not None  # only a changed file is written
         try:
             write_source(outcome.source, outcome.new_text)
         except SourceError as exc:
@@ -236,6 +242,7 @@ class StdinFixer(Fixer):
         return super().finish()
 
     def _write(self, outcome: runner.Processed, fixed: list[Finding]) -> bool:
+        assert outcome.new_text is not None  # only a changed file is written
         try:
             self.raw = encode_source(outcome.source, outcome.new_text)
         except SourceError as exc:

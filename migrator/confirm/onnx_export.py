@@ -79,6 +79,7 @@ def export_program(program: torch.export.ExportedProgram, inputs: tuple[Any, ...
             )
         except Exception as error:  # the exporter raises many types; all become one failure
             raise _export_failure(error, program) from None
+    assert onnx_program is not None  # the dynamo exporter returns its program
     name_nodes_after_modules(onnx_program.model)
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx_program.save(path, external_data=_weight_bytes(program) > SINGLE_FILE_LIMIT_BYTES)

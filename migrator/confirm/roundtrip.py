@@ -112,7 +112,9 @@ def output_tolerances(converted: GraphModule, steps: float = 1.0) -> list[Tolera
 def _dequantize_scale(node: Node) -> float | None:
     if node.target != torch.ops.quantized_decomposed.dequantize_per_tensor.default:
         return None
-    return float(node.args[1])
+    scale = node.args[1]
+    assert isinstance(scale, (int, float))  # the per-tensor overload takes a number
+    return float(scale)
 
 
 def run_onnx(path: Path | str, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
@@ -141,8 +143,8 @@ def compare(
     if len(actual) != len(expected):
         raise ValueError(f"the ONNX model has {len(actual)} outputs, torch {len(expected)}")
     comparisons = []
-    for (name, got), want, tolerance in zip(actual.items(), expected, tolerances):
-        want = want.detach().numpy().astype(np.float64)
+    for (name, got), tensor, tolerance in zip(actual.items(), expected, tolerances):
+        want = tensor.detach().numpy().astype(np.float64)
         if got.shape != want.shape:
             raise ValueError(f"output {name} has shape {got.shape} in ONNX, {want.shape} in torch")
         error = np.abs(got.astype(np.float64) - want)

@@ -97,6 +97,7 @@ def _annotation(node: Node, dtype: torch.dtype) -> QuantizationAnnotation | None
             inputs[node.args[1]] = weight_spec(torch.int16 if dtype == torch.int16 else torch.int8)
         return QuantizationAnnotation(inputs, act, _annotated=True)
     if packet in _CONCATENATING:
+        assert isinstance(first, (list, tuple))  # the tensor sequence
         tensors = [t for t in first if _is_float_tensor(t)]
         if not tensors:
             return None

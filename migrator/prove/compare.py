@@ -22,7 +22,7 @@ from torch.fx.node import map_arg
 
 from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
-from migrator.graph import describe_source, last_model_frame
+from migrator.graph import called_module, describe_source, last_model_frame
 from migrator.prove.trace import SOURCE, TraceFailure
 
 Status = Literal["pass", "fail", "skip"]
@@ -124,12 +124,14 @@ def _prepared_notes(report) -> list[str]:
 def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
     names = _tensor_names(gm)
     positions: dict[fx.Node, int] = {}
-    rows = []
+    rows: list[tuple] = []
     for node in gm.graph.nodes:
         positions[node] = len(rows)
-        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))
+        # map_arg maps nodes to any value; its types allow only fx arguments
+        args, kwargs = map_arg((node.args, node.kwargs),
+                               lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
         if node.op == "call_module":
-            args, kwargs = _bound(gm.get_submodule(node.target), args, kwargs)
+            args, kwargs = _bound(called_module(gm, node), args, kwargs)
         rows.append((node.op, _fx_target(gm, node, names), args, kwargs))
     return rows
 
@@ -155,12 +157,13 @@ def _tensor_names(module: torch.nn.Module) -> dict[int, str]:
 
 def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
     if node.op == "call_module":
-        module = gm.get_submodule(node.target)
+        module = called_module(gm, node)
         weights = tuple(sorted(names.get(id(t), "?") for t in
                                module.state_dict(keep_vars=True).values()))
         return (_qualname(type(module)), _hyper_parameters(module), weights)
     if node.op == "get_attr":
         value = gm
+        assert isinstance(node.target, str)  # fx keeps the attribute's path there
         for part in node.target.split("."):
             value = getattr(value, part)
         return names.get(id(value), type(value).__name__)
@@ -208,14 +211,15 @@ def _describe_fx(gm: fx.GraphModule, position: int) -> str:
     node = nodes[position]
     held = ""
     if node.op == "call_module":
-        module = gm.get_submodule(node.target)
+        module = called_module(gm, node)
         what = " ".join(repr(module).split())
         names = _tensor_names(gm)
         weights = [names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values()]
         held = f" holding {', '.join(weights)}" if weights else ""
     else:
         what = _qualname(node.target) if node.op == "call_function" else str(node.target)
-    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))
+    # map_arg maps nodes to any value; its types allow only fx arguments
+    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))  # type: ignore[arg-type, return-value]
     source = node.meta.get(SOURCE)
     where = f" at {describe_source(source)}" if source else ""
     return f"`{node.op} {what}{tuple(args)!r}`{held}{where}"
@@ -293,7 +297,8 @@ def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
     outputs = tuple((spec.kind.name, spec.target if spec.kind.name == "BUFFER_MUTATION" else None)
                     for spec in signature.output_specs)
     positions: dict[fx.Node, int] = {}
-    rows = []
+    rows: list[tuple] = []
+    target: object
     for node in program.graph.nodes:
         positions[node] = len(rows)
         if node.op == "placeholder":
@@ -302,7 +307,8 @@ def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
             target = outputs
         else:
             target = str(node.target) if node.op == "call_function" else node.op
-        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))
+        args, kwargs = map_arg((node.args, node.kwargs),
+                               lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
         rows.append((node.op, target, _aten_args(node, args), kwargs))
     return rows
 
@@ -315,7 +321,8 @@ def _describe_aten(program: torch.export.ExportedProgram, position: int) -> str:
     if node.op == "placeholder":
         kind, target = _aten_rows(program)[position][1] or ("?", None)
         return f"input {kind.lower()} `{target or node.name}`"
-    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))
+    # map_arg maps nodes to any value; its types allow only fx arguments
+    args = map_arg(node.args, lambda n: _Ref(nodes.index(n)))  # type: ignore[arg-type, return-value]
     frame = last_model_frame(node.meta.get("stack_trace"))
     where = f" at {describe_source(frame)}" if frame else ""
     return f"`{node.target}{tuple(args)!r}`{where}"
@@ -326,7 +333,8 @@ def _describe_aten(program: torch.export.ExportedProgram, position: int) -> str:
 def check_outputs(original: torch.nn.Module, migrated: torch.nn.Module,
                   inputs: tuple[Any, ...]) -> CheckResult:
     """Bit-identical outputs (torch.equal) in eval mode, and in train mode with the same seed."""
-    parts, figures = [], {}
+    parts: list[str] = []
+    figures: dict[str, Any] = {}
     for mode, seed in (("eval", 0), ("train", 1)):
         original.train(mode == "train")
         migrated.train(mode == "train")

@@ -156,6 +156,7 @@ def _import_file(file: Path, finder: _OverlayFinder) -> ModuleType:
     loader = (importlib.machinery.SourceFileLoader(_FILE_MODULE, str(file)) if source is None
               else _SourceLoader(source, f"{file}@{finder.side.label}"))
     spec = importlib.util.spec_from_file_location(_FILE_MODULE, file, loader=loader)
+    assert spec is not None  # a loader is given
     module = importlib.util.module_from_spec(spec)
     sys.modules[_FILE_MODULE] = module
     loader.exec_module(module)
@@ -211,7 +212,7 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
         self.side = side
         self.served: set[Path] = set()
 
-    def source(self, file: Path) -> str | bytes | None:
+    def source(self, file: str | Path) -> str | bytes | None:
         """The side's text for `file` (recorded as served), or None to read it from disk."""
         path = Path(file).resolve()
         text = self.side.overlay.get(path)
@@ -227,6 +228,7 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
             return self._new_file_spec(fullname, path)
         if not spec.has_location:
             return None
+        assert spec.origin is not None  # it has a location
         source = self.source(spec.origin)
         if source is None:
             return None

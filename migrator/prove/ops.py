@@ -59,11 +59,11 @@ class RuntimeCatalog:
             for name in op.inplace_methods:
                 self._methods[name] = Match(op, f".{name}()", "method", inplace=True)
         for operator in catalog.OPERATORS:
-            if (op := catalog.by_operator(operator.symbol)) is not None:
-                self._operators[id(operator.function)] = Match(op, operator.symbol, "operator")
-            if (op := catalog.by_inplace_operator(operator.inplace_symbol)) is not None:
+            if (found := catalog.by_operator(operator.symbol)) is not None:
+                self._operators[id(operator.function)] = Match(found, operator.symbol, "operator")
+            if (found := catalog.by_inplace_operator(operator.inplace_symbol)) is not None:
                 self._operators[id(operator.inplace_function)] = Match(
-                    op, operator.inplace_symbol, "operator", inplace=True)
+                    found, operator.inplace_symbol, "operator", inplace=True)
 
     def _add_function(self, target: object, match: Match) -> None:
         known = self._functions.get(id(target))
@@ -79,6 +79,7 @@ class RuntimeCatalog:
         if node.meta.get(IN_FUNCTIONAL_MODULE):
             return None
         if node.op == "call_method":
+            assert isinstance(node.target, str)  # fx keeps the method's name there
             return self._methods.get(node.target)
         if node.op == "call_function":
             found = self._functions.get(id(node.target))
@@ -146,7 +147,7 @@ def _holds_node(value: Any) -> bool:
     return bool(found)
 
 
-def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound:
+def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound[Any]:
     """Sort the arguments of `node` (a call of `op`) by role; raise the `Refusal` when the call
     cannot become `op.module` with the same result. `follows_mode`: whether a `training` value
     follows the model's mode (fx records only the value of the mode it traced in)."""
@@ -174,7 +175,7 @@ def training_value(op: Op, node: Node) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def forward_inputs(bound: Bound) -> tuple[Any, ...]:
+def forward_inputs(bound: Bound[Any]) -> tuple[Any, ...]:
     """The module's positional forward inputs: the items of a tensor list spread out, optional
     inputs the call leaves at their default dropped from the end."""
     inputs = list(bound.inputs)
@@ -184,7 +185,7 @@ def forward_inputs(bound: Bound) -> tuple[Any, ...]:
                  for v in (item.value if item.arg.role is Role.INPUTS else (item.value,)))
 
 
-def build_module(op: Op, bound: Bound, root: torch.nn.Module) -> torch.nn.Module:
+def build_module(op: Op, bound: Bound[Any], root: torch.nn.Module) -> torch.nn.Module:
     """A new `op.module` computing the bound call (a learned weight is shared, not copied)."""
     cls = resolve(op.module)
     if cls is None:

@@ -9,13 +9,12 @@ split into copies; modules holding parameters or buffers are never copied, only 
 from __future__ import annotations
 
 import copy
-import itertools
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from torch import fx
@@ -23,7 +22,7 @@ from torch.fx import Node
 
 from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES, Op, Role
-from migrator.graph import as_tuple, describe_source, owning_module
+from migrator.graph import as_tuple, called_module, describe_source, owning_module
 from migrator.prove.ops import (Match, bind, build_module, forward_inputs, resolve,
                                 runtime_catalog, scalar_nodes, training_value)
 from migrator.prove.outputs import difference, run_seeded
@@ -92,6 +91,14 @@ class PrepareReport:
         return "\n".join(lines)
 
 
+class _TraceOptions(TypedDict):
+    """What `trace` is given: tracing again in the other mode must see the same."""
+
+    modules_to_exclude: Iterable[Any]
+    module_classes_to_exclude: Iterable[type]
+    concrete_args: dict[str, Any] | None
+
+
 def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | None = None,
                   module_classes_to_exclude: Iterable[type] | None = None,
                   concrete_args: dict[str, Any] | None = None,
@@ -105,9 +112,9 @@ def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | No
     be converted is warned about (`PrepareWarning`) and kept in `gm.meta["migrator_prepare"]`.
     Raises `TraceFailure` when fx cannot trace the model.
     """
-    options = dict(modules_to_exclude=modules_to_exclude or (),
-                   module_classes_to_exclude=module_classes_to_exclude or (),
-                   concrete_args=concrete_args)
+    options = _TraceOptions(modules_to_exclude=modules_to_exclude or (),
+                            module_classes_to_exclude=module_classes_to_exclude or (),
+                            concrete_args=concrete_args)
     gm = trace(model, **options)
     gm.training = model.training
     report = PrepareReport()
@@ -145,27 +152,29 @@ class _Namer:
             except AttributeError:
                 pass
         prefix = f"{owner}." if owner else ""
-        for n in itertools.count():
+        n = 0
+        while True:
             candidate = prefix + (f"{base}_{n}" if n else base)
             if candidate.rpartition(".")[2] not in used and candidate not in self.taken:
                 self.taken.add(candidate)
                 return candidate
+            n += 1
 
 
-def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: dict, namer: _Namer,
+def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: _TraceOptions, namer: _Namer,
                  report: PrepareReport) -> None:
     ops = runtime_catalog()
     graph = gm.graph
     scalars = scalar_nodes(graph.nodes)
-    matches = [(node, ops.match(node)) for node in graph.nodes]
-    matches = [(n, m) for n, m in matches if m is not None and not _on_scalars(n, m, scalars)]
+    matches = [(n, m) for n in graph.nodes
+               if (m := ops.match(n)) is not None and not _on_scalars(n, m, scalars)]
     following = _training_following_mode(model, options, matches)
     for node, match in matches:
         owner = owning_module(node)
         source = describe_source(node.meta.get(SOURCE))
         try:
             readers = _later_readers(gm, node) if match.inplace else []
-            bound = bind(match.op, node, lambda _, node=node: node in following)
+            bound = bind(match.op, node, lambda _: node in following)
             path = _weight_owner(gm, model, match.op, bound)
             if path is None:
                 module = build_module(match.op, bound, gm)
@@ -215,7 +224,7 @@ def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
     return model.get_submodule(path) if path else model
 
 
-def _training_following_mode(model: torch.nn.Module, options: dict,
+def _training_following_mode(model: torch.nn.Module, options: _TraceOptions,
                              matches: list[tuple[Node, Match]]) -> set[Node]:
     """Nodes whose `training` argument is `self.training`: traced again in the other mode, the
     same call (same position among such calls) gets the other value."""
@@ -247,7 +256,7 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
     nothing but such modules read it before (any other reader may hold a view of it)."""
     target = node.args[0] if node.args else None
     if not (isinstance(target, Node) and target.op == "call_module"
-            and _fresh_output(gm.get_submodule(target.target))):
+            and _fresh_output(called_module(gm, target))):
         raise Refusal("MIG108", "changes in place a tensor that may be shared (not the fresh output of "
                       "a module)")
     later = set()
@@ -257,7 +266,7 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
         cursor = cursor.next
     for reader in target.users:
         if reader is not node and reader not in later and not (
-                reader.op == "call_module" and _fresh_output(gm.get_submodule(reader.target))):
+                reader.op == "call_module" and _fresh_output(called_module(gm, reader))):
             raise Refusal("MIG108", "changes in place a tensor read before by an op that may hold a view "
                           "of it")
     return [reader for reader in target.users if reader in later]

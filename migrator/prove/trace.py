@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,7 +51,7 @@ def _is_user_file(filename: str) -> bool:
 
 
 def _user_frame() -> tuple[str, int] | None:
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
@@ -59,7 +60,7 @@ def _user_frame() -> tuple[str, int] | None:
 def _in_functional_module() -> bool:
     """Whether the op being recorded runs inside a method of an eager-mode quantization
     `FloatFunctional` (`self.skip_add.add(a, b)`): it already has a module of its own."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not _is_user_file(frame.f_code.co_filename):
         if isinstance(frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional):
             return True

@@ -79,6 +79,7 @@ class ClassAttributes:
                     if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
                         self.assigned_elsewhere.add(target.attr)
                         continue
+                    assert isinstance(node, ast.stmt)  # the assignment `targets` come from
                     self._record_init_attr(target.attr, node, value)
 
     def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
@@ -96,9 +97,11 @@ class ClassAttributes:
             self.plain_attrs.add(attr)
 
     def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
+        assert self.init is not None  # `stmt` is one of its statements
         for i, top in enumerate(self.init.body):
             if top is stmt:
                 return i, False
+            assert top.end_lineno is not None  # parsed: set
             if top.lineno <= stmt.lineno <= top.end_lineno:
                 return i, True
         return len(self.init.body) - 1, True

@@ -4,6 +4,7 @@ and module calls, then reused modules are split and the new modules placed in `_
 from __future__ import annotations
 
 import ast
+from functools import partial
 from typing import Callable
 
 from migrator.rewrite.attributes import ClassAttributes
@@ -56,8 +57,8 @@ class ClassAnalysis:
             if self.ctx.skip.intersection(header_lines(method)):
                 continue
             tensors = TensorNames(method, [v.node for v in self.ctx.visits(method)],
-                                  lambda n, s=self.ctx.locals_of(method):
-                                  self.ctx.info.names.resolve(n, s), module_attrs,
+                                  partial(self.ctx.info.names.resolve,
+                                          shadowed=self.ctx.locals_of(method)), module_attrs,
                                   self.attributes.tensor_attrs)
             Scanner(self.ctx, method, times, tensors, module_attrs, attrs=self.attributes.attrs,
                     order=order, sites=reused, hyper=hyper, creator=creator).scan()

@@ -3,6 +3,8 @@ exact formatting and comments."""
 
 from __future__ import annotations
 
+from typing import Literal, Sequence
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -107,6 +109,9 @@ class _Apply(cst.CSTTransformer):
         if replace is None:
             return updated
         call = updated.value
+        # `x.add_(y)`: only a local name is rebound
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        assert isinstance(call.func.value, cst.Name)
         return cst.Assign(targets=[cst.AssignTarget(call.func.value.deep_clone())],
                           value=_call(replace, call), semicolon=updated.semicolon)
 
@@ -163,7 +168,7 @@ class _Apply(cst.CSTTransformer):
         return updated.with_changes(body=body[:at] + new + body[at:])
 
 
-def _import_position(body: list[cst.CSTNode]) -> int:
+def _import_position(body: Sequence[cst.CSTNode]) -> int:
     """After the module's leading docstring, `__future__` imports and top import block."""
     at = 0
     for i, stmt in enumerate(body):
@@ -196,7 +201,9 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
             args.append(arg)
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if isinstance(node, cst.BinaryOperation):  # a line break (and comment) at the operator stays
-        for space in (node.operator.whitespace_before, node.operator.whitespace_after):
+        # libcst's BaseBinaryOp declares no whitespace, though every operator has both
+        op = node.operator
+        for space in (op.whitespace_before, op.whitespace_after):  # type: ignore[attr-defined]
             if isinstance(space, cst.ParenthesizedWhitespace):
                 comma = cst.Comma(whitespace_after=space)
                 break
@@ -215,11 +222,13 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
     if len(replace.inputs) == 1 and replace.inputs[0][0].kind == "elements" and args:
-        call = _list_layout(call, _resolve(replace.inputs[0][0].inner, node)[0][0])
+        inner = replace.inputs[0][0].inner
+        assert inner is not None  # "elements" are those of an argument
+        call = _list_layout(call, _resolve(inner, node)[0][0])
     return call
 
 
-def _list_layout(call: cst.Call, items: cst.List | cst.Tuple) -> cst.Call:
+def _list_layout(call: cst.Call, items: cst.BaseExpression) -> cst.Call:
     """`torch.cat([a, b])` written over several lines: the brackets' line breaks (and the
     comments in them) become the new call's."""
     if isinstance(items, cst.List):
@@ -241,28 +250,36 @@ def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
                                                        cst.ParenthesizedWhitespace)
 
 
-def _resolve(ref: InputRef, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, str,
-                                                         cst.Arg | cst.Element | None]]:
+def _resolve(ref: InputRef, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, Literal["", "*"],
+                                                         cst.Arg | cst.BaseElement | None]]:
     """The expressions an input reference names in `node`, each with its star ('' or '*') and
     the argument or list element it came from (None for operands and receivers)."""
     kind = ref.kind
     if kind == "left":
+        assert isinstance(node, cst.BinaryOperation)
         return [(node.left, "", None)]
     if kind == "right":
+        assert isinstance(node, (cst.BinaryOperation, cst.AugAssign))
         return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "", None)]
     if kind == "target":
+        assert isinstance(node, cst.AugAssign)
         return [(node.target, "", None)]
     if kind == "receiver":
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
         return [(node.func.value, "", None)]
     if kind == "arg":
+        assert isinstance(node, cst.Call)
         arg = [a for a in node.args if a.keyword is None and not a.star][ref.index]
         return [(arg.value, "", arg)]
     if kind == "kw":
+        assert isinstance(node, cst.Call)
         arg = next(a for a in node.args if a.keyword and a.keyword.value == ref.keyword)
         return [(arg.value, "", arg)]
-    (value, _, arg), = _resolve(ref.inner, node)
+    assert ref.inner is not None  # "elements" and "star" are those of an argument
+    (value, _, source), = _resolve(ref.inner, node)
     if kind == "elements":
+        assert isinstance(value, (cst.List, cst.Tuple))
         return [(element.value, "", element) for element in value.elements]
     if kind == "star":
-        return [(value, "*", arg)]
+        return [(value, "*", source)]
     raise ValueError(ref)

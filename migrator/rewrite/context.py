@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
-from migrator.rewrite.plan import Plan, Positions, Replace
+from migrator.rewrite.plan import Located, Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
@@ -23,11 +24,11 @@ class Site:
     """A call of a module attribute (`self.act(x)`) on the forward path."""
 
     attr: str
-    func: ast.Attribute
+    func: ast.expr
     times: int
     key: tuple[int, ...]
     """When forward runs it (see `order`)."""
-    pending: tuple[Replace, ast.AST, str, str] | None = None
+    pending: tuple[Replace, ast.Call, str, str] | None = None
     """A rewrite that calls this module (prelu's weight owner), applied only if it stays the
     module's single call: (replace, node, message, op as called)."""
     skipped: bool = False
@@ -62,7 +63,7 @@ class FileContext:
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
 
-    def visits(self, func: ast.FunctionDef) -> list[Visit]:
+    def visits(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         """`walk(func)`, computed once per function."""
         if id(func) not in self._visits:
             self._visits[id(func)] = list(walk(func))
@@ -80,21 +81,22 @@ class FileContext:
             self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
         return self._locals[id(func)]
 
-    def report(self, node: ast.AST, code: str, message: str, *, op: str = "", module: str = "",
+    def report(self, node: Located, code: str, message: str, *, op: str = "", module: str = "",
                attr: str = "", reason: str = "") -> None:
         """A finding at `node`; the keywords are `Finding`'s structured fields."""
         self.findings.append(Finding(self.path, node.lineno,
                                      self.positions.column(node.lineno, node.col_offset), code,
                                      message, op, module, attr, reason))
 
-    def refuse(self, node: ast.AST, refusal: Refusal) -> None:
+    def refuse(self, node: Located, refusal: Refusal) -> None:
         """A finding at `node` for a rewrite that was not made: the refusal is its reason."""
+        assert refusal.code is not None  # the static checker refuses only with a finding code
         self.report(node, refusal.code, refusal.message, reason=refusal.message)
 
-    def text(self, node: ast.AST) -> str:
+    def text(self, node: Located) -> str:
         return self.positions.segment(node)
 
-    def block_text(self, node: ast.AST, stmt: ast.stmt) -> str:
+    def block_text(self, node: Located, stmt: ast.stmt) -> str:
         """The node's text for a new statement beside `stmt`: continuation lines lose the
         statement's indentation, which the codemod adds back."""
         lines = self.text(node).split("\n")
@@ -149,6 +151,6 @@ class FileContext:
         self.findings.sort()
 
 
-def self_attr(node: ast.AST) -> bool:
+def self_attr(node: object) -> TypeGuard[ast.Attribute]:
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id == "self")

@@ -54,8 +54,7 @@ def _report_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDe
 
 
 def _called(ctx: FileContext, info: FileInfo, caller: ast.FunctionDef,
-            methods: dict[str, ast.FunctionDef]) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef],
-                                                                   ast.FunctionDef]]:
+            methods: dict[str, ast.FunctionDef]) -> Iterator[tuple[FileInfo, ast.FunctionDef]]:
     for node in ast.walk(caller):
         if isinstance(node, ast.Call):
             target = _target(ctx, info, node, caller, methods)
@@ -84,7 +83,8 @@ def unbound(method: ast.FunctionDef) -> bool:
                for d in method.decorator_list)
 
 
-def ops_in(info: FileInfo, function: ast.FunctionDef) -> Iterator[tuple[str, ast.AST]]:
+def ops_in(info: FileInfo, function: ast.FunctionDef
+           ) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
     number, `end + 1`, is taken for a count)."""

@@ -46,6 +46,7 @@ class HyperParameters:
             start = self.ctx.positions.column(node.lineno, node.col_offset)
             for name in names:
                 a = self.ctx.positions.column(name.lineno, name.col_offset) - start
+                assert name.end_col_offset is not None  # parsed: set
                 b = self.ctx.positions.column(name.lineno, name.end_col_offset) - start
                 text = text[:a] + self.ctx.text(replace[name.id]) + text[b:]
         return text, deps

@@ -51,7 +51,7 @@ def _statements_before(func: ast.FunctionDef, stmt: ast.stmt):
             if isinstance(body, list):
                 for child in body:
                     parents[id(child)] = (node, body)
-    current = stmt
+    current: ast.AST = stmt
     while id(current) in parents:
         holder, body = parents[id(current)]
         index = next(i for i, s in enumerate(body) if s is current)

@@ -66,6 +66,7 @@ class Placement:
         attrs = self.attributes.attrs
         runs = sorted((key, attrs[attr].top_index) for key, attr in self.runs if attr in attrs)
         floor = self.attributes.super_index
+        assert floor is not None  # modules are created only after `super().__init__()`
         for registration in registrations:
             line, floor = self._line_for(registration, runs, floor)
             self.ctx.plan.insert_after(line, registration.code)
@@ -76,6 +77,7 @@ class Placement:
         the next registration may not precede): after the existing module that runs before it,
         what its arguments read, and the modules created before it."""
         init, attrs = self.attributes.init, self.attributes.attrs
+        assert init is not None  # `place` inserts into it
         index = max([floor] + [attrs[d].top_index for d in registration.deps])
         before = [top for key, top in runs if key < registration.key]
         preceding = max(before[-1], index) if before else index

@@ -5,15 +5,23 @@ Positions are (line, column) with columns counted in characters, as LibCST count
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 Span = tuple[int, int, int, int]
 """(start line, start column, end line, end column) of an expression, parentheses excluded."""
 
 RefKind = Literal["arg", "kw", "receiver", "left", "right", "target", "elements", "star"]
 ReplaceKind = Literal["call", "binop", "augassign", "inplace", "rename"]
+
+
+class Located(Protocol):
+    """A parsed `ast` node that has a source position (any `expr`, `stmt`, `arg`, `keyword`)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,10 @@ class Positions:
             return byte_col
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Located) -> str:
         """The source text of a node (what `ast.get_source_segment` returns, without re-splitting
         the source on every call)."""
+        assert node.end_lineno is not None and node.end_col_offset is not None  # parsed: set
         first, last = node.lineno - 1, node.end_lineno - 1
         if first == last:
             line = self.lines[first]
@@ -95,6 +104,7 @@ class Positions:
         tail = self.lines[last].encode()[:node.end_col_offset].decode()
         return "\n".join([head, *self.lines[first + 1:last], tail])
 
-    def span(self, node: ast.AST) -> Span:
+    def span(self, node: Located) -> Span:
+        assert node.end_lineno is not None and node.end_col_offset is not None  # parsed: set
         return (node.lineno, self.column(node.lineno, node.col_offset),
                 node.end_lineno, self.column(node.end_lineno, node.end_col_offset))

@@ -12,6 +12,7 @@ import functools
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.rewrite.names import ModuleNames, collect, literal
@@ -79,7 +80,7 @@ class Project:
     def add(self, tree: ast.Module, path: Path | None) -> FileInfo:
         """Register a parsed file (the one being processed) and return its info."""
         module, is_package, root = module_name(path) if path else ("", False, None)
-        if root is not None:
+        if path is not None and root is not None:
             for folder in (root, path.resolve().parent):
                 if folder not in self._roots:
                     self._roots.append(folder)
@@ -120,7 +121,7 @@ class Project:
         self._by_module[module] = None
         return self._read(module, rel, self._roots)
 
-    def _read(self, module: str, rel: Path, roots: list[Path | None]) -> FileInfo | None:
+    def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
         for root in roots:
             if root is None:
                 continue

@@ -91,6 +91,7 @@ class ReusedModules:
             raise Refusal("MIG110", f"{where} inside a helper method that runs more than once per "
                                      "forward")
         init = self.attributes.init
+        assert init is not None  # it assigns `info`
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         if sum(s.skipped for s in sites) > 1:

@@ -89,7 +89,8 @@ def _counts(ctx: FileContext, methods: dict[str, ast.FunctionDef],
 
 def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.FunctionDef]:
     """Methods a subclass (and the classes between) define over those of `cls`."""
-    chain, current = [], sub
+    chain: list[ClassInfo] = []
+    current: ClassInfo | None = sub
     while current is not None and current is not cls:
         chain.append(current)
         current = next((p for b in current.bases

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Input, Predicates, bind
@@ -15,7 +16,7 @@ from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder
-from migrator.rewrite.plan import InputRef, Replace, ReplaceKind
+from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
@@ -47,7 +48,8 @@ class Scanner:
         for visit in self.ctx.visits(self.method):
             node = visit.node
             if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
-                if self._module_call(node):  # still a call of the module: reuse is counted
+                # still a call of the module: reuse is counted
+                if isinstance(node, ast.Call) and self._module_call(node.func):
                     self.sites.add(
                         Site(node.func.attr, node.func, self._times(visit),
                              self.order.key(self.method, node), skipped=True,
@@ -61,18 +63,19 @@ class Scanner:
                 elif isinstance(node, ast.AugAssign):
                     self._augassign(node, visit)
             except Refusal as refusal:
+                assert isinstance(node, (ast.expr, ast.stmt))  # only the ops above refuse
                 self.ctx.refuse(node, refusal)
 
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
 
-    def _module_call(self, node: ast.AST) -> bool:
-        return (isinstance(node, ast.Call) and self_attr(node.func)
-                and node.func.attr in self.module_attrs)
+    def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
+        """Whether a call of `func` calls a module attribute."""
+        return self_attr(func) and func.attr in self.module_attrs
 
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
-        if self._module_call(node):
+        if self._module_call(func):
             self.sites.add(
                 Site(func.attr, func, self._times(visit), self.order.key(self.method, node),
                      method=self.method))
@@ -98,8 +101,7 @@ class Scanner:
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
         operator = catalog.operator_of(type(node.op))
-        op = catalog.by_operator(operator.symbol) if operator else None
-        if op is None:
+        if operator is None or (op := catalog.by_operator(operator.symbol)) is None:
             return
         label = f"`{operator.symbol}`"
         if not self.tensors.is_tensor(node):
@@ -110,8 +112,7 @@ class Scanner:
 
     def _augassign(self, node: ast.AugAssign, visit: Visit) -> None:
         operator = catalog.operator_of(type(node.op))
-        op = catalog.by_inplace_operator(operator.inplace_symbol) if operator else None
-        if op is None:
+        if operator is None or (op := catalog.by_inplace_operator(operator.inplace_symbol)) is None:
             return
         label = f"`{operator.inplace_symbol}`"
         if not self.tensors.is_tensor(node.target):
@@ -130,8 +131,9 @@ class Scanner:
                                  "not to be one), so it is left as is; annotate it `Tensor` to "
                                  "convert it")
 
-    def _inplace(self, op: Op, node: ast.AST, target: ast.expr, args: list[ast.expr],
-                 keywords: list[ast.keyword], visit: Visit, label: str) -> None:
+    def _inplace(self, op: Op, node: ast.Call | ast.AugAssign, target: ast.expr,
+                 args: list[ast.expr], keywords: list[ast.keyword], visit: Visit,
+                 label: str) -> None:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
         reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh)
@@ -143,7 +145,7 @@ class Scanner:
         positional = [(target, InputRef("target" if augmented else "receiver"))]
         positional += [(a, InputRef("right") if augmented else InputRef("arg", i))
                        for i, a in enumerate(args)]
-        named = [(k.arg, k.value, InputRef("kw", keyword=k.arg)) for k in keywords]
+        named = [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in keywords]
         self._convert(op, node, positional, named,
                       visit, "MIG002", label, kind="augassign" if augmented else "inplace")
 
@@ -159,7 +161,7 @@ class Scanner:
             info = self.attrs.get(func.attr)
             if info and isinstance(info.value, ast.Call):
                 cls = self.ctx.info.names.resolve(info.value.func)
-                return bool(cls) and catalog.fresh_output(cls, _inplace_flag(cls, info.value))
+                return bool(cls and catalog.fresh_output(cls, _inplace_flag(cls, info.value)))
             return False
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op, receiver = (catalog.by_function(qualname) if qualname else None), []
@@ -168,7 +170,8 @@ class Scanner:
         return op is not None and catalog.fresh_output(op.module,
                                                        _op_inplace(op, value, receiver))
 
-    def _convert(self, op: Op, node: ast.AST, positional: list[tuple[ast.expr, InputRef]],
+    def _convert(self, op: Op, node: ast.Call | ast.BinOp | ast.AugAssign,
+                 positional: list[tuple[ast.expr, InputRef]],
                  keywords: list[tuple[str | None, ast.expr, InputRef]], visit: Visit, code: str,
                  label: str, kind: ReplaceKind = "call") -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
@@ -180,7 +183,7 @@ class Scanner:
                                      "statically")
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
         hyper: dict[int, tuple[str, set[str]]] = {}
-        bound = bind(op, [v for v, _ in positional], [(k, v) for k, v, _ in keywords],
+        bound = bind(op, [v for v, _ in positional], [(k, v) for k, v, _ in keywords if k],
                      self._predicates(hyper))
         if isinstance(bound, Refusal):
             if bound.code is None:
@@ -198,6 +201,7 @@ class Scanner:
                                      f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
                                      " per forward; left as is")
         if weight_module is not None:
+            assert isinstance(node, ast.Call)  # only a call passes a weight
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
             self.sites.add(Site(
                 weight_module, node.func, self.times, self.order.key(self.method, node),
@@ -211,7 +215,7 @@ class Scanner:
         self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
                         op=label.strip("`"), module=op.module, attr=name)
 
-    def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates:
+    def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates[ast.expr]:
         """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in
         `__init__`, `self` attributes it reads) goes to `hyper`, by node id."""
 
@@ -255,7 +259,7 @@ def _arguments(call: ast.Call) -> tuple[list[tuple[ast.expr, InputRef]],
                                          list[tuple[str | None, ast.expr, InputRef]]]:
     """A call's positional and keyword arguments, each with how the codemod finds it."""
     return ([(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
-            [(k.arg, k.value, InputRef("kw", keyword=k.arg)) for k in call.keywords])
+            [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords])
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
@@ -267,7 +271,7 @@ def _input(item: Input, ref: InputRef) -> tuple[InputRef, str | None]:
     """A forward input as the codemod writes it: (ref, keyword name for an optional input);
     a tensor list spreads its elements, or the sequence itself with `*`."""
     if item.arg.role is Role.INPUTS:
-        spread = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
+        spread: RefKind = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
         return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
 

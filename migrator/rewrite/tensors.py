@@ -118,9 +118,9 @@ class TensorNames:
         defaulted as one)."""
         bindings: dict[str, list[ast.expr | None]] = {}
         params = _parameters(func)
-        defaults = dict(zip(reversed(params[:len(func.args.posonlyargs) + len(func.args.args)
-                                             - (1 if _has_self(func) else 0)]),
-                            reversed(func.args.defaults)))
+        positional = params[:len(func.args.posonlyargs) + len(func.args.args)
+                            - (1 if _has_self(func) else 0)]
+        defaults = dict(zip(reversed([p.arg for p in positional]), reversed(func.args.defaults)))
         defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults)
                          if d is not None})
         for param in params:
@@ -144,7 +144,7 @@ class TensorNames:
         while changed:
             changed = False
             for name in list(self.plain):
-                if not all(self.is_plain(v) for v in bindings[name]):
+                if not all(v is not None and self.is_plain(v) for v in bindings[name]):
                     self.plain.discard(name)
                     changed = True
 
@@ -174,8 +174,8 @@ class TensorNames:
             if isinstance(func, ast.Attribute) and func.attr in catalog.SCALAR_METHODS:
                 return True
             qualname = self.resolve(func)
-            return bool(qualname) and (qualname in NOT_TENSOR_TORCH
-                                       or qualname.split(".")[0] in _PLAIN_MODULES)
+            return bool(qualname and (qualname in NOT_TENSOR_TORCH
+                                      or qualname.split(".")[0] in _PLAIN_MODULES))
         if isinstance(node, ast.Subscript):
             value = node.value
             if isinstance(value, ast.Name) and value.id in self.containers:
@@ -284,9 +284,9 @@ def _bindings(node: ast.AST):
     elif isinstance(node, ast.NamedExpr):
         yield node.target.id, node.value
     elif isinstance(node, (ast.withitem, ast.comprehension)):
-        target = node.optional_vars if isinstance(node, ast.withitem) else node.target
-        if target is not None:
-            yield from _targets(target, None)
+        bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
+        if bound is not None:
+            yield from _targets(bound, None)
     elif isinstance(node, ast.ExceptHandler) and node.name:
         yield node.name, None
 

@@ -19,7 +19,7 @@ class Visit:
     """Inside a loop body, comprehension, lambda or nested function."""
 
 
-def walk(func: ast.FunctionDef) -> list[Visit]:
+def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
     visits: list[Visit] = []
@@ -54,4 +54,5 @@ def header_lines(stmt: ast.stmt) -> range:
                          ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         first = stmt.body[0].lineno if stmt.body else stmt.lineno + 1
         return range(stmt.lineno, max(first, stmt.lineno + 1))
+    assert stmt.end_lineno is not None  # parsed: set
     return range(stmt.lineno, stmt.end_lineno + 1)

@@ -48,7 +48,8 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
                        "children or a walk that stops at a given child may now take them in")
 
 
-def _origin(ctx: FileContext, scope: ast.FunctionDef, walked: ast.expr, stmt: ast.stmt) -> str:
+def _origin(ctx: FileContext, scope: ast.FunctionDef | ast.AsyncFunctionDef, walked: ast.expr,
+            stmt: ast.stmt) -> str:
     """Where the walked module comes from: ` (<how>, line N)`, or '' when not known."""
     if isinstance(walked, ast.Name):
         name = walked.id
