@@ -13,8 +13,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from migrator.config import Config
-from migrator.files import (PathError, SourceError, SourceFile, decode_source, discover, excluded,
+from migrator.config import Config, ConfigError, Settings
+from migrator.files import (PathError, SourceError, SourceFile, decode_source, discover,
                             read_source, syntax_error)
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
@@ -30,6 +30,8 @@ class Processed:
     path: Path
     source: SourceFile
     findings: list[Finding]
+    config: Config
+    """The configuration that governs the file."""
     new_text: str | None = None
 
     @property
@@ -59,27 +61,42 @@ STDIN = "-"
 """The path that stands for source read from stdin."""
 
 
-def run(paths: list[str], config: Config, *, rewrite: bool, jobs: int = 1,
+def run(paths: list[str], settings: Settings, *, rewrite: bool, jobs: int = 1,
         progress: Progress | None = None) -> Iterator[Outcome]:
-    """One outcome per discovered file (or path naming none), in a stable order (whatever `jobs`
-    is)."""
-    files: Iterable[Path | PathError] = discover(paths, include=config.include,
-                                                 exclude=config.exclude)
+    """One outcome per discovered file (or path naming none), each under its own configuration,
+    in a stable order (whatever `jobs` is)."""
+    files: Iterable[tuple[Path | PathError, Config | ConfigError]] = (
+        (path, _config_of(path, settings)) for path in discover(paths, settings.rules))
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
-    work = partial(process, config=config, rewrite=rewrite)
+    work = partial(_process_with, rewrite=rewrite)
     for outcome in ordered_map(work, files, worker_count(jobs)):
         if progress is not None:
             progress.advance(str(outcome.path))
         yield outcome
 
 
-def run_stdin(raw: bytes, name: str | None, config: Config, *, rewrite: bool) -> Outcome:
-    """The outcome of source read from stdin, shown as `name` (default `-`). A name matching
-    `exclude` is left alone (`Excluded`)."""
+def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigError:
+    try:
+        return settings.for_path(path.path if isinstance(path, PathError) else path)
+    except ConfigError as exc:
+        return exc
+
+
+def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: bool) -> Outcome:
+    path, config = item
+    if isinstance(config, ConfigError) and not isinstance(path, PathError):
+        return Failed(path, SourceError(path, 0, f"not processed: {config}"))
+    return process(path, config, rewrite)
+
+
+def run_stdin(raw: bytes, name: str | None, settings: Settings, *, rewrite: bool) -> Outcome:
+    """The outcome of source read from stdin, shown as `name` (default `-`), under the settings
+    of that name. A name its configuration excludes is left alone (`Excluded`)."""
     path = Path(name or STDIN)
-    if name and excluded(name, config.exclude):
+    config = settings.for_path(path)
+    if name and config.rules().excludes(name):
         return Excluded(path)
     return process(path, config, rewrite, read=lambda _: decode_source(path, raw))
 
@@ -90,15 +107,15 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     problems make it `Failed`."""
     if isinstance(path, PathError):
         return Failed(path.path, path)
+    disable = config.disabled(path)
     try:
         source = (read or read_source)(path)
         if rewrite:
             new_text, findings = fix_text(source.text, str(path), Project(), config.ops_module,
-                                          config.disable)
+                                          disable)
         else:
             new_text = None
-            findings = check_text(source.text, str(path), Project(), config.ops_module,
-                                  config.disable)
+            findings = check_text(source.text, str(path), Project(), config.ops_module, disable)
     except SourceError as exc:
         return Failed(path, exc)
     except SyntaxError as exc:
@@ -108,5 +125,5 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     except Exception as exc:  # an engine bug: keep going with the other files
         return Failed(path, SourceError(path, 0, f"internal error, left as is (please report): "
                                                  f"{type(exc).__name__}: {exc}"))
-    return Processed(path, source, [f for f in findings if f.code not in config.disable],
+    return Processed(path, source, [f for f in findings if f.code not in disable], config,
                      new_text)

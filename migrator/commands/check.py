@@ -29,13 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0: no finding; 1: findings; 2: a path, file or setting that could not be used."""
     stdin = reads_stdin(args)
-    config = load_for(args) if stdin is not None else None
-    if config is None:
+    settings = load_for(args) if stdin is not None else None
+    if settings is None:
         return 2
     found, findings, errors = 0, [], []
     with Progress("check") as bar:
         raw = sys.stdin.buffer.read() if stdin else None
-        for outcome in outcomes(args, config, raw, rewrite=False, progress=bar):
+        for outcome in outcomes(args, settings, raw, rewrite=False, progress=bar):
             if isinstance(outcome, Failed):
                 bar.print(outcome.error, file=sys.stderr)
                 errors.append(outcome.error)

@@ -51,16 +51,16 @@ def run(args: argparse.Namespace) -> int:
     if stdin and args.verify:
         print("migrator fix: --verify verifies files, not stdin", file=sys.stderr)
         return 2
-    config = load_for(args) if stdin is not None else None
-    if config is None:
+    settings = load_for(args) if stdin is not None else None
+    if settings is None:
         return 2
     raw = sys.stdin.buffer.read() if stdin else None
     with Progress("fix") as bar:
-        fixer = Fixer(args, config, bar) if raw is None else StdinFixer(args, config, bar, raw)
-        found = outcomes(args, config, raw, rewrite=True, progress=bar)
+        fixer = Fixer(args, bar) if raw is None else StdinFixer(args, bar, raw)
+        found = outcomes(args, settings, raw, rewrite=True, progress=bar)
         if args.verify:
             found = list(found)  # every rewrite is known before any file is written
-            verified = _verify(found, config, args)
+            verified = _verify(found, settings.for_path(args.paths[0]), args)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
@@ -106,8 +106,8 @@ class Fixer:
     """Applies each file's outcome (write it, print its diff, or say it would change) and keeps
     the totals for the closing summary and the review report."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress) -> None:
-        self.args, self.config, self.bar = args, config, bar
+    def __init__(self, args: argparse.Namespace, bar: Progress) -> None:
+        self.args, self.bar = args, bar
         self.dry_run = args.diff or args.check
         self.out = sys.stdout
         """Where the files fixed and the findings left are listed."""
@@ -192,15 +192,15 @@ class Fixer:
         except SourceError as exc:
             self._error(outcome.path, exc)
             return False
-        self._fixed(outcome.path, fixed)
+        self._fixed(outcome, fixed)
         return True
 
-    def _fixed(self, path: Path, fixed: list[Finding]) -> None:
+    def _fixed(self, outcome: runner.Processed, fixed: list[Finding]) -> None:
         """List the fixes made to a file; write the op modules it may now import."""
-        self.bar.print(f"fixed {path}", file=self.out)
+        self.bar.print(f"fixed {outcome.path}", file=self.out)
         for finding in fixed:
             self.bar.print(f"  {finding.format()}", file=self.out)
-        _ensure_ops_module(self.config, self.bar, self.out)
+        _ensure_ops_module(outcome.config, self.bar, self.out)
 
     def _error(self, path: Path, error: SourceError) -> None:
         self.bar.print(error, file=sys.stderr)
@@ -222,9 +222,8 @@ class StdinFixer(Fixer):
     """`fix -`: the source read from stdin goes to stdout, fixed or as it came (with --diff the
     diff instead, with --check nothing); the fixes and findings are listed on stderr."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress,
-                 raw: bytes) -> None:
-        super().__init__(args, config, bar)
+    def __init__(self, args: argparse.Namespace, bar: Progress, raw: bytes) -> None:
+        super().__init__(args, bar)
         self.out = sys.stderr
         self.raw = raw
         """What goes to stdout: the bytes read, until the fixed source replaces them."""
@@ -241,7 +240,7 @@ class StdinFixer(Fixer):
         except SourceError as exc:
             self._error(outcome.path, exc)
             return False
-        self._fixed(outcome.path, fixed)
+        self._fixed(outcome, fixed)
         return True
 
 
