@@ -21,6 +21,7 @@ from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
 from migrator.rewrite.engine import check_text, fix_text
 from migrator.rewrite.project import Project
+from migrator.suppress import split, suppressions, unused
 
 
 @dataclass
@@ -62,7 +63,7 @@ STDIN = "-"
 
 
 def run(paths: list[str], settings: Settings, *, rewrite: bool, jobs: int = 1,
-        progress: Progress | None = None) -> Iterator[Outcome]:
+        progress: Progress | None = None, report_unused: bool = False) -> Iterator[Outcome]:
     """One outcome per discovered file (or path naming none), each under its own configuration,
     in a stable order (whatever `jobs` is)."""
     files: Iterable[tuple[Path | PathError, Config | ConfigError]] = (
@@ -70,7 +71,7 @@ def run(paths: list[str], settings: Settings, *, rewrite: bool, jobs: int = 1,
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
-    work = partial(_process_with, rewrite=rewrite)
+    work = partial(_process_with, rewrite=rewrite, report_unused=report_unused)
     for outcome in ordered_map(work, files, worker_count(jobs)):
         if progress is not None:
             progress.advance(str(outcome.path))
@@ -84,27 +85,32 @@ def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigErr
         return exc
 
 
-def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: bool) -> Outcome:
+def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: bool,
+                  report_unused: bool) -> Outcome:
     path, config = item
     if isinstance(config, ConfigError) and not isinstance(path, PathError):
         return Failed(path, SourceError(path, 0, f"not processed: {config}"))
-    return process(path, config, rewrite)
+    return process(path, config, rewrite, report_unused=report_unused)
 
 
-def run_stdin(raw: bytes, name: str | None, settings: Settings, *, rewrite: bool) -> Outcome:
+def run_stdin(raw: bytes, name: str | None, settings: Settings, *, rewrite: bool,
+              report_unused: bool = False) -> Outcome:
     """The outcome of source read from stdin, shown as `name` (default `-`), under the settings
     of that name. A name its configuration excludes is left alone (`Excluded`)."""
     path = Path(name or STDIN)
     config = settings.for_path(path)
     if name and config.rules().excludes(name):
         return Excluded(path)
-    return process(path, config, rewrite, read=lambda _: decode_source(path, raw))
+    return process(path, config, rewrite, read=lambda _: decode_source(path, raw),
+                   report_unused=report_unused)
 
 
 def process(path: Path | PathError, config: Config, rewrite: bool,
-            read: Callable[[Path], SourceFile] | None = None) -> Outcome:
+            read: Callable[[Path], SourceFile] | None = None,
+            report_unused: bool = False) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
-    problems make it `Failed`."""
+    problems make it `Failed`. Suppressed findings are left out; with `report_unused`, each
+    suppression that suppressed nothing is a MIG100 finding."""
     if isinstance(path, PathError):
         return Failed(path.path, path)
     disable = config.disabled(path)
@@ -125,5 +131,8 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     except Exception as exc:  # an engine bug: keep going with the other files
         return Failed(path, SourceError(path, 0, f"internal error, left as is (please report): "
                                                  f"{type(exc).__name__}: {exc}"))
-    return Processed(path, source, [f for f in findings if f.code not in disable], config,
-                     new_text)
+    table = suppressions(source.text)
+    kept, dropped = split(findings, table)
+    if report_unused:
+        kept = sorted(kept + unused(str(path), table, dropped))
+    return Processed(path, source, [f for f in kept if f.code not in disable], config, new_text)

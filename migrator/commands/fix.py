@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from migrator import runner
+from migrator.commands.flags import add_noise_arguments, exit_status, say_verbose
 from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
 from migrator.config import Config, add_config_argument, add_override_arguments, load_for
 from migrator.files import SourceError, encode_source, write_source
@@ -23,11 +24,10 @@ HELP = "rewrite functionals, operators and reused modules into named modules, in
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_arguments(parser)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    mode.add_argument("--check", action="store_true",
-                      help="write nothing; exit 1 if any file would change (findings left do "
-                           "not count)")
+    parser.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if any file would change (findings left do "
+                             "not count); with --diff, print the diff too")
     parser.add_argument("--verify", action="store_true",
                         help="before writing, verify every [[tool.migrator.verify]] target that "
                              "uses a changed file (state_dict, fx graph, export, outputs); write "
@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE.md",
                         help="also write a Markdown review report: each file's diff and the "
                              "findings left")
+    add_noise_arguments(parser)
     add_jobs_argument(parser)
     add_override_arguments(parser)
     add_config_argument(parser)
@@ -65,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
         for outcome in found:
+            say_verbose(args, outcome, bar)
             fixer.apply(outcome)
-    return fixer.finish()
+    return exit_status(args, fixer.finish())
 
 
 def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
@@ -142,7 +144,8 @@ class Fixer:
             if self.args.diff:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
-                say(f"would fix {outcome.path}", file=self.out)
+                if not self.args.quiet:
+                    say(f"would fix {outcome.path}", file=self.out)
             elif refusal:
                 say(f"{outcome.path}: not written: {refusal}", file=sys.stderr)
                 self.summary.unwritten += 1
@@ -162,7 +165,8 @@ class Fixer:
         if self.verify_text:
             print(self.verify_text)
         verb = "would change" if self.dry_run else "changed"
-        print(self.summary.line(verb), file=sys.stderr)
+        if not self.args.quiet:
+            print(self.summary.line(verb), file=sys.stderr)
         if self.report and not self._write_report(
                 self.report.render(self.summary, verb, verification)):
             return 2
@@ -197,9 +201,10 @@ class Fixer:
 
     def _fixed(self, outcome: runner.Processed, fixed: list[Finding]) -> None:
         """List the fixes made to a file; write the op modules it may now import."""
-        self.bar.print(f"fixed {outcome.path}", file=self.out)
-        for finding in fixed:
-            self.bar.print(f"  {finding.format()}", file=self.out)
+        if not self.args.quiet:
+            self.bar.print(f"fixed {outcome.path}", file=self.out)
+            for finding in fixed:
+                self.bar.print(f"  {finding.format()}", file=self.out)
         _ensure_ops_module(outcome.config, self.bar, self.out)
 
     def _error(self, path: Path, error: SourceError) -> None:

@@ -37,8 +37,10 @@ def reads_stdin(args: argparse.Namespace) -> bool | None:
 
 
 def outcomes(args: argparse.Namespace, settings: Settings, raw: bytes | None, *, rewrite: bool,
-             progress: Progress) -> Iterable[runner.Outcome]:
+             progress: Progress, report_unused: bool = False) -> Iterable[runner.Outcome]:
     """The run's outcomes: of `raw`, the source read from stdin, or of the paths."""
     if raw is not None:
-        return [runner.run_stdin(raw, args.stdin_filename, settings, rewrite=rewrite)]
-    return runner.run(args.paths, settings, rewrite=rewrite, jobs=args.jobs, progress=progress)
+        return [runner.run_stdin(raw, args.stdin_filename, settings, rewrite=rewrite,
+                                 report_unused=report_unused)]
+    return runner.run(args.paths, settings, rewrite=rewrite, jobs=args.jobs, progress=progress,
+                      report_unused=report_unused)

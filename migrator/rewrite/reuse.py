@@ -53,6 +53,10 @@ class ReusedModules:
             if "MIG003" in self.ctx.disable:
                 continue
             sites = sorted(sites, key=lambda s: not s.skipped)  # a skipped call keeps the name
+            for site in sites:
+                if self.ctx.suppressed(site.func, "MIG003"):  # marks the suppression used
+                    self.ctx.report(site.func, "MIG003", f"`self.{attr}`: split suppressed",
+                                    op=f"self.{attr}")
             info = self.attributes.attrs[attr]
             for site in sites[1:]:
                 name = self.creator.copy(info, site.key)
@@ -94,7 +98,8 @@ class ReusedModules:
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         if sum(s.skipped for s in sites) > 1:
-            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
+            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip` or a "
+                                     "MIG003 suppression")
         return label
 
 
