@@ -61,14 +61,15 @@ class Config:
         return frozenset(off)
 
 
-def expand_codes(values: Iterable[str], where: str, warn: Callable[[str], None]) -> frozenset[str]:
+def expand_codes(values: Iterable[str], where: str, key: str,
+                 warn: Callable[[str], None]) -> frozenset[str]:
     """The codes `values` name: full codes or prefixes (`MIG1` is every MIG1xx, as in ruff); each
     value naming no code is reported through `warn`."""
     codes = set()
     for value in values:
         named = {code for code in CODES if code.startswith(value.strip().upper())}
         if not named or not value.strip():
-            warn(f"{where}: unknown code `{value}` (known: {', '.join(CODES)})")
+            warn(f"{where}: unknown code `{value}` in `{key}` (known: {', '.join(CODES)})")
         codes |= named
     return frozenset(codes)
 
@@ -95,14 +96,13 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
                 setattr(config, key, tuple(_strings(table[key], key)))
         for key in ("select", "disable"):
             if key in table:
-                setattr(config, key, expand_codes(_strings(table[key], key), f"{path}: `{key}`",
-                                                  warn))
+                setattr(config, key, expand_codes(_strings(table[key], key), str(path), key, warn))
         ignores = table.get("per_file_ignores", {})
         if not isinstance(ignores, dict):
             raise TypeError("`per-file-ignores` must be a table of glob = [codes]")
         config.per_file_ignores = {
-            glob: expand_codes(_strings(codes, "per-file-ignores"),
-                               f"{path}: `per-file-ignores`", warn)
+            glob: expand_codes(_strings(codes, "per-file-ignores"), str(path), "per-file-ignores",
+                               warn)
             for glob, codes in ignores.items()}
         verify = table.get("verify", [])
         config.verify = verify if isinstance(verify, list) else [verify]
@@ -238,7 +238,7 @@ def _overrides(args, warn: Callable[[str], None]) -> dict:
         if getattr(args, key, None) is not None:
             values = [code for codes in args.__dict__[key] for code in codes.split(",")
                       if code.strip()]
-            overrides[key] = expand_codes(values, flag, warn)
+            overrides[key] = expand_codes(values, flag, key, warn)
     return overrides
 
 

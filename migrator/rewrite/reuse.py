@@ -98,8 +98,7 @@ class ReusedModules:
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         if sum(s.skipped for s in sites) > 1:
-            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip` or a "
-                                     "MIG003 suppression")
+            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         return label
 
 
