@@ -17,18 +17,18 @@ import stat
 import subprocess
 import tempfile
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "PathError",
+    "Rules",
     "SourceError",
     "SourceFile",
     "decode_source",
     "discover",
     "encode_source",
-    "excluded",
     "read_source",
     "syntax_error",
     "write_source",
@@ -77,6 +77,29 @@ class SourceFile:
     newline: str  # dominant line ending of the file: "\n", "\r\n" or "\r"
     mode: int  # permission bits (stat.S_IMODE) at read time
     raw: bytes = field(repr=False)  # the exact bytes read, to detect changes on disk
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Which files a configuration takes: `include` globs match file names; `exclude` globs match
+    the path relative to `root` (the configuration's folder; without one, the walked folder, or
+    the current folder for a file given explicitly), or any part of it from a folder boundary
+    on: `legacy/*` excludes `legacy/a.py` and `sub/legacy/a.py`, `gen` any folder named gen."""
+
+    include: tuple[str, ...] = ("*.py",)
+    exclude: tuple[str, ...] = ()
+    root: Path | None = None
+
+    def includes(self, name: str) -> bool:
+        return _matches(name, self.include)
+
+    def excludes(self, path: str | os.PathLike[str], rel: str | None = None) -> bool:
+        """Does `path` match an `exclude` glob? `rel`: its path relative to the walked folder."""
+        patterns = tuple(p.strip("/") for p in self.exclude if p.strip("/"))
+        if not patterns:
+            return False
+        under_root = _relative_to(Path(os.path.abspath(path)), self.root) if self.root else None
+        return _excluded(under_root or rel or _explicit_relpath(Path(path)), patterns)
 
 
 def read_source(path: str | os.PathLike[str]) -> SourceFile:
@@ -200,24 +223,20 @@ def write_source(source: SourceFile, new_text: str) -> bool:
 
 def discover(
     paths: Iterable[str | os.PathLike[str]],
+    rules: Callable[[Path], Rules] = lambda folder: Rules(),
     *,
-    exclude: Iterable[str] = (),
-    include: Iterable[str] = ("*.py",),
     respect_gitignore: bool = True,
 ) -> Iterator[Path | PathError]:
     """Yield the Python files named by `paths`, each once, in a deterministic order, and a
     `PathError` for each path that names none: a path that does not exist, a file given
     explicitly that is not Python, a folder that cannot be listed.
 
-    Files given explicitly are yielded if they end in .py/.pyi (or match `include`) and do not match
-    `exclude`. Folders are walked in sorted order, skipping hidden folders, virtual environments,
-    build/cache folders, symlinked folders, symlinked files pointing outside the folder, `exclude`
-    matches and (inside a git work tree) files ignored by git. `exclude` globs are matched against
-    the posix path relative to the walked folder (the current directory for explicit files) and
-    against the name of the path and of each of its parent folders.
+    `rules(folder)` are the `Rules` for the entries of a folder. Files given explicitly are
+    yielded if they end in .py/.pyi (or match `include`) and are not excluded. Folders are walked
+    in sorted order, skipping hidden folders, virtual environments, build/cache folders,
+    symlinked folders, symlinked files pointing outside the folder, excluded paths and (inside a
+    git work tree) files ignored by git.
     """
-    exclude = tuple(p.rstrip("/") for p in exclude if p.rstrip("/"))
-    include = tuple(include)
     seen: set[str] = set()
     links: list[Path] = []  # symlinked files, yielded last unless their target was yielded already
 
@@ -236,16 +255,18 @@ def discover(
             yield PathError(arg, 0, _missing_reason(exc))
             continue
         if is_dir:
-            for p, key in _walk(arg, exclude, include, respect_gitignore):
+            for p, key in _walk(arg, rules, respect_gitignore):
                 if isinstance(p, PathError):
                     yield p
                 elif key is None:
                     links.append(p)
                 elif fresh(p, key):
                     yield p
-        elif excluded(arg, exclude):
             continue
-        elif not (arg.suffix in (".py", ".pyi") or _matches(arg.name, include)):
+        arg_rules = rules(Path(os.path.dirname(os.path.abspath(arg))))
+        if arg_rules.excludes(arg):
+            continue
+        elif not (arg.suffix in (".py", ".pyi") or arg_rules.includes(arg.name)):
             yield PathError(arg, 0, "not a Python file")
         elif arg.is_symlink():
             links.append(arg)
@@ -254,12 +275,6 @@ def discover(
     for p in links:
         if fresh(p):
             yield p
-
-
-def excluded(path: str | os.PathLike[str], exclude: Iterable[str]) -> bool:
-    """Does a path given explicitly match an `exclude` glob (see `discover`)?"""
-    patterns = tuple(p.rstrip("/") for p in exclude if p.rstrip("/"))
-    return _excluded(_explicit_relpath(Path(path)), patterns)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -366,14 +381,19 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _excluded(relpath: str, patterns: tuple[str, ...]) -> bool:
-    """Does `relpath` (posix), or one of its parent folders, match an exclude pattern?"""
-    if not patterns:
-        return False
+    """Does a part of `relpath` (posix) that starts and ends at folder boundaries match an
+    exclude pattern?"""
     parts = relpath.split("/")
-    for i in range(len(parts)):
-        if _matches(parts[i], patterns) or _matches("/".join(parts[: i + 1]), patterns):
-            return True
-    return False
+    return any(_matches("/".join(parts[start:end]), patterns)
+               for start in range(len(parts)) for end in range(start + 1, len(parts) + 1))
+
+
+def _relative_to(path: Path, root: Path) -> str | None:
+    """Posix path of `path` relative to `root`, None when it is not under it."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return None
 
 
 def _explicit_relpath(path: Path) -> str:
@@ -397,7 +417,7 @@ def _is_skipped_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def _walk(
-    root: Path, exclude: tuple[str, ...], include: tuple[str, ...], respect_gitignore: bool
+    root: Path, rules: Callable[[Path], Rules], respect_gitignore: bool
 ) -> Iterator[tuple[Path | PathError, str | None]]:
     """(path, real path) of candidate files under `root`, depth first, entries sorted by name.
 
@@ -427,7 +447,8 @@ def _walk(
         except StopIteration:
             stack.pop()
             continue
-        kind = _kind(entry, rel, ignored, exclude, include, real_root)
+        kind = _kind(entry, rel, ignored, rules(Path(os.path.abspath(os.path.dirname(entry.path)))),
+                     real_root)
         if kind == "folder":
             error = listing(entry.path, f"{rel}/")
             if error:
@@ -440,20 +461,19 @@ def _kind(
     entry: os.DirEntry[str],
     rel: str,
     ignored: frozenset[str],
-    exclude: tuple[str, ...],
-    include: tuple[str, ...],
+    rules: Rules,
     real_root: str,
 ) -> str | None:
     """What a folder entry is to the walk: "folder" to walk into, "file" or "link" (a symlinked
     file inside the root) to yield, or None to skip."""
     try:
         if entry.is_dir(follow_symlinks=False):  # never true for a link: links are not walked
-            skipped = _is_skipped_dir(entry) or f"{rel}/" in ignored or _excluded(rel, exclude)
+            skipped = _is_skipped_dir(entry) or f"{rel}/" in ignored or rules.excludes(entry.path, rel)
             return None if skipped else "folder"
         # is_file follows links: dangling links, link loops and links to folders are skipped.
-        if not entry.is_file() or not _matches(entry.name, include):
+        if not entry.is_file() or not rules.includes(entry.name):
             return None
-        if rel in ignored or _excluded(rel, exclude):
+        if rel in ignored or rules.excludes(entry.path, rel):
             return None
         if not entry.is_symlink():
             return "file"

@@ -4,13 +4,13 @@ creates, or why no fix was made."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 
 CODES: dict[str, str] = {
     "MIG001": "functional call can become a module",
     "MIG002": "tensor operator or method can become a module",
     "MIG003": "stateless module called at several sites can be split into copies",
+    "MIG100": "suppression comment that suppresses no finding (`--report-unused-noqa`)",
     "MIG101": "hyper-parameter is not constant or fixed at __init__ time",
     "MIG102": "`training` is not `self.training`: a module would behave differently",
     "MIG103": "module that may hold parameters or buffers is called at several sites",
@@ -51,6 +51,11 @@ class Finding:
     reason: str = ""
     """Why no fix was made (findings that need a person)."""
 
+    def __post_init__(self) -> None:
+        """One line, whatever source text the message and reason quote."""
+        for name in ("message", "reason"):
+            object.__setattr__(self, name, " ".join(getattr(self, name).split()))
+
     @property
     def fixable(self) -> bool:
         return self.code < "MIG100"
@@ -65,10 +70,6 @@ class Finding:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "col": self.col + 1, "fixable": self.fixable}
-
-
-def to_json(findings: list[Finding]) -> str:
-    return json.dumps([f.to_dict() for f in findings], indent=2)
 
 
 def markdown_table() -> str:

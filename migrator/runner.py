@@ -13,14 +13,15 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from migrator.config import Config
-from migrator.files import (PathError, SourceError, SourceFile, decode_source, discover, excluded,
+from migrator.config import Config, ConfigError, Settings
+from migrator.files import (PathError, SourceError, SourceFile, decode_source, discover,
                             read_source, syntax_error)
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
 from migrator.rewrite.engine import check_text, fix_text
 from migrator.rewrite.project import Project
+from migrator.suppress import split, suppressions, unused
 
 
 @dataclass
@@ -30,6 +31,8 @@ class Processed:
     path: Path
     source: SourceFile
     findings: list[Finding]
+    config: Config
+    """The configuration that governs the file."""
     new_text: str | None = None
 
     @property
@@ -59,46 +62,68 @@ STDIN = "-"
 """The path that stands for source read from stdin."""
 
 
-def run(paths: list[str], config: Config, *, rewrite: bool, jobs: int = 1,
-        progress: Progress | None = None) -> Iterator[Outcome]:
-    """One outcome per discovered file (or path naming none), in a stable order (whatever `jobs`
-    is)."""
-    files: Iterable[Path | PathError] = discover(paths, include=config.include,
-                                                 exclude=config.exclude)
+def run(paths: list[str], settings: Settings, *, rewrite: bool, jobs: int = 1,
+        progress: Progress | None = None, report_unused: bool = False) -> Iterator[Outcome]:
+    """One outcome per discovered file (or path naming none), each under its own configuration,
+    in a stable order (whatever `jobs` is)."""
+    files: Iterable[tuple[Path | PathError, Config | ConfigError]] = (
+        (path, _config_of(path, settings)) for path in discover(paths, settings.rules))
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
-    work = partial(process, config=config, rewrite=rewrite)
+    work = partial(_process_with, rewrite=rewrite, report_unused=report_unused)
     for outcome in ordered_map(work, files, worker_count(jobs)):
         if progress is not None:
             progress.advance(str(outcome.path))
         yield outcome
 
 
-def run_stdin(raw: bytes, name: str | None, config: Config, *, rewrite: bool) -> Outcome:
-    """The outcome of source read from stdin, shown as `name` (default `-`). A name matching
-    `exclude` is left alone (`Excluded`)."""
+def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigError:
+    try:
+        return settings.for_path(path.path if isinstance(path, PathError) else path)
+    except ConfigError as exc:
+        return exc
+
+
+def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: bool,
+                  report_unused: bool) -> Outcome:
+    path, config = item
+    if isinstance(config, ConfigError):
+        if not isinstance(path, PathError):
+            return Failed(path, SourceError(path, 0, f"not processed: {config}"))
+        config = Config()  # a path that cannot be used is reported whatever its settings
+    return process(path, config, rewrite, report_unused=report_unused)
+
+
+def run_stdin(raw: bytes, name: str | None, settings: Settings, *, rewrite: bool,
+              report_unused: bool = False) -> Outcome:
+    """The outcome of source read from stdin, shown as `name` (default `-`), under the settings
+    of that name. A name its configuration excludes is left alone (`Excluded`)."""
     path = Path(name or STDIN)
-    if name and excluded(name, config.exclude):
+    config = settings.for_path(path)
+    if name and config.rules().excludes(name):
         return Excluded(path)
-    return process(path, config, rewrite, read=lambda _: decode_source(path, raw))
+    return process(path, config, rewrite, read=lambda _: decode_source(path, raw),
+                   report_unused=report_unused)
 
 
 def process(path: Path | PathError, config: Config, rewrite: bool,
-            read: Callable[[Path], SourceFile] | None = None) -> Outcome:
+            read: Callable[[Path], SourceFile] | None = None,
+            report_unused: bool = False) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
-    problems make it `Failed`."""
+    problems make it `Failed`. Suppressed findings are left out; with `report_unused`, each
+    suppression that suppressed nothing is a MIG100 finding."""
     if isinstance(path, PathError):
         return Failed(path.path, path)
+    disable = config.disabled(path)
     try:
         source = (read or read_source)(path)
         if rewrite:
             new_text, findings = fix_text(source.text, str(path), Project(), config.ops_module,
-                                          config.disable)
+                                          disable)
         else:
             new_text = None
-            findings = check_text(source.text, str(path), Project(), config.ops_module,
-                                  config.disable)
+            findings = check_text(source.text, str(path), Project(), config.ops_module, disable)
     except SourceError as exc:
         return Failed(path, exc)
     except SyntaxError as exc:
@@ -108,5 +133,8 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     except Exception as exc:  # an engine bug: keep going with the other files
         return Failed(path, SourceError(path, 0, f"internal error, left as is (please report): "
                                                  f"{type(exc).__name__}: {exc}"))
-    return Processed(path, source, [f for f in findings if f.code not in config.disable],
-                     new_text)
+    table = suppressions(source.text)
+    kept, dropped = split(findings, table)
+    if report_unused:
+        kept = sorted(kept + unused(str(path), table, dropped))
+    return Processed(path, source, [f for f in kept if f.code not in disable], config, new_text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from migrator.config import Config
+from migrator.config import Settings
 from migrator.runner import run
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "trees" / "base_in_other_package"
@@ -21,7 +21,7 @@ def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_pa
     (pkg / "__init__.py").write_text("")
     (pkg / "base.py").write_text(BASE)
     (pkg / "net.py").write_text(CLASHING.replace("from pkg.base", "from .base"))
-    outcomes = {o.path.name: o for o in run([str(pkg)], Config(), rewrite=True)}
+    outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
     assert "self.gelu_1 = nn.GELU()" in outcomes["base.py"].new_text
     assert "return self.gelu_1(self.fc(x))" in outcomes["base.py"].new_text
     assert outcomes["net.py"].findings == [] and not outcomes["net.py"].changed
@@ -33,7 +33,7 @@ def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(
         (tmp_path / name / "__init__.py").write_text("")
     (tmp_path / "pkg" / "base.py").write_text(BASE)
     (tmp_path / "app" / "net.py").write_text(CLASHING)
-    outcomes = {o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Config(),
+    outcomes = {o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Settings(),
                                             rewrite=False)}
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (8, "MIG111")
@@ -52,7 +52,7 @@ def test_an_instance_of_another_files_class_handed_to_several_modules_is_reporte
     (pkg / "layers.py").write_text(head)
     (pkg / "net.py").write_text("import torch.nn as nn\nfrom .layers import Block, PosEnc\n\n\n"
                                 "class Model(nn.Module):" + model)
-    outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Config(), rewrite=False)}
+    outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Settings(), rewrite=False)}
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (9, "MIG117")
     assert finding.message.startswith("`self.pos` of `Model` is handed to modules built in a "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from migrator.config import Config
+from migrator.config import Settings
 from migrator.runner import Processed, run
 
 torch = pytest.importorskip("torch")
@@ -24,7 +24,7 @@ def packages(tmp_path_factory):
     before, after = root / "ex_before", root / "ex_after"
     shutil.copytree(EXAMPLES, before)
     shutil.copytree(EXAMPLES, after)
-    outcomes = list(run([str(after)], Config(), rewrite=True))
+    outcomes = list(run([str(after)], Settings(), rewrite=True))
     assert all(isinstance(o, Processed) for o in outcomes), outcomes
     assert sum(o.changed for o in outcomes) == 4
     for outcome in outcomes:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from migrator import files
 from migrator.files import (
+    Rules,
     SourceError,
     discover,
     encode_source,
@@ -23,6 +24,11 @@ from migrator.files import (
     syntax_error,
     write_source,
 )
+
+def rules(**settings):
+    """A `discover` rules callback: the same `Rules` in every folder."""
+    return lambda folder: Rules(**settings)
+
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
 
@@ -355,7 +361,7 @@ def test_discover_sorted_and_skips_hidden_venvs_and_build_dirs(tmp_path: Path) -
     found = rel(discover([tmp_path]), tmp_path)
     assert found == [".hidden_file.py", "a.py", "b.py", "m/n/d.py", "z/c.py"]
     assert rel(discover([tmp_path]), tmp_path) == found  # deterministic
-    assert rel(discover([tmp_path], include=("*.py", "*.pyi")), tmp_path) == [
+    assert rel(discover([tmp_path], rules(include=("*.py", "*.pyi"))), tmp_path) == [
         ".hidden_file.py", "a.py", "b.py", "m/n/d.py", "stub.pyi", "z/c.py",
     ]  # fmt: skip
 
@@ -381,7 +387,7 @@ def test_discover_reports_paths_that_name_no_python_file(tmp_path: Path) -> None
         f"migrator: {tmp_path}/{'x' * 300}: cannot read: File name too long",
     ]
     assert all(isinstance(item, files.PathError) for i, item in enumerate(found) if i != 3)
-    assert list(discover([tmp_path / "README.md"], exclude=["*.md"])) == []  # excluded: skipped
+    assert list(discover([tmp_path / "README.md"], rules(exclude=("*.md",)))) == []  # excluded: skipped
 
 
 def test_discover_reports_folders_it_cannot_list(tmp_path: Path,
@@ -417,16 +423,16 @@ def test_discover_exclude_globs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         tmp_path,
         ["a.py", "a_test.py", "tests/fixtures/f.py", "tests/t.py", "gen/x.py", "src/gen/y.py"],
     )
-    found = rel(discover([tmp_path], exclude=["*_test.py", "tests/fixtures", "gen/"]), tmp_path)
+    found = rel(discover([tmp_path], rules(exclude=("*_test.py", "tests/fixtures", "gen/"))), tmp_path)
     assert found == ["a.py", "tests/t.py"]
-    assert rel(discover([tmp_path], exclude=["src/*"]), tmp_path) == [
+    assert rel(discover([tmp_path], rules(exclude=("src/*",))), tmp_path) == [
         "a.py", "a_test.py", "gen/x.py", "tests/fixtures/f.py", "tests/t.py",
     ]  # fmt: skip
     monkeypatch.chdir(tmp_path)  # explicit files are matched relative to the current folder
-    assert list(discover(["tests/fixtures/f.py", "tests/t.py"], exclude=["tests/fixtures"])) == [
+    assert list(discover(["tests/fixtures/f.py", "tests/t.py"], rules(exclude=("tests/fixtures",)))) == [
         Path("tests/t.py")
     ]
-    assert list(discover(["gen/x.py", "a.py"], exclude=["gen"])) == [Path("a.py")]
+    assert list(discover(["gen/x.py", "a.py"], rules(exclude=("gen",)))) == [Path("a.py")]
 
 
 @posix_only

@@ -29,7 +29,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from migrator import runner
-from migrator.config import Config
+from migrator.config import Settings
 from migrator.files import write_source
 from migrator.findings import Finding
 
@@ -114,9 +114,11 @@ def fix(paths: list[Path], *, write: bool, jobs: int = 1) -> FixRun:
     the changed files as `fix` does, else only count them (`fix --check`)."""
     start = time.perf_counter()
     run = FixRun()
-    for outcome in runner.run([str(p) for p in paths], Config(), rewrite=True, jobs=jobs):
+    for outcome in runner.run([str(p) for p in paths], Settings(), rewrite=True, jobs=jobs):
         if isinstance(outcome, runner.Failed):
             run.errors.append(str(outcome.error))
+            continue
+        if isinstance(outcome, runner.Excluded):
             continue
         for finding in outcome.findings:
             (run.fixed if finding.fixable and outcome.changed else run.left).append(finding)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrator import runner
+from migrator.commands.flags import add_noise_arguments, exit_status, say_verbose
 from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
 from migrator.config import Config, add_config_argument, add_override_arguments, load_for
 from migrator.files import SourceError, encode_source, write_source
@@ -27,11 +28,10 @@ HELP = "rewrite functionals, operators and reused modules into named modules, in
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_arguments(parser)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    mode.add_argument("--check", action="store_true",
-                      help="write nothing; exit 1 if any file would change (findings left do "
-                           "not count)")
+    parser.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if any file would change (findings left do "
+                             "not count); with --diff, print the diff too")
     parser.add_argument("--verify", action="store_true",
                         help="before writing, verify every [[tool.migrator.verify]] target that "
                              "uses a changed file (state_dict, fx graph, export, outputs); write "
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE.md",
                         help="also write a Markdown review report: each file's diff and the "
                              "findings left")
+    add_noise_arguments(parser)
     add_jobs_argument(parser)
     add_override_arguments(parser)
     add_config_argument(parser)
@@ -55,22 +56,23 @@ def run(args: argparse.Namespace) -> int:
     if stdin and args.verify:
         print("migrator fix: --verify verifies files, not stdin", file=sys.stderr)
         return 2
-    config = load_for(args) if stdin is not None else None
-    if config is None:
+    settings = load_for(args) if stdin is not None else None
+    if settings is None:
         return 2
     raw = sys.stdin.buffer.read() if stdin else None
     with Progress("fix") as bar:
-        fixer = Fixer(args, config, bar) if raw is None else StdinFixer(args, config, bar, raw)
-        found = outcomes(args, config, raw, rewrite=True, progress=bar)
+        fixer = Fixer(args, bar) if raw is None else StdinFixer(args, bar, raw)
+        found = outcomes(args, settings, raw, rewrite=True, progress=bar)
         if args.verify:
             found = list(found)  # every rewrite is known before any file is written
-            verified = _verify(found, config, args)
+            verified = _verify(found, settings.for_path(args.paths[0]), args)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
         for outcome in found:
+            say_verbose(args, outcome, bar)
             fixer.apply(outcome)
-    return fixer.finish()
+    return exit_status(args, fixer.finish())
 
 
 def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
@@ -110,8 +112,8 @@ class Fixer:
     """Applies each file's outcome (write it, print its diff, or say it would change) and keeps
     the totals for the closing summary and the review report."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress) -> None:
-        self.args, self.config, self.bar = args, config, bar
+    def __init__(self, args: argparse.Namespace, bar: Progress) -> None:
+        self.args, self.bar = args, bar
         self.dry_run = args.diff or args.check
         self.out = sys.stdout
         """Where the files fixed and the findings left are listed."""
@@ -147,7 +149,8 @@ class Fixer:
             if self.args.diff:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
-                say(f"would fix {outcome.path}", file=self.out)
+                if not self.args.quiet:
+                    say(f"would fix {outcome.path}", file=self.out)
             elif refusal:
                 say(f"{outcome.path}: not written: {refusal}", file=sys.stderr)
                 self.summary.unwritten += 1
@@ -167,7 +170,8 @@ class Fixer:
         if self.verify_text:
             print(self.verify_text)
         verb = "would change" if self.dry_run else "changed"
-        print(self.summary.line(verb), file=sys.stderr)
+        if not self.args.quiet:
+            print(self.summary.line(verb), file=sys.stderr)
         if self.report and not self._write_report(
                 self.report.render(self.summary, verb, verification)):
             return 2
@@ -198,15 +202,16 @@ class Fixer:
         except SourceError as exc:
             self._error(outcome.path, exc)
             return False
-        self._fixed(outcome.path, fixed)
+        self._fixed(outcome, fixed)
         return True
 
-    def _fixed(self, path: Path, fixed: list[Finding]) -> None:
+    def _fixed(self, outcome: runner.Processed, fixed: list[Finding]) -> None:
         """List the fixes made to a file; write the op modules it may now import."""
-        self.bar.print(f"fixed {path}", file=self.out)
-        for finding in fixed:
-            self.bar.print(f"  {finding.format()}", file=self.out)
-        _ensure_ops_module(self.config, self.bar, self.out)
+        if not self.args.quiet:
+            self.bar.print(f"fixed {outcome.path}", file=self.out)
+            for finding in fixed:
+                self.bar.print(f"  {finding.format()}", file=self.out)
+        _ensure_ops_module(outcome.config, self.bar, self.out)
 
     def _error(self, path: Path, error: SourceError) -> None:
         self.bar.print(error, file=sys.stderr)
@@ -228,9 +233,8 @@ class StdinFixer(Fixer):
     """`fix -`: the source read from stdin goes to stdout, fixed or as it came (with --diff the
     diff instead, with --check nothing); the fixes and findings are listed on stderr."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, bar: Progress,
-                 raw: bytes) -> None:
-        super().__init__(args, config, bar)
+    def __init__(self, args: argparse.Namespace, bar: Progress, raw: bytes) -> None:
+        super().__init__(args, bar)
         self.out = sys.stderr
         self.raw = raw
         """What goes to stdout: the bytes read, until the fixed source replaces them."""
@@ -248,7 +252,7 @@ class StdinFixer(Fixer):
         except SourceError as exc:
             self._error(outcome.path, exc)
             return False
-        self._fixed(outcome.path, fixed)
+        self._fixed(outcome, fixed)
         return True
 
 

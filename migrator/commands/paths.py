@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 
 from migrator import runner
-from migrator.config import Config
+from migrator.config import Settings
 from migrator.progress import Progress
 from migrator.runner import STDIN
 
@@ -36,9 +36,11 @@ def reads_stdin(args: argparse.Namespace) -> bool | None:
     return None
 
 
-def outcomes(args: argparse.Namespace, config: Config, raw: bytes | None, *, rewrite: bool,
-             progress: Progress) -> Iterable[runner.Outcome]:
+def outcomes(args: argparse.Namespace, settings: Settings, raw: bytes | None, *, rewrite: bool,
+             progress: Progress, report_unused: bool = False) -> Iterable[runner.Outcome]:
     """The run's outcomes: of `raw`, the source read from stdin, or of the paths."""
     if raw is not None:
-        return [runner.run_stdin(raw, args.stdin_filename, config, rewrite=rewrite)]
-    return runner.run(args.paths, config, rewrite=rewrite, jobs=args.jobs, progress=progress)
+        return [runner.run_stdin(raw, args.stdin_filename, settings, rewrite=rewrite,
+                                 report_unused=report_unused)]
+    return runner.run(args.paths, settings, rewrite=rewrite, jobs=args.jobs, progress=progress,
+                      report_unused=report_unused)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from migrator.findings import Finding
+from migrator.suppress import suppressions
 from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
@@ -21,7 +22,8 @@ from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
 
-SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b")
+SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
+"""`# migrator: skip`, not `# migrator: skip[CODES]` (a suppression: `migrator.suppress`)."""
 
 
 def may_have_work(text: str) -> bool:
@@ -68,6 +70,7 @@ class ProjectAnalysis:
                           disable=disable)
         ctx.skip = skip_lines(source)
         find_shared(ctx)
+        ctx.suppress = suppressions(source)
         family = Family(project, info)
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):

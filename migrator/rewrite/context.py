@@ -14,6 +14,7 @@ from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import Visit, walk
+from migrator.suppress import Suppressions, suppressed
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -52,11 +53,13 @@ class FileContext:
     """Finding codes whose fixes are not made (nor reported)."""
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
+    suppress: Suppressions = field(default_factory=dict)
+    """`# noqa: CODE` and `# migrator: skip[CODE]` comments, by line."""
     class_names: dict[str, set[str]] = field(default_factory=dict)
     helpers_seen: set[int] = field(default_factory=set)
+    """Helper functions (and calls of helpers in other files) already reported."""
     shared: dict[str, str] = field(default_factory=dict)
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
-    """Helper functions (and calls of helpers in other files) already reported."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
@@ -87,6 +90,10 @@ class FileContext:
         self.findings.append(Finding(self.path, node.lineno,
                                      self.positions.column(node.lineno, node.col_offset), code,
                                      message, op, module, attr, reason))
+
+    def suppressed(self, node: Located, code: str) -> bool:
+        """Is `code` suppressed on the line of `node` (where its finding would be)?"""
+        return suppressed(self.suppress, node.lineno, code)
 
     def refuse(self, node: Located, refusal: Refusal) -> None:
         """A finding at `node` for a rewrite that was not made: the refusal is its reason."""

@@ -53,6 +53,10 @@ class ReusedModules:
             if "MIG003" in self.ctx.disable:
                 continue
             sites = sorted(sites, key=lambda s: not s.skipped)  # a skipped call keeps the name
+            for site in sites:
+                if self.ctx.suppressed(site.func, "MIG003"):  # marks the suppression used
+                    self.ctx.report(site.func, "MIG003", f"`self.{attr}`: split suppressed",
+                                    op=f"self.{attr}")
             info = self.attributes.attrs[attr]
             for site in sites[1:]:
                 name = self.creator.copy(info, site.key)

@@ -75,10 +75,10 @@ class Scanner:
 
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
-        if self._module_call(func):
+        if self._module_call(func):  # a call whose split is suppressed is left as a skipped one
             self.sites.add(
                 Site(func.attr, func, self._times(visit), self.order.key(self.method, node),
-                     method=self.method))
+                     method=self.method, skipped=self.ctx.suppressed(func, "MIG003")))
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
@@ -177,6 +177,9 @@ class Scanner:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
         (value, how the codemod finds it) pairs, keywords with their names."""
         if code in self.ctx.disable:
+            return
+        if self.ctx.suppressed(node, code):  # reported to mark the suppression used; not made
+            self.ctx.report(node, code, f"{label}: suppressed", op=label.strip("`"))
             return
         if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
             raise Refusal("MIG107", f"{label}: arguments passed with * or ** cannot be split "
