@@ -17,10 +17,10 @@ from torch.fx import Node
 
 from migrator.catalog import CATALOG, OBSERVATIONS, REQUIRED, Observe, Role
 from migrator.graph import owning_module
-from migrator.nn import FloorDiv
+from migrator.nn import FloorDiv, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
 from migrator.observe.capture import capture
-from migrator.observe.policy import _resolve
+from migrator.observe.policy import observation_of, resolve_class
 from migrator.observe.pt2e import FixedQParamsObserver, MinMaxObserver, PerChannelMinMaxObserver, prepare_pt2e
 from migrator.observe.quantizer import EXCLUDED, INTEGER_TENSORS, ModuleQuantizer
 from migrator.observe.report import observer_report
@@ -109,7 +109,7 @@ def _observe(module: str):
     torch.manual_seed(0)
     inputs = _inputs(module)
     wrapper = (Unary, Binary, Ternary)[len(inputs) - 1]
-    model = wrapper(_resolve(module)(**_ctor_kwargs(module))).eval()
+    model = wrapper(resolve_class(module)(**_ctor_kwargs(module))).eval()
     captured = capture(model, inputs)
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(captured.graph_module, quantizer)
@@ -223,3 +223,47 @@ def test_left_in_float_in_table_and_json(leftovers):
     assert data["left_in_float"] == [
         {"module": r.module, "op": r.op, "source": r.source, "reason": r.reason} for r in leftovers.left_in_float
     ]
+
+
+class KeptForward(nn.Conv2d):
+    """A conv subclass that keeps nn.Conv2d's forward: observed as nn.Conv2d."""
+
+
+class OwnForward(nn.Conv2d):
+    """A conv subclass with its own forward: the catalog cannot know what it runs."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) * 2
+
+
+def test_a_subclass_is_observed_as_its_base_only_when_it_keeps_the_forward():
+    def name(cls: type) -> str:
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+    assert observation_of(name(KeptForward)) is OBSERVATIONS[f"{NN}Conv2d"]
+    assert observation_of(name(OwnForward)) is None
+    assert observation_of("no.such.Module") is None
+
+
+class Gate(nn.Module):
+    """x * sigmoid(x), as migrator leaves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sigmoid = nn.Sigmoid()
+        self.mul = Mul()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mul(x, self.sigmoid(x))
+
+
+def test_a_fixed_range_output_is_read_through_its_own_fixed_observer():
+    captured = capture(Gate().eval(), (torch.randn(2, 8),))
+    quantizer = ModuleQuantizer()
+    prepared = prepare_pt2e(captured.graph_module, quantizer)
+    calibrate(prepared, calibration_batches(captured.example_inputs, None))
+    (sigmoid,) = [n for n in quantizer.observer_of if isinstance(n, Node) and owning_module(n) == "sigmoid"]
+    (edge,) = [e for e in quantizer.observer_of if isinstance(e, tuple) and e[0] is sigmoid]
+    assert type(quantizer.observer_of[sigmoid]) is FixedQParamsObserver
+    assert quantizer.observer_of[edge] is quantizer.observer_of[sigmoid]
+    assert observer_report(prepared, quantizer).ok

@@ -50,7 +50,7 @@ def op_name(node: Node) -> str:
     return getattr(packet or node.target, "__name__", str(node.target))
 
 
-def _resolve(qualified_name: str) -> type | None:
+def resolve_class(qualified_name: str) -> type | None:
     """The class a qualified name stands for, when it can be imported."""
     parts = qualified_name.split(".")
     for split in range(len(parts) - 1, 0, -1):
@@ -66,14 +66,14 @@ def _resolve(qualified_name: str) -> type | None:
 
 @cache
 def _by_class() -> dict[type, Observation]:
-    classes = {name: _resolve(name) for name in OBSERVATIONS}
+    classes = {name: resolve_class(name) for name in OBSERVATIONS}
     return {cls: OBSERVATIONS[name] for name, cls in classes.items() if cls is not None}
 
 
 @cache
 def observation_of(type_name: str) -> Observation | None:
     """The policy for a module class, by the qualified name export records for it."""
-    cls = _resolve(type_name)
+    cls = resolve_class(type_name)
     for base in cls.__mro__ if cls is not None else ():
         if base in _by_class():
             return _by_class()[base] if base.forward is cls.forward else None

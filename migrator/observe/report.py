@@ -117,9 +117,10 @@ def _unique(items) -> list[str]:
 
 def _qparams(observer: ObserverBase) -> tuple[list[float], list[int], bool]:
     """Scale, zero point and whether they are known: calibrated, or fixed in advance."""
-    low = torch.zeros(1) if isinstance(observer, FixedQParamsObserver) else getattr(observer, "min_val", torch.empty(0))
-    if low.numel() == 0 or not torch.isfinite(low).all():
-        return [], [], False
+    if not isinstance(observer, FixedQParamsObserver):
+        low = getattr(observer, "min_val", torch.empty(0))
+        if low.numel() == 0 or not torch.isfinite(low).all():
+            return [], [], False
     scale, zero_point = observer.calculate_qparams()
     return scale.flatten().tolist(), zero_point.flatten().int().tolist(), True
 
