@@ -4,6 +4,37 @@ Each `Op` says which callables it covers (by qualified name), which tensor metho
 operators, which module replaces it, and how the call's arguments split into constructor
 hyper-parameters and forward inputs. The codemods, the static checker, the runtime preparer and
 the equivalence check all read this table. It is plain data: importing it never imports torch.
+
+Each row also says how the quantizer observes its module (`Observation`, read by
+`migrator.observe`), and `OTHER_MODULES` says it for the quantizable `torch.nn` classes the
+catalog does not create. A module is observed as a unit: the tensors it receives, and what it
+returns; its own parameters stay in float except a WEIGHTED module's `weight`.
+
+- OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
+  compute new values: add, sub, mul, div, matmul, bmm, pow, sdpa, mean, sum, gelu, silu,
+  mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
+  logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
+  norms (their affine weight and bias stay in float).
+  log_softmax is not FIXED_RANGE: its output is unbounded below and its spread follows the
+  logits'. softsign saturates too slowly for [-1, 1] to be the range seen.
+- SHARE_INPUT: the output shares its input's observer. Every output value is an input value,
+  zero (always representable), a clamp of one to a bound inside the input's range, or (linear
+  upsampling) a convex mix of input values: relu, relu6, hardtanh, hardshrink, max and
+  adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
+  channel shuffle, upsample (bicubic may overshoot: clamped to the input's range), pad
+  (a non-zero constant fill outside the input's range is clamped).
+- SHARED_ACROSS: cat and stack: every input and the output share one observer.
+- FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
+  softmax, softmin [0, 1]; tanh [-1, 1].
+- WEIGHTED: conv, transposed conv, linear, bilinear, embedding: the weight per-channel
+  symmetric (along `weight_axis`, its output channels), activations and output per-tensor;
+  the bias stays in float (torchao's convert takes it as float).
+- NOT_QUANTIZED, with a reason: floor division (floor turns an operand's rounding error into
+  a whole unit).
+
+Outside these modules, ops a model's own forward runs that only move values
+(`DATA_MOVEMENT_OPS`: reshape, permute, ...) share their input's observer; any other op stays
+in float and the observer report lists it with the reason.
 """
 
 from __future__ import annotations
@@ -35,6 +66,36 @@ class Role(Enum):
     """Has no effect on the result (e.g. softmax's _stacklevel)."""
     WEIGHT = "weight"
     """A learned tensor owned by the module (prelu): moves only in special cases."""
+
+
+class Observe(Enum):
+    """How the quantizer observes a module (see the module docstring)."""
+
+    OWN_OUTPUT = "own output"
+    SHARE_INPUT = "share input"
+    SHARED_ACROSS = "shared across"
+    FIXED_RANGE = "fixed range"
+    WEIGHTED = "weighted"
+    NOT_QUANTIZED = "not quantized"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """An `Observe` policy with what it needs: a FIXED_RANGE's range, a WEIGHTED module's
+    weight channel axis, a NOT_QUANTIZED module's reason."""
+
+    how: Observe
+    range: tuple[float, float] | None = None
+    weight_axis: int = 0
+    reason: str = ""
+
+
+OWN = Observation(Observe.OWN_OUTPUT)
+SHARE = Observation(Observe.SHARE_INPUT)
+ACROSS = Observation(Observe.SHARED_ACROSS)
+UNIT_RANGE = Observation(Observe.FIXED_RANGE, (0.0, 1.0))
+SYMMETRIC_RANGE = Observation(Observe.FIXED_RANGE, (-1.0, 1.0))
+WEIGHTED = Observation(Observe.WEIGHTED)
 
 
 @dataclass(frozen=True)
@@ -80,6 +141,8 @@ class Op:
     aliases: bool = False
     """The module's output may be its input or a view of it even when not built in place
     (flatten, dropout in eval mode): an in-place op on that output is seen elsewhere."""
+    observed: Observation = field(kw_only=True)
+    """How the quantizer observes the module."""
 
     @property
     def module_name(self) -> str:
@@ -145,27 +208,29 @@ NN = "torch.nn."
 OPS = "migrator.nn."
 
 
-def _activation(key: str, cls: str, *hyper: Arg, torch_fn: bool = False,
+def _activation(key: str, cls: str, *hyper: Arg, observed: Observation, torch_fn: bool = False,
                 method: bool = False) -> list[Op]:
     """An activation `F.<key>(input, *hyper, inplace=False)`, optionally also `torch.<key>`."""
     functions = [F + key] + ([f"torch.{key}"] if torch_fn else [])
-    return [Op(key, NN + cls, (_x(), *hyper, _inplace()), tuple(functions), (key,) if method else ())]
+    return [Op(key, NN + cls, (_x(), *hyper, _inplace()), tuple(functions), (key,) if method else (),
+               observed=observed)]
 
 
 def _inplace_variant(key: str, cls: str, *hyper: Arg, functions: tuple[str, ...],
-                     methods: tuple[str, ...] = ()) -> Op:
+                     observed: Observation, methods: tuple[str, ...] = ()) -> Op:
     """`F.relu_(x)`-style calls: the module is built with `inplace=True`."""
-    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", True),))
+    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", True),),
+              observed=observed)
 
 
-def _dim_op(key: str, cls: str) -> list[Op]:
+def _dim_op(key: str, cls: str, observed: Observation) -> list[Op]:
     """softmax / softmin / log_softmax: F form (with _stacklevel) and torch/method form."""
     f_args = (_x(), _h("dim", None), Arg("_stacklevel", Role.IGNORED, 3),
               Arg("dtype", Role.FIXED, None))
     t_args = (_x(), _h("dim"), Arg("dtype", Role.FIXED, None))
-    ops = [Op(key, NN + cls, f_args, (F + key,))]
+    ops = [Op(key, NN + cls, f_args, (F + key,), observed=observed)]
     if key != "softmin":
-        ops.append(Op(key, NN + cls, t_args, (f"torch.{key}",), (key,)))
+        ops.append(Op(key, NN + cls, t_args, (f"torch.{key}",), (key,), observed=observed))
     return ops
 
 
@@ -175,84 +240,92 @@ def _pool(kind: str, n: int) -> Op:
     if kind == "max":
         args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0), _h("dilation", 1),
                 _h("ceil_mode", False), _h("return_indices", False))
-        return Op(key, f"{NN}MaxPool{n}d", args, (F + key,))
+        return Op(key, f"{NN}MaxPool{n}d", args, (F + key,), observed=SHARE)
     if kind == "avg":
         args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0),
                 _h("ceil_mode", False), _h("count_include_pad", True))
         if n > 1:
             args += (_h("divisor_override", None),)
-        return Op(key, f"{NN}AvgPool{n}d", args, (F + key,))
+        return Op(key, f"{NN}AvgPool{n}d", args, (F + key,), observed=OWN)
     if kind == "lp":
         args = (_x(), _h("norm_type"), _h("kernel_size"), _h("stride", None), _h("ceil_mode", False))
-        return Op(key, f"{NN}LPPool{n}d", args, (F + key,))
+        return Op(key, f"{NN}LPPool{n}d", args, (F + key,), observed=OWN)
     if kind == "adaptive_avg":
-        return Op(key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,))
+        return Op(key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,),
+                  observed=OWN)
     args = (_x(), _h("output_size"), _h("return_indices", False))
-    return Op(key, f"{NN}AdaptiveMaxPool{n}d", args, (F + key,))
+    return Op(key, f"{NN}AdaptiveMaxPool{n}d", args, (F + key,), observed=SHARE)
 
 
 def _dropout(key: str, cls: str, training_default: bool) -> Op:
     args = (_x(), _h("p", 0.5), Arg("training", Role.TRAINING, training_default), _inplace())
-    return Op(key, NN + cls, args, (F + key,), aliases=True)  # eval mode returns the input
+    return Op(key, NN + cls, args, (F + key,), aliases=True,  # eval mode returns the input
+              observed=SHARE)
 
 
 def _binary(key: str, cls: str, symbol: str | None, torch_names: tuple[str, ...],
             methods: tuple[str, ...], *hyper: Arg, second: str = "other",
-            inplace_methods: bool = True) -> Op:
+            inplace_methods: bool = True, observed: Observation = OWN) -> Op:
     args = (_x(), Arg(second, Role.INPUT), *hyper)
     return Op(key, OPS + cls, args, tuple(f"torch.{n}" for n in torch_names), methods,
               operators=(symbol,) if symbol else (),
               inplace_operators=(symbol + "=",) if symbol else (),
-              inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else ())
+              inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else (),
+              observed=observed)
 
 
 def _reduction(key: str, cls: str) -> Op:
     args = (_x(), _h("dim", None), _h("keepdim", False),
             Arg("dtype", Role.FIXED, None, keyword_only=True))
-    return Op(key, OPS + cls, args, (f"torch.{key}",), (key,))
+    return Op(key, OPS + cls, args, (f"torch.{key}",), (key,), observed=OWN)
 
 
 def _build() -> tuple[Op, ...]:
     ops: list[Op] = []
     # Activations with a torch.nn class.
-    ops += _activation("relu", "ReLU", torch_fn=True, method=True)
+    ops += _activation("relu", "ReLU", observed=SHARE, torch_fn=True, method=True)
     ops.append(_inplace_variant("relu", "ReLU", functions=(F + "relu_", "torch.relu_"),
-                                methods=("relu_",)))
-    ops += _activation("relu6", "ReLU6")
-    ops += _activation("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0))
+                                methods=("relu_",), observed=SHARE))
+    ops += _activation("relu6", "ReLU6", observed=SHARE)
+    ops += _activation("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0), observed=SHARE)
     ops.append(_inplace_variant("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0),
-                                functions=(F + "hardtanh_",)))
-    ops += _activation("hardswish", "Hardswish")
-    ops += _activation("hardsigmoid", "Hardsigmoid")
-    ops += _activation("elu", "ELU", _h("alpha", 1.0))
-    ops.append(_inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",)))
-    ops += _activation("selu", "SELU", torch_fn=True)
-    ops += _activation("celu", "CELU", _h("alpha", 1.0))
-    ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01))
+                                functions=(F + "hardtanh_",), observed=SHARE))
+    ops += _activation("hardswish", "Hardswish", observed=OWN)
+    ops += _activation("hardsigmoid", "Hardsigmoid", observed=UNIT_RANGE)
+    ops += _activation("elu", "ELU", _h("alpha", 1.0), observed=OWN)
+    ops.append(_inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN))
+    ops += _activation("selu", "SELU", observed=OWN, torch_fn=True)
+    ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN)
+    ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01), observed=OWN)
     ops.append(_inplace_variant("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01),
-                                functions=(F + "leaky_relu_",)))
+                                functions=(F + "leaky_relu_",), observed=OWN))
     ops.append(Op("prelu", NN + "PReLU", (_x(), Arg("weight", Role.WEIGHT)),
-                  (F + "prelu", "torch.prelu"), ("prelu",)))
+                  (F + "prelu", "torch.prelu"), ("prelu",), observed=OWN))
     ops.append(Op("rrelu", NN + "RReLU",
                   (_x(), _h("lower", 1.0 / 8), _h("upper", 1.0 / 3),
-                   Arg("training", Role.TRAINING, False), _inplace()), (F + "rrelu",)))
-    ops.append(Op("glu", NN + "GLU", (_x(), _h("dim", -1)), (F + "glu",)))
-    ops.append(Op("gelu", NN + "GELU", (_x(), _h("approximate", "none", kw=True)), (F + "gelu",)))
-    ops += _activation("silu", "SiLU")
-    ops += _activation("mish", "Mish")
-    ops.append(Op("sigmoid", NN + "Sigmoid", (_x(),), (F + "sigmoid", "torch.sigmoid"), ("sigmoid",)))
-    ops.append(Op("tanh", NN + "Tanh", (_x(),), (F + "tanh", "torch.tanh"), ("tanh",)))
-    ops.append(Op("logsigmoid", NN + "LogSigmoid", (_x(),), (F + "logsigmoid",)))
+                   Arg("training", Role.TRAINING, False), _inplace()), (F + "rrelu",), observed=OWN))
+    ops.append(Op("glu", NN + "GLU", (_x(), _h("dim", -1)), (F + "glu",), observed=OWN))
+    ops.append(Op("gelu", NN + "GELU", (_x(), _h("approximate", "none", kw=True)), (F + "gelu",),
+                  observed=OWN))
+    ops += _activation("silu", "SiLU", observed=OWN)
+    ops += _activation("mish", "Mish", observed=OWN)
+    ops.append(Op("sigmoid", NN + "Sigmoid", (_x(),), (F + "sigmoid", "torch.sigmoid"), ("sigmoid",),
+                  observed=UNIT_RANGE))
+    ops.append(Op("tanh", NN + "Tanh", (_x(),), (F + "tanh", "torch.tanh"), ("tanh",),
+                  observed=SYMMETRIC_RANGE))
+    ops.append(Op("logsigmoid", NN + "LogSigmoid", (_x(),), (F + "logsigmoid",), observed=OWN))
     ops.append(Op("softplus", NN + "Softplus", (_x(), _h("beta", 1.0), _h("threshold", 20.0)),
-                  (F + "softplus",)))
-    ops.append(Op("softsign", NN + "Softsign", (_x(),), (F + "softsign",)))
-    ops.append(Op("softshrink", NN + "Softshrink", (_x(), _h("lambd", 0.5)), (F + "softshrink",)))
+                  (F + "softplus",), observed=OWN))
+    ops.append(Op("softsign", NN + "Softsign", (_x(),), (F + "softsign",), observed=OWN))
+    ops.append(Op("softshrink", NN + "Softshrink", (_x(), _h("lambd", 0.5)), (F + "softshrink",),
+                  observed=OWN))
     ops.append(Op("hardshrink", NN + "Hardshrink", (_x(), _h("lambd", 0.5)),
-                  (F + "hardshrink", "torch.hardshrink"), ("hardshrink",)))
-    ops.append(Op("tanhshrink", NN + "Tanhshrink", (_x(),), (F + "tanhshrink",)))
-    ops += _activation("threshold", "Threshold", _h("threshold"), _h("value"))
-    for key, cls in (("softmax", "Softmax"), ("softmin", "Softmin"), ("log_softmax", "LogSoftmax")):
-        ops += _dim_op(key, cls)
+                  (F + "hardshrink", "torch.hardshrink"), ("hardshrink",), observed=SHARE))
+    ops.append(Op("tanhshrink", NN + "Tanhshrink", (_x(),), (F + "tanhshrink",), observed=OWN))
+    ops += _activation("threshold", "Threshold", _h("threshold"), _h("value"), observed=OWN)
+    for key, cls, observed in (("softmax", "Softmax", UNIT_RANGE), ("softmin", "Softmin", UNIT_RANGE),
+                               ("log_softmax", "LogSoftmax", OWN)):
+        ops += _dim_op(key, cls, observed)
     # Pooling.
     for kind in ("max", "avg", "adaptive_avg", "adaptive_max", "lp"):
         ops += [_pool(kind, n) for n in (1, 2, 3)]
@@ -264,34 +337,34 @@ def _build() -> tuple[Op, ...]:
     # Shape ops.
     flatten = (_x(), _h("start_dim", 0), _h("end_dim", -1))
     ops.append(Op("flatten", NN + "Flatten", flatten, ("torch.flatten",), ("flatten",),
-                  module_defaults=(("start_dim", 1),), aliases=True))
+                  module_defaults=(("start_dim", 1),), aliases=True, observed=SHARE))
     ops.append(Op("unflatten", NN + "Unflatten",
                   (_x(), _h("dim"), _h("sizes", ctor="unflattened_size")),
-                  ("torch.unflatten",), ("unflatten",), aliases=True))
+                  ("torch.unflatten",), ("unflatten",), aliases=True, observed=SHARE))
     ops.append(Op("pixel_shuffle", NN + "PixelShuffle", (_x(), _h("upscale_factor")),
-                  (F + "pixel_shuffle", "torch.pixel_shuffle")))
+                  (F + "pixel_shuffle", "torch.pixel_shuffle"), observed=SHARE))
     ops.append(Op("pixel_unshuffle", NN + "PixelUnshuffle", (_x(), _h("downscale_factor")),
-                  (F + "pixel_unshuffle", "torch.pixel_unshuffle")))
+                  (F + "pixel_unshuffle", "torch.pixel_unshuffle"), observed=SHARE))
     ops.append(Op("channel_shuffle", NN + "ChannelShuffle", (_x(), _h("groups")),
-                  (F + "channel_shuffle", "torch.channel_shuffle")))
+                  (F + "channel_shuffle", "torch.channel_shuffle"), observed=SHARE))
     resize = (_x(), _h("size", None), _h("scale_factor", None), _h("mode", "nearest"),
               _h("align_corners", None), _h("recompute_scale_factor", None))
     ops.append(Op("upsample", NN + "Upsample", resize + (Arg("antialias", Role.FIXED, False),),
-                  (F + "interpolate",)))
-    ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",)))
+                  (F + "interpolate",), observed=SHARE))
+    ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",), observed=SHARE))
     ops.append(Op("pad", OPS + "Pad", (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
-                  (F + "pad",)))
+                  (F + "pad",), observed=SHARE))
     # Normalisation without learned weights.
     ops.append(Op("layer_norm", NN + "LayerNorm",
                   (_x(), _h("normalized_shape"), Arg("weight", Role.FIXED, None),
                    Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "layer_norm",),
-                  ctor_extra=(("elementwise_affine", False),)))
+                  ctor_extra=(("elementwise_affine", False),), observed=OWN))
     ops.append(Op("group_norm", OPS + "GroupNorm",
                   (_x(), _h("num_groups"), Arg("weight", Role.FIXED, None),
-                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "group_norm",)))
+                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "group_norm",), observed=OWN))
     ops.append(Op("normalize", OPS + "Normalize",
                   (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", Role.FIXED, None)),
-                  (F + "normalize",)))
+                  (F + "normalize",), observed=OWN))
     # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
     alpha = _h("alpha", 1, kw=True)
     ops.append(_binary("add", "Add", "+", ("add",), ("add",), alpha))
@@ -300,7 +373,9 @@ def _build() -> tuple[Op, ...]:
     ops.append(_binary("div", "Div", "/", ("div", "divide"), ("div",),
                        _h("rounding_mode", None, kw=True)))
     ops.append(_binary("div", "Div", None, ("true_divide",), ("true_divide",)))
-    ops.append(_binary("floordiv", "FloorDiv", "//", ("floor_divide",), ("floor_divide",)))
+    ops.append(_binary("floordiv", "FloorDiv", "//", ("floor_divide",), ("floor_divide",),
+                       observed=Observation(Observe.NOT_QUANTIZED, reason=(
+                           "floor division: an operand's rounding error moves the result a whole unit"))))
     ops.append(_binary("matmul", "MatMul", "@", ("matmul",), ("matmul",), inplace_methods=False))
     ops.append(_binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2",
                        inplace_methods=False))
@@ -308,16 +383,16 @@ def _build() -> tuple[Op, ...]:
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
         ops.append(Op(key, OPS + cls, (Arg("tensors", Role.INPUTS), _h("dim", 0)),
-                      tuple(f"torch.{n}" for n in names)))
+                      tuple(f"torch.{n}" for n in names), observed=ACROSS))
     ops.append(Op("cat", OPS + "Concat", (Arg("tensors", Role.INPUTS), _h("axis", 0, ctor="dim")),
-                  ("torch.concatenate",)))
+                  ("torch.concatenate",), observed=ACROSS))
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
     ops.append(Op("sdpa", OPS + "ScaledDotProductAttention",
                   (Arg("query", Role.INPUT), Arg("key", Role.INPUT), Arg("value", Role.INPUT),
                    Arg("attn_mask", Role.INPUT, None), _h("dropout_p", 0.0), _h("is_causal", False),
                    _h("scale", None, kw=True), _h("enable_gqa", False, kw=True)),
-                  (F + "scaled_dot_product_attention",)))
+                  (F + "scaled_dot_product_attention",), observed=OWN))
     return tuple(ops)
 
 
@@ -396,13 +471,34 @@ STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
     )}
 )
 
-# torch.nn classes the catalog does not create whose forward always returns a new tensor, never
-# its input or a view of it (the catalog's own classes say so in their rows: `Op.aliases`).
-_FRESH_OTHER_MODULES: frozenset[str] = frozenset(f"{NN}{c}" for c in """
-    Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Bilinear
-    BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm InstanceNorm1d InstanceNorm2d
-    InstanceNorm3d RMSNorm Embedding
+# torch.nn classes the catalog does not create that run a quantizable op, and how each is
+# observed. Each forward always returns a new tensor, never its input or a view of it (the
+# catalog's own classes say so in their rows: `Op.aliases`).
+OTHER_MODULES: dict[str, Observation] = {
+    **{f"{NN}{c}": WEIGHTED for c in "Conv1d Conv2d Conv3d Linear Bilinear Embedding".split()},
+    **{f"{NN}ConvTranspose{n}d": Observation(Observe.WEIGHTED, weight_axis=1) for n in (1, 2, 3)},
+    **{f"{NN}{c}": OWN for c in """BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm
+        InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm""".split()},
+}
+
+# Ops a model's own forward may run outside any catalog module that only move or select
+# values (ATen names): each shares its input's observer.
+DATA_MOVEMENT_OPS: frozenset[str] = frozenset("""
+    view _unsafe_view reshape permute transpose t flatten unflatten squeeze unsqueeze contiguous
+    select slice expand clone
 """.split())
+
+
+def _observations() -> dict[str, Observation]:
+    observations = dict(OTHER_MODULES)
+    for op in CATALOG:
+        if observations.setdefault(op.module, op.observed) != op.observed:
+            raise ValueError(f"catalog rows of {op.module} are observed differently")
+    return observations
+
+
+OBSERVATIONS: dict[str, Observation] = _observations()
+"""How each module class (qualified name) is observed: catalog rows and `OTHER_MODULES`."""
 
 
 def inplace_position(module: str) -> int | None:
@@ -417,14 +513,14 @@ def inplace_position(module: str) -> int | None:
 
 def output_known_modules() -> frozenset[str]:
     """Qualified names of the module classes `fresh_output` may answer yes for."""
-    return _FRESH_OTHER_MODULES | set(replacing_modules())
+    return frozenset(OTHER_MODULES) | set(replacing_modules())
 
 
 def fresh_output(module: str, inplace: bool | None) -> bool:
     """Whether a module of class `module` (qualified name), built with `inplace` (None: not
     known), always returns a new tensor that nothing else sees: an in-place op on its output may
     then be rewritten out of place. Read by the static checker and the runtime preparer alike."""
-    if module in _FRESH_OTHER_MODULES:
+    if module in OTHER_MODULES:
         return True
     rows = [op for op in CATALOG if op.module == module]
     if not rows or any(op.aliases for op in rows):

@@ -34,10 +34,34 @@ def as_tuple(example_inputs: Any) -> tuple[Any, ...]:
     return example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
 
 
+_OUTSIDE_MODULES = "_empty_nn_module_stack_from_metadata_hook"
+"""The `nn_module_stack` entry torch.export gives nodes it made outside any module (sizes)."""
+
+
+class ModuleCall(NamedTuple):
+    """One call of a module, as an exported node's `nn_module_stack` records it."""
+
+    key: str
+    """Unique per call: a module called twice has two keys (`L__self__relu`, `...@1`)."""
+    name: str
+    """Dotted name of the module ('' for the root module)."""
+    type_name: str
+    """Qualified name of its class (`torch.nn.modules.activation.ReLU`)."""
+
+
+def innermost_call(node: Node) -> ModuleCall | None:
+    """The call of the innermost module that ran `node`, or None outside any module."""
+    stack = {k: v for k, v in (node.meta.get("nn_module_stack") or {}).items() if k != _OUTSIDE_MODULES}
+    if not stack:
+        return None
+    key, (name, type_name) = next(reversed(stack.items()))
+    return ModuleCall(key, name, str(type_name))
+
+
 def owning_module(node: Node) -> str:
     """Dotted name of the innermost module that ran `node` ('' for the root module)."""
-    stack = node.meta.get("nn_module_stack")
-    return next(reversed(stack.values()))[0] if stack else ""
+    call = innermost_call(node)
+    return call.name if call else ""
 
 
 def last_model_frame(stack_trace: str | None) -> Frame | None:

@@ -14,10 +14,17 @@ from typing import Union
 
 from torch.fx import GraphModule, Node
 
-from migrator.observe.pt2e import Q_ANNOTATION_KEY, QuantizationSpec, SharedQuantizationSpec
+from migrator.observe.pt2e import (
+    FixedQParamsQuantizationSpec,
+    Q_ANNOTATION_KEY,
+    QuantizationSpec,
+    SharedQuantizationSpec,
+)
 
 Member = Union[Node, tuple[Node, Node]]
-_SPEC_FIELDS = ("dtype", "quant_min", "quant_max", "qscheme", "ch_axis", "is_dynamic")
+_SPEC_FIELDS = ("dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale", "zero_point")
+"""What torchao compares before sharing implicitly: equal in both specs, or in neither."""
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -25,7 +32,7 @@ class SharingGroup:
     """Edges and nodes observed by one observer, and the spec that observer is built from."""
 
     members: tuple[Member, ...]
-    spec: QuantizationSpec
+    spec: QuantizationSpec | FixedQParamsQuantizationSpec
 
 
 def annotated_members(model: GraphModule) -> dict[Member, object]:
@@ -57,14 +64,14 @@ def sharing_groups(model: GraphModule) -> list[SharingGroup]:
     def union(a: Member, b: Member) -> None:
         parent[find(b)] = find(a)
 
-    def concrete(member: Member) -> QuantizationSpec:
+    def concrete(member: Member) -> QuantizationSpec | FixedQParamsQuantizationSpec:
         spec = specs[member]
         while isinstance(spec, SharedQuantizationSpec):
             spec = specs[spec.edge_or_node]
         return spec
 
     def same_parameters(a: Member, b: Member) -> bool:
-        return all(getattr(concrete(a), f) == getattr(concrete(b), f) for f in _SPEC_FIELDS)
+        return all(getattr(concrete(a), f, _MISSING) == getattr(concrete(b), f, _MISSING) for f in _SPEC_FIELDS)
 
     for member, spec in specs.items():
         if isinstance(spec, SharedQuantizationSpec):

@@ -14,12 +14,14 @@ _NOISY_IMPORT_LOGGERS = ("torchao", "torch.utils._pytree")
 
 with quiet_loggers(_NOISY_IMPORT_LOGGERS):
     from torchao.quantization.pt2e.observer import (
+        FixedQParamsObserver,
         MinMaxObserver,
         ObserverBase,
         PerChannelMinMaxObserver,
     )
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from torchao.quantization.pt2e.quantizer import (
+        FixedQParamsQuantizationSpec,
         QuantizationAnnotation,
         QuantizationSpec,
         Quantizer,
@@ -28,6 +30,8 @@ with quiet_loggers(_NOISY_IMPORT_LOGGERS):
     from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
 __all__ = [
+    "FixedQParamsObserver",
+    "FixedQParamsQuantizationSpec",
     "MinMaxObserver",
     "Q_ANNOTATION_KEY",
     "ObserverBase",

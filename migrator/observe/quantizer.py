@@ -1,25 +1,28 @@
-"""A pt2e `Quantizer` that annotates the captured graph per module.
+"""A pt2e `Quantizer` that annotates the captured graph per module, by the catalog's policy.
 
 Each node belongs to the module that ran it, so `exclude` and `module_dtypes` address ops by
 module name: `exclude=("layer1.0.relu_1",)`, `module_dtypes={"head": "int16"}`. A name also
 covers every module under it (`layer1` covers `layer1.0.conv1`).
 
-Defaults: weights of conv/linear int8 per-channel symmetric; activations int8 per-tensor
-affine. `cat`/`stack` inputs and output share one observer; ops that keep the value range
-(relu, max-pool, flatten, reshape, ...) share their input's observer; add/mul/matmul inputs
-and the ops listed in `_OWN_OBSERVERS_*` each get their own. Other ops stay in float.
+How a module is observed is its class's `Observation` in `migrator.catalog` (see there and
+`migrator.observe.policy`). Defaults: weights int8 per-channel symmetric; activations int8
+per-tensor affine. What stays in float, and why, is in `left_in_float` after `annotate`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import torch
 from torch.fx import GraphModule, Node
 
-from migrator.graph import owning_module
+from migrator.catalog import Observe
+from migrator.graph import source_location
 from migrator.observe.groups import SharingGroup, sharing_groups
+from migrator.observe.policy import Unit, op_name, units
 from migrator.observe.pt2e import (
+    FixedQParamsQuantizationSpec,
     MinMaxObserver,
     ObserverBase,
     PerChannelMinMaxObserver,
@@ -30,26 +33,25 @@ from migrator.observe.pt2e import (
     SharedQuantizationSpec,
 )
 
-aten = torch.ops.aten
 DTYPES = {"int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16}
 """Activation dtypes a module may ask for. Weights stay signed: int16 for int16, else int8."""
 
-_WEIGHTED = {aten.conv1d, aten.conv2d, aten.conv3d, aten.linear}
-_CONCATENATING = {aten.cat, aten.stack}
-_RANGE_KEEPING = {
-    aten.relu, aten.relu_, aten.max_pool1d, aten.max_pool2d, aten.max_pool3d,
-    aten.flatten, aten.reshape, aten.view, aten.permute, aten.transpose,
-    aten.squeeze, aten.unsqueeze, aten.contiguous, aten.select, aten.slice,
-}  # fmt: skip
-_OWN_OBSERVERS_ALL_INPUTS = {
-    aten.add, aten.sub, aten.mul, aten.div, aten.matmul, aten.bmm, aten.scaled_dot_product_attention,
-}  # fmt: skip
-_OWN_OBSERVERS_FIRST_INPUT = {
-    aten.softmax, aten.gelu, aten.silu, aten.sigmoid, aten.tanh, aten.hardswish,
-    aten.layer_norm, aten.group_norm, aten.mean, aten.sum,
-    aten.avg_pool2d, aten.adaptive_avg_pool2d, aten.pad, aten.constant_pad_nd,
-}  # fmt: skip
-"""Norms and the like: their other tensor inputs (weight, bias) stay in float."""
+EXCLUDED = "excluded by the user"
+INTEGER_TENSORS = "integer tensors"
+SHAPE_ARITHMETIC = "shape arithmetic"
+SEVERAL_VALUES = "returns several values (e.g. return_indices): observed where they are used"
+NO_POLICY = "no catalog module runs it"
+NO_SHARED_INPUT = "no float input to share an observer with"
+
+
+@dataclass(frozen=True)
+class LeftInFloat:
+    """An op that no observer quantizes, and why."""
+
+    module: str
+    op: str
+    source: str
+    reason: str
 
 
 def activation_spec(dtype: torch.dtype) -> QuantizationSpec:
@@ -64,16 +66,30 @@ def activation_spec(dtype: torch.dtype) -> QuantizationSpec:
     )
 
 
-def weight_spec(dtype: torch.dtype) -> QuantizationSpec:
-    """Per-output-channel symmetric spec with a range symmetric around zero."""
+def weight_spec(dtype: torch.dtype, axis: int = 0) -> QuantizationSpec:
+    """Per-output-channel (along `axis`) symmetric spec with a range symmetric around zero."""
     info = torch.iinfo(dtype)
     return QuantizationSpec(
         dtype=dtype,
         quant_min=-info.max,
         quant_max=info.max,
         qscheme=torch.per_channel_symmetric,
-        ch_axis=0,
+        ch_axis=axis,
         observer_or_fake_quant_ctr=PerChannelMinMaxObserver,
+    )
+
+
+def fixed_spec(dtype: torch.dtype, low: float, high: float) -> FixedQParamsQuantizationSpec:
+    """Per-tensor affine spec with fixed qparams spanning [low, high] over the range of `dtype`."""
+    info = torch.iinfo(dtype)
+    scale = (high - low) / (info.max - info.min + 1)
+    return FixedQParamsQuantizationSpec(
+        dtype=dtype,
+        scale=scale,
+        zero_point=info.min - round(low / scale),
+        quant_min=info.min,
+        quant_max=info.max,
+        qscheme=torch.per_tensor_affine,
     )
 
 
@@ -86,42 +102,70 @@ def _is_float_tensor(node: object) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def _annotation(node: Node, dtype: torch.dtype) -> QuantizationAnnotation | None:
-    """How to observe `node` by the default rules, with activations in `dtype`."""
-    packet = getattr(node.target, "overloadpacket", None)
-    act = activation_spec(dtype)
-    first = node.args[0] if node.args else None
-    if packet in _WEIGHTED:
-        inputs = {first: act}
-        if _is_float_tensor(node.args[1]):
-            inputs[node.args[1]] = weight_spec(torch.int16 if dtype == torch.int16 else torch.int8)
-        return QuantizationAnnotation(inputs, act, _annotated=True)
-    if packet in _CONCATENATING:
-        assert isinstance(first, (list, tuple))  # the tensor sequence
-        tensors = [t for t in first if _is_float_tensor(t)]
-        if not tensors:
-            return None
-        shared = SharedQuantizationSpec((tensors[0], node))
-        inputs = {t: shared for t in tensors[1:]}
-        return QuantizationAnnotation({tensors[0]: act, **inputs}, shared, _annotated=True)
-    if packet in _OWN_OBSERVERS_ALL_INPUTS:
-        inputs = {a: act for a in node.args if _is_float_tensor(a)}
-        return QuantizationAnnotation(inputs, act, _annotated=True)
-    if not _is_float_tensor(first):
+def _value_reason(outputs: list[Node]) -> str | None:
+    """Why a unit whose outputs are not float tensors stays in float (None: they are)."""
+    values = [node.meta.get("val") for node in outputs]
+    if any(isinstance(value, torch.Tensor) and value.is_floating_point() for value in values):
         return None
-    if packet in _RANGE_KEEPING:
-        shared = SharedQuantizationSpec((first, node))
-        return QuantizationAnnotation({first: act}, shared, _annotated=True)
-    if packet in _OWN_OBSERVERS_FIRST_INPUT:
-        return QuantizationAnnotation({first: act}, act, _annotated=True)
-    return None
+    if any(isinstance(value, (tuple, list)) for value in values):
+        return SEVERAL_VALUES
+    if any(isinstance(value, torch.Tensor) for value in values):
+        return INTEGER_TENSORS
+    return SHAPE_ARITHMETIC
+
+
+def _input_spec(producer: Node, act: QuantizationSpec) -> object:
+    """An activation input's spec: the producer's fixed qparams when it has them in `act`'s
+    dtype (torchao would not share them implicitly), else `act`."""
+    annotation = producer.meta.get(Q_ANNOTATION_KEY)
+    fixed = getattr(annotation, "output_qspec", None)
+    if isinstance(fixed, FixedQParamsQuantizationSpec) and fixed.dtype == act.dtype:
+        return SharedQuantizationSpec(producer)
+    return act
+
+
+def _specs(unit: Unit, dtype: torch.dtype) -> tuple[dict, dict]:
+    """The specs of the unit's input edges and output nodes by its policy."""
+    observation, act = unit.observation, activation_spec(dtype)
+    assert observation is not None  # units without a policy are left in float, not annotated
+    floats = [edge for edge in unit.inputs() if _is_float_tensor(edge[0])]
+    activations = [edge for edge in floats if not unit.owns(edge[0])]
+    outputs = [node for node in unit.outputs() if _is_float_tensor(node)]
+    inputs = {edge: _input_spec(edge[0], act) for edge in activations}
+    if observation.how is Observe.WEIGHTED:
+        weight = weight_spec(torch.int16 if dtype == torch.int16 else torch.int8, observation.weight_axis)
+        inputs |= {edge: weight for edge in floats
+                   if unit.owns(edge[0]) and str(edge[0].target).endswith("weight")}
+    if observation.how in (Observe.OWN_OUTPUT, Observe.WEIGHTED):
+        return inputs, dict.fromkeys(outputs, act)
+    if observation.how is Observe.FIXED_RANGE:
+        assert observation.range is not None  # every FIXED_RANGE row gives its range
+        return inputs, dict.fromkeys(outputs, fixed_spec(dtype, *observation.range))
+    if not activations:
+        return {}, {}
+    first = activations[0]
+    shared = SharedQuantizationSpec(first)
+    if observation.how is Observe.SHARED_ACROSS:
+        inputs = {first: act} | {edge: shared for edge in activations[1:]}
+    return inputs, dict.fromkeys(outputs, shared)
+
+
+def _annotate(unit: Unit, dtype: torch.dtype) -> bool:
+    """Annotate the unit's nodes by its policy; whether any of its outputs is observed."""
+    inputs, outputs = _specs(unit, dtype)
+    for node in unit.nodes:
+        edges = {producer: spec for (producer, consumer), spec in inputs.items() if consumer is node}
+        if edges or node in outputs:
+            node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(edges, outputs.get(node), _annotated=True)
+    return bool(outputs)
 
 
 class ModuleQuantizer(Quantizer):
     """Annotates every supported op with specs chosen by the name of the module that ran it.
 
     After `prepare_pt2e`, `groups` holds the observer sharing groups worked out from the
-    annotations and `observer_of` maps every annotated edge or node to its observer.
+    annotations, `observer_of` maps every annotated edge or node to its observer and
+    `left_in_float` lists the ops no observer quantizes.
     """
 
     def __init__(
@@ -135,26 +179,38 @@ class ModuleQuantizer(Quantizer):
             raise ValueError(f"unsupported dtype {', '.join(unknown)}; choose from {', '.join(DTYPES)}")
         self.groups: list[SharingGroup] = []
         self.observer_of: dict = {}
+        self.left_in_float: list[LeftInFloat] = []
 
     def _activation_dtype(self, module: str) -> torch.dtype:
         names = [name for name in self.module_dtypes if _covers(name, module)]
         return DTYPES[self.module_dtypes[max(names, key=len)]] if names else torch.int8
 
     def annotate(self, model: GraphModule) -> GraphModule:
-        modules = {owning_module(n) for n in model.graph.nodes if n.op == "call_function"}
+        observed = units(model.graph)
         for name in (*self.exclude, *self.module_dtypes):
-            if not any(_covers(name, module) for module in modules):
+            if not any(_covers(name, unit.module) for unit in observed):
                 raise ValueError(f"no op of the model runs in a module named {name!r}")
-        for node in model.graph.nodes:
-            if node.op != "call_function" or not _is_float_tensor(node):
-                continue
-            module = owning_module(node)
-            if any(_covers(name, module) for name in self.exclude):
-                continue
-            annotation = _annotation(node, self._activation_dtype(module))
-            if annotation is not None:
-                node.meta[Q_ANNOTATION_KEY] = annotation
+        self.left_in_float = []
+        for unit in observed:
+            outputs = [node for node in unit.outputs() if node.meta.get("val") is not None]
+            if not outputs:
+                continue  # nothing to observe: unused, or run for its effect (a shape assertion)
+            reason = self._float_reason(unit, outputs)
+            if reason is None and not _annotate(unit, self._activation_dtype(unit.module)):
+                reason = NO_SHARED_INPUT
+            if reason is not None:
+                self.left_in_float.append(
+                    LeftInFloat(unit.module, op_name(outputs[0]), source_location(outputs[0]), reason))
         return model
+
+    def _float_reason(self, unit: Unit, outputs: list[Node]) -> str | None:
+        """Why the unit stays in float, or None when its policy observes it."""
+        if any(_covers(name, unit.module) for name in self.exclude):
+            return EXCLUDED
+        value_reason = _value_reason(outputs)
+        if value_reason or unit.observation is None:
+            return value_reason or NO_POLICY
+        return unit.observation.reason if unit.observation.how is Observe.NOT_QUANTIZED else None
 
     def validate(self, model: GraphModule) -> None:
         """Refuse observers outside torchao: torchao's convert would silently skip them."""

@@ -2,7 +2,8 @@
 
 The report also checks the prepared graph against the sharing groups: each group must be
 served by exactly one observer instance and each inserted observer must serve one group, so
-the number of distinct observers equals the number of groups.
+the number of distinct observers equals the number of groups. Its "left in float" section
+lists the ops no observer quantizes, with the reason (`ModuleQuantizer.left_in_float`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from torch.fx import GraphModule, Node
 from migrator.graph import source_location
 from migrator.observe.capture import tensor_label
 from migrator.observe.groups import Member
-from migrator.observe.pt2e import ObserverBase
-from migrator.observe.quantizer import ModuleQuantizer
+from migrator.observe.pt2e import FixedQParamsObserver, ObserverBase
+from migrator.observe.quantizer import LeftInFloat, ModuleQuantizer
 
 
 @dataclass
@@ -56,6 +57,7 @@ class ObserverReport:
     group_count: int
     observer_count: int
     problems: list[str] = field(default_factory=list)
+    left_in_float: list[LeftInFloat] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +70,7 @@ class ObserverReport:
             "group_count": self.group_count,
             "problems": self.problems,
             "observers": [asdict(record) for record in self.observers],
+            "left_in_float": [asdict(record) for record in self.left_in_float],
         }
 
     def to_json(self) -> str:
@@ -78,6 +81,9 @@ class ObserverReport:
         summary = f"{self.observer_count} observers for {self.group_count} sharing groups"
         lines = [summary, render_table(headers, [r.row() for r in self.observers])]
         lines += [f"problem: {p}" for p in self.problems]
+        if self.left_in_float:
+            rows = [[r.module or "model", r.op, r.source, r.reason] for r in self.left_in_float]
+            lines += [f"left in float: {len(rows)} ops", render_table(["module", "op", "source", "reason"], rows)]
         return "\n".join(lines)
 
 
@@ -110,9 +116,11 @@ def _unique(items) -> list[str]:
 
 
 def _qparams(observer: ObserverBase) -> tuple[list[float], list[int], bool]:
-    low = getattr(observer, "min_val", torch.empty(0))
-    if low.numel() == 0 or not torch.isfinite(low).all():
-        return [], [], False
+    """Scale, zero point and whether they are known: calibrated, or fixed in advance."""
+    if not isinstance(observer, FixedQParamsObserver):
+        low = getattr(observer, "min_val", torch.empty(0))
+        if low.numel() == 0 or not torch.isfinite(low).all():
+            return [], [], False
     scale, zero_point = observer.calculate_qparams()
     return scale.flatten().tolist(), zero_point.flatten().int().tolist(), True
 
@@ -157,4 +165,5 @@ def observer_report(prepared: GraphModule, quantizer: ModuleQuantizer) -> Observ
             )
     for key in instances.keys() - served:
         problems.append(f"observer {names_of[key][0]} belongs to no sharing group")
-    return ObserverReport(records, len(quantizer.groups), len(instances), problems)
+    left = list(dict.fromkeys(quantizer.left_in_float))
+    return ObserverReport(records, len(quantizer.groups), len(instances), problems, left)

@@ -1,0 +1,101 @@
+"""The units the quantizer observes in a captured graph, each with its catalog `Observation`.
+
+A unit is one call of a module whose class has a policy in the catalog (`OBSERVATIONS`; a
+subclass that keeps its base's `forward` counts as its base): all the nodes the call ran,
+observed as a whole. Any other node is a unit on its own: a data-movement op
+(`DATA_MOVEMENT_OPS`) shares its input's observer; anything else has no policy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+
+from torch.fx import Graph, Node
+
+from migrator.catalog import DATA_MOVEMENT_OPS, OBSERVATIONS, SHARE, Observation
+from migrator.graph import innermost_call
+
+
+@dataclass
+class Unit:
+    """Nodes observed together: one module call, or one op outside any catalog module."""
+
+    module: str
+    """Dotted name of the module that ran the nodes ('' for the root module)."""
+    nodes: list[Node]
+    observation: Observation | None
+    """None: the catalog has no policy for it."""
+
+    def inputs(self) -> list[tuple[Node, Node]]:
+        """Edges `(producer, consumer)` into the unit from outside it, in graph order."""
+        members = set(self.nodes)
+        return [(producer, node) for node in self.nodes for producer in node.all_input_nodes
+                if producer not in members]
+
+    def outputs(self) -> list[Node]:
+        """Nodes of the unit whose value is used outside it."""
+        members = set(self.nodes)
+        return [node for node in self.nodes if any(user not in members for user in node.users)]
+
+    def owns(self, node: Node) -> bool:
+        """Whether `node` reads a parameter or buffer of the unit's own module."""
+        return node.op == "get_attr" and str(node.target).rpartition(".")[0] == self.module
+
+
+def op_name(node: Node) -> str:
+    """The ATen op name of a node (`conv2d`), else its target's name (`getitem`)."""
+    packet = getattr(node.target, "overloadpacket", None)
+    return getattr(packet or node.target, "__name__", str(node.target))
+
+
+def resolve_class(qualified_name: str) -> type | None:
+    """The class a qualified name stands for, when it can be imported."""
+    parts = qualified_name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:split]))
+            for attribute in parts[split:]:
+                value = getattr(value, attribute)
+        except (ImportError, AttributeError):
+            continue
+        return value if isinstance(value, type) else None
+    return None
+
+
+@cache
+def _by_class() -> dict[type, Observation]:
+    classes = {name: resolve_class(name) for name in OBSERVATIONS}
+    return {cls: OBSERVATIONS[name] for name, cls in classes.items() if cls is not None}
+
+
+@cache
+def observation_of(type_name: str) -> Observation | None:
+    """The policy for a module class, by the qualified name export records for it."""
+    cls = resolve_class(type_name)
+    for base in cls.__mro__ if cls is not None else ():
+        if base in _by_class():
+            same = getattr(base, "forward", None) is getattr(cls, "forward", None)
+            return _by_class()[base] if same else None
+    return None
+
+
+def units(graph: Graph) -> list[Unit]:
+    """The observed units of `graph`, in the order of their first node."""
+    calls: dict[str, Unit] = {}
+    result: list[Unit] = []
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        call = innermost_call(node)
+        observation = observation_of(call.type_name) if call else None
+        if observation is None or call is None:
+            own = SHARE if op_name(node) in DATA_MOVEMENT_OPS else None
+            result.append(Unit(call.name if call else "", [node], own))
+        elif call.key in calls:
+            calls[call.key].nodes.append(node)
+        else:
+            calls[call.key] = Unit(call.name, [node], observation)
+            result.append(calls[call.key])
+    return result
