@@ -3,11 +3,15 @@
 Every case pairs a module call with the raw expression it stands for and checks,
 on seeded random inputs, bit-identical outputs in eager mode, under torch.fx
 (inlined and as a leaf), TorchScript, torch.export and (for a subset) ONNX Runtime.
+Each class also gets a case derived from the fixture that runs it, so adding an op needs
+its catalog row, its class and its fixture, and nothing here.
 """
 
 import ast
+import copy
 import importlib.util
 import inspect
+import re
 import sys
 from dataclasses import dataclass
 from typing import Callable, Tuple
@@ -20,6 +24,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import migrator.nn as mnn
+from fixture_cases import FIXTURES, import_path
 from migrator import catalog
 
 # --------------------------------------------------------------------- helpers
@@ -398,6 +403,47 @@ CASES = [
         lambda x: F.normalize(x, 1.0, -1, 1e-6),
     ),
 ]
+
+
+def _fixture_case(cls: type) -> Case | None:
+    """A case for `cls` taken from the first fixture whose migrated model creates one: the
+    module and the tensors it receives when the fixture's model runs its example inputs. Its
+    reference is the module's own eager output (the fixture test compares the migrated model
+    with the original code), so a new op needs no case written here."""
+    pattern = re.compile(rf"\b{cls.__name__}\(")
+    for after in sorted((FIXTURES / "cases").glob("*.after.py")):
+        if not pattern.search(after.read_text(encoding="utf-8")):
+            continue
+        fixture = import_path(after, f"nn_case_{after.name.removesuffix('.after.py')}")
+        model = fixture.Model().eval()
+        calls: list = []
+        for module in model.modules():
+            if type(module) is cls:
+                module.register_forward_hook(lambda m, args, out: calls.append((m, args)))
+        torch.manual_seed(0)
+        with torch.no_grad():
+            model(*fixture.example_inputs())
+        for module, args in calls:
+            tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+            if 1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float))
+                                              for a in args):
+                module._forward_hooks.clear()
+                return Case(f"{cls.__name__}_in_{after.name.removesuffix('.after.py')}",
+                            lambda m=module: copy.deepcopy(m), lambda t=tensors: t,
+                            lambda m, *t, a=args: m(*_refill(a, t)),
+                            lambda *t, m=module, a=args: m(*_refill(a, t)),
+                            scriptable=len(tensors) == len(args))
+    return None
+
+
+def _refill(args: tuple, tensors: tuple) -> list:
+    """`args` with its tensors replaced, in order, by `tensors` (numbers stay in place)."""
+    given = iter(tensors)
+    return [next(given) if isinstance(a, torch.Tensor) else a for a in args]
+
+
+FIXTURE_CASES = {cls: _fixture_case(cls) for cls in (getattr(mnn, n) for n in mnn.__all__)}
+CASES += [c for c in FIXTURE_CASES.values() if c is not None]
 CASE_IDS = [c.id for c in CASES]
 DETERMINISTIC = [c for c in CASES if c.deterministic]
 
@@ -522,14 +568,17 @@ def test_div_by_zero_semantics() -> None:
 ALL_CLASSES = [getattr(mnn, name) for name in mnn.__all__]
 CATALOG_CLASSES = {m.rsplit(".", 1)[1] for m in catalog.replacing_modules()
                    if m.startswith(catalog.OPS)}
-CONSTRUCT = {
-    "Pad": lambda: mnn.Pad((1, 1)),
-    "GroupNorm": lambda: mnn.GroupNorm(2),
-}
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
+def test_every_class_has_a_fixture_case(cls: type) -> None:
+    """A fixture's migrated model creates and runs each class (its derived case above)."""
+    assert FIXTURE_CASES[cls] is not None, f"no fixtures/cases/*.after.py runs {cls.__name__}"
 
 
 def _default(cls: type) -> torch.nn.Module:
-    return CONSTRUCT.get(cls.__name__, cls)()
+    case = FIXTURE_CASES[cls]
+    return case.make() if case is not None else cls()
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
