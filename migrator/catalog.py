@@ -386,6 +386,9 @@ def _build() -> tuple[Op, ...]:
                       tuple(f"torch.{n}" for n in names), observed=ACROSS))
     ops.append(Op("cat", OPS + "Concat", (Arg("tensors", Role.INPUTS), _h("axis", 0, ctor="dim")),
                   ("torch.concatenate",), observed=ACROSS))
+    ops.append(Op("clamp", OPS + "Clamp", (_x(), _h("min", None), _h("max", None)),
+                  ("torch.clamp", "torch.clip"), ("clamp", "clip"),
+                  inplace_methods=("clamp_", "clip_"), observed=OWN))
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
     ops.append(Op("sdpa", OPS + "ScaledDotProductAttention",

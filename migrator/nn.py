@@ -41,6 +41,7 @@ __migrator_ops__ = True
 
 __all__ = [
     "Add",
+    "Clamp",
     "Sub",
     "Mul",
     "Div",
@@ -235,6 +236,21 @@ class _ScriptableStack(Stack):
 
 
 # ---------------------------------------------------------------- reductions
+
+
+class Clamp(torch.nn.Module):
+    """``torch.clamp(x, min, max)`` (also ``x.clamp``, ``torch.clip``)."""
+
+    def __init__(self, min: Optional[float] = None, max: Optional[float] = None) -> None:
+        super().__init__()
+        self.min = min
+        self.max = max
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x, self.min, self.max)
+
+    def extra_repr(self) -> str:
+        return f"min={self.min!r}, max={self.max!r}"
 
 
 class Mean(torch.nn.Module):

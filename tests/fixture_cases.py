@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -39,3 +40,28 @@ def import_path(path: Path, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def module_in_fixture(cls: type):
+    """(module, the arguments it received) of the first `cls` instance that runs, in eval mode
+    on its example inputs, in the first fixture whose migrated model creates one; None when no
+    fixture does. Lets tests of op modules take a real use of each class from its fixture."""
+    import torch
+
+    pattern = re.compile(rf"\b{cls.__name__}\(")
+    for after in sorted((FIXTURES / "cases").glob("*.after.py")):
+        if not pattern.search(after.read_text(encoding="utf-8")):
+            continue
+        fixture = import_path(after, f"module_in_{after.name.removesuffix('.after.py')}")
+        model = fixture.Model().eval()
+        calls: list = []
+        hooks = [m.register_forward_hook(lambda m, args, out: calls.append((m, args)))
+                 for m in model.modules() if type(m) is cls]
+        torch.manual_seed(0)
+        with torch.no_grad():
+            model(*fixture.example_inputs())
+        for hook in hooks:
+            hook.remove()
+        if calls:
+            return calls[0]
+    return None

@@ -11,7 +11,6 @@ import ast
 import copy
 import importlib.util
 import inspect
-import re
 import sys
 from dataclasses import dataclass
 from typing import Callable, Tuple
@@ -24,7 +23,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import migrator.nn as mnn
-from fixture_cases import FIXTURES, import_path
+from fixture_cases import module_in_fixture
 from migrator import catalog
 
 # --------------------------------------------------------------------- helpers
@@ -406,34 +405,20 @@ CASES = [
 
 
 def _fixture_case(cls: type) -> Case | None:
-    """A case for `cls` taken from the first fixture whose migrated model creates one: the
-    module and the tensors it receives when the fixture's model runs its example inputs. Its
-    reference is the module's own eager output (the fixture test compares the migrated model
-    with the original code), so a new op needs no case written here."""
-    pattern = re.compile(rf"\b{cls.__name__}\(")
-    for after in sorted((FIXTURES / "cases").glob("*.after.py")):
-        if not pattern.search(after.read_text(encoding="utf-8")):
-            continue
-        fixture = import_path(after, f"nn_case_{after.name.removesuffix('.after.py')}")
-        model = fixture.Model().eval()
-        calls: list = []
-        for module in model.modules():
-            if type(module) is cls:
-                module.register_forward_hook(lambda m, args, out: calls.append((m, args)))
-        torch.manual_seed(0)
-        with torch.no_grad():
-            model(*fixture.example_inputs())
-        for module, args in calls:
-            tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
-            if 1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float))
-                                              for a in args):
-                module._forward_hooks.clear()
-                return Case(f"{cls.__name__}_in_{after.name.removesuffix('.after.py')}",
-                            lambda m=module: copy.deepcopy(m), lambda t=tensors: t,
-                            lambda m, *t, a=args: m(*_refill(a, t)),
-                            lambda *t, m=module, a=args: m(*_refill(a, t)),
-                            scriptable=len(tensors) == len(args))
-    return None
+    """A case for `cls` from the fixture that runs it: the module and the tensors it receives
+    there (numbers stay in the call). Its reference is the module's own eager output (the
+    fixture test compares the migrated model with the original code), so a new op needs no
+    case written here."""
+    found = module_in_fixture(cls)
+    if found is None:
+        return None
+    module, args = found
+    tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+    if not (1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)):
+        return None
+    return Case(f"{cls.__name__}_from_fixture", lambda: copy.deepcopy(module), lambda: tensors,
+                lambda m, *t: m(*_refill(args, t)), lambda *t: module(*_refill(args, t)),
+                scriptable=len(tensors) == len(args))
 
 
 def _refill(args: tuple, tensors: tuple) -> list:

@@ -1,13 +1,15 @@
 """Every module class the catalog knows is observed exactly as its `Observation` says.
 
-A tiny model runs one module of each class, built from the catalog row's defaults plus the
-few constructor arguments below; it is captured, prepared, calibrated, and its observers are
+A tiny model runs one module of each class, built as the fixture that runs it builds it
+(migrator's op modules) or from the catalog row's defaults plus the few constructor arguments
+below; it is captured, prepared, calibrated, and its observers are
 compared with the policy: the module's own output observer, or its input's observer object,
 one observer across a cat, fixed qparams, a per-channel weight observer, or none at all.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -15,7 +17,8 @@ import torch
 from torch import nn
 from torch.fx import Node
 
-from migrator.catalog import CATALOG, OBSERVATIONS, REQUIRED, Observe, Role
+from fixture_cases import module_in_fixture
+from migrator.catalog import CATALOG, OBSERVATIONS, OPS, REQUIRED, Observe, Role
 from migrator.graph import owning_module
 from migrator.nn import FloorDiv, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
@@ -93,6 +96,14 @@ def _ctor_kwargs(module: str) -> dict:
     return kwargs | CTOR.get(module, {})
 
 
+def _module(module: str) -> nn.Module:
+    """A module of the class: as the fixture that runs it builds it, for migrator's op modules
+    (so a new op needs no entry here), else from the row's defaults and `CTOR`."""
+    cls = resolve_class(module)
+    found = module_in_fixture(cls) if module.startswith(OPS) and module not in CTOR else None
+    return copy.deepcopy(found[0]) if found else cls(**_ctor_kwargs(module))
+
+
 def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     if module == f"{NN}Embedding":
         return (torch.randint(0, 10, (2, 5)),)
@@ -109,7 +120,7 @@ def _observe(module: str):
     torch.manual_seed(0)
     inputs = _inputs(module)
     wrapper = (Unary, Binary, Ternary)[len(inputs) - 1]
-    model = wrapper(resolve_class(module)(**_ctor_kwargs(module))).eval()
+    model = wrapper(_module(module)).eval()
     captured = capture(model, inputs)
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(captured.graph_module, quantizer)
