@@ -8,7 +8,6 @@ observed as a whole. Any other node is a unit on its own: a data-movement op
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import cache
 
@@ -16,6 +15,7 @@ from torch.fx import Graph, Node
 
 from migrator.catalog import DATA_MOVEMENT_OPS, OBSERVATIONS, SHARE, Observation
 from migrator.graph import innermost_call
+from migrator.prove.ops import resolve
 
 
 @dataclass
@@ -52,16 +52,8 @@ def op_name(node: Node) -> str:
 
 def resolve_class(qualified_name: str) -> type | None:
     """The class a qualified name stands for, when it can be imported."""
-    parts = qualified_name.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        try:
-            value: object = importlib.import_module(".".join(parts[:split]))
-            for attribute in parts[split:]:
-                value = getattr(value, attribute)
-        except (ImportError, AttributeError):
-            continue
-        return value if isinstance(value, type) else None
-    return None
+    value = resolve(qualified_name)
+    return value if isinstance(value, type) else None
 
 
 @cache

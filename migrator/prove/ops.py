@@ -103,12 +103,18 @@ def runtime_catalog() -> RuntimeCatalog:
 
 
 def resolve(qualname: str) -> Any:
-    """The object a qualified name refers to (`torch.nn.functional.relu`), or None."""
-    module_name, _, attribute = qualname.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError):
-        return None
+    """The object a qualified name refers to (`torch.nn.functional.relu`, or a nested class
+    `pkg.module.Outer.Inner`), or None when it cannot be imported."""
+    parts = qualname.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:split]))
+            for attribute in parts[split:]:
+                value = getattr(value, attribute)
+        except (ImportError, AttributeError):
+            continue
+        return value
+    return None
 
 
 @cache
