@@ -85,7 +85,7 @@ class ChainReport:
         raise _StepFailed(step)
 
     def summary_row(self) -> dict[str, str]:
-        """One line for a table of many targets: observers, ONNX errors, seconds per step."""
+        """One line for a table of many targets: observers, ONNX errors, total seconds."""
         observers = "-"
         if self.observers:
             observers = f"{self.observers.observer_count}/{self.observers.group_count} groups"
@@ -95,10 +95,14 @@ class ChainReport:
             "float ONNX err": _error_cell(self.float_onnx),
             "QDQ ONNX err": _error_cell(self.qdq_onnx),
         }
-        row.update({f"{step} s": _seconds(self.timings.get(step)) for step in STEPS})
         row["total s"] = _seconds(sum(self.timings.values()))
         row["status"] = "ok" if self.ok else "FAILED"
         return row
+
+    def timing_row(self) -> dict[str, str]:
+        """The seconds of each step, for a table of many targets (short step names)."""
+        return {"target": self.name, **{step.replace("_float", "-f").replace("_qdq", "-q"):
+                                        _seconds(self.timings.get(step)) for step in STEPS}}
 
     def to_dict(self) -> dict:
         return {

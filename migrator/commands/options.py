@@ -77,13 +77,17 @@ def report_setup_errors(results, prefix: str) -> None:
 def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str, bool]:
     """Run the chain on the model of each verified target, built from `side` (the migrated
     one, whose files are already imported), and render one table: equivalence, observers,
-    float and QDQ ONNX errors, seconds per step (imports torch)."""
+    float and QDQ ONNX errors, total seconds, after a table of the seconds per step; a target
+    is named by its factory where that is unique (imports torch)."""
     from migrator.chain import run_chain, summary_table
     from migrator.prove.build import MIGRATED_SEED, build
     from migrator.prove.load import LoadError
 
     by_label = {target.label: target for target in targets}
-    rows, ok = [], True
+    names = [label.rpartition(":")[2] for label in by_label]
+    short = {label: name if names.count(name) == 1 else label
+             for label, name in zip(by_label, names)}
+    rows, timings, ok = [], [], True
     for result in results:
         equivalence = _equivalence_cell(result)
         try:
@@ -95,12 +99,14 @@ def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str
             rows.append({"target": result.target, "equivalence": equivalence, "observers": problem})
             ok = False
             continue
-        report = run_chain(built.model, built.inputs, name=result.target, **options)
+        report = run_chain(built.model, built.inputs, name=short[result.target], **options)
         ok = ok and report.ok
         row = report.summary_row()
         rows.append({"target": row.pop("target"), "equivalence": equivalence, **row})
         rows += [{"target": f"  {failure}"} for failure in report.failures]
-    return summary_table(rows), ok
+        timings.append(report.timing_row())
+    steps = f"seconds per step\n{summary_table(timings)}\n\n" if timings else ""
+    return steps + summary_table(rows), ok
 
 
 def _equivalence_cell(result) -> str:
