@@ -7,6 +7,7 @@ import ast
 from functools import partial
 from typing import Callable
 
+from migrator.catalog import MODULE_ATTRIBUTES
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
@@ -46,6 +47,7 @@ class ClassAnalysis:
             if not reached:
                 return
         module_attrs = self.attributes.module_attrs()
+        called = module_attrs | self._unknown_callees([methods[name] for name in reached], path)
         order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
         creator = ModuleCreator(self.ctx, self.attributes, self.family, self.names)
         hyper = HyperParameters(self.ctx, self.attributes)
@@ -60,12 +62,23 @@ class ClassAnalysis:
                                   partial(self.ctx.info.names.resolve,
                                           shadowed=self.ctx.locals_of(method)), module_attrs,
                                   self.attributes.tensor_attrs)
-            Scanner(self.ctx, method, times, tensors, module_attrs, attrs=self.attributes.attrs,
+            Scanner(self.ctx, method, times, tensors, called, attrs=self.attributes.attrs,
                     order=order, sites=reused, hyper=hyper, creator=creator).scan()
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()
         placement.place(creator.registrations)
+
+    def _unknown_callees(self, reached: list[ast.FunctionDef],
+                         path: dict[str, ast.FunctionDef]) -> set[str]:
+        """Attributes called as `self.x(...)` on the forward path that are neither methods (of
+        this class or a base found) nor known values: modules made elsewhere (a subclass's
+        `__init__`, a setter), whose calls count as reuse all the same (MIG104 when several)."""
+        methods = set(path).union(*(base.methods() for base in self.family.ancestors(self.cls)))
+        known = methods | MODULE_ATTRIBUTES | self.attributes.tensor_attrs | self.attributes.plain_attrs
+        return {v.node.func.attr for method in reached for v in self.ctx.visits(method)
+                if isinstance(v.node, ast.Call) and self_attr(v.node.func)
+                and v.node.func.attr not in known}
 
     def _method_calls(self, methods: dict[str, ast.FunctionDef]
                       ) -> Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]]:

@@ -71,7 +71,7 @@ class ReusedModules:
         split."""
         info = self.attributes.attrs.get(attr)
         inherited = self.attributes.inherited_modules()
-        where = f"`self.{attr}` is called {'in a loop' if any(s.times >= MANY for s in sites) else f'at {len(sites)} sites'}"
+        where = f"`self.{attr}` is called {_where(sites)}"
         if info is None and attr in inherited:
             raise Refusal("MIG104", f"{where} but is created in base class "
                                      f"`{inherited[attr].name}`: give this class "
@@ -101,6 +101,17 @@ class ReusedModules:
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         return label
+
+
+def _where(sites: list[Site]) -> str:
+    """How a reused module runs more than once: in a loop, at several sites, or at one site of
+    a method that runs several times."""
+    if any(s.times >= MANY for s in sites):
+        return "in a loop"
+    if len(sites) > 1:
+        return f"at {len(sites)} sites"
+    method = sites[0].method
+    return f"once in `{method.name if method else '?'}`, which runs {_runs(sites)} times per forward"
 
 
 def _runs(sites: list[Site]) -> int:
