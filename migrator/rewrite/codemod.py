@@ -32,13 +32,14 @@ def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
     parts = (regions(plan, tree or ast.parse(source), lines) if "\r" not in source
              else [Region(1, len(lines), False)])  # lines as LibCST and `ast` count them
     wrappers = [_parse(source[starts[r.start - 1]:starts[r.end]], r, config) for r in parts]
+    replaces = {(r.kind, r.span): r for r in plan.replaces}
     comments: dict[str, list[str]] = {}
     for region, wrapper in zip(parts, wrappers):
-        wrapper.visit(_MoveComments(plan, comments, _offset(region)))
+        wrapper.visit(_MoveComments(replaces, comments, _offset(region)))
     import_names = dict(plan.import_names)
     out, done = [], 0
     for region, wrapper in zip(parts, wrappers):
-        code = wrapper.visit(_Apply(plan, comments, import_names, _offset(region),
+        code = wrapper.visit(_Apply(plan, replaces, comments, import_names, _offset(region),
                                     imports=region.start == 1 and not region.indented)).code
         out += [source[done:starts[region.start - 1]], code.removeprefix(_STAND_IN)]
         done = starts[region.end]
@@ -69,16 +70,17 @@ class _MoveComments(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan, comments: dict[str, list[str]], offset: int) -> None:
+    def __init__(self, replaces: dict[tuple[ReplaceKind, Span], Replace],
+                 comments: dict[str, list[str]], offset: int) -> None:
         super().__init__()
-        self.calls = {r.span: r for r in plan.replaces if r.kind == "call"}
+        self.replaces = replaces
         self.comments = comments
         self.offset = offset
 
     def visit_Call(self, node: cst.Call) -> None:
         pos = self.get_metadata(PositionProvider, node)
-        replace = self.calls.get((pos.start.line + self.offset, pos.start.column,
-                                  pos.end.line + self.offset, pos.end.column))
+        replace = self.replaces.get(("call", (pos.start.line + self.offset, pos.start.column,
+                                              pos.end.line + self.offset, pos.end.column)))
         if replace is None:
             return
         kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
@@ -104,8 +106,9 @@ class _CommentCollector(cst.CSTVisitor):
 class _Apply(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan, comments: dict[str, list[str]],
-                 import_names: dict[str, list[str]], offset: int, imports: bool) -> None:
+    def __init__(self, plan: Plan, replaces: dict[tuple[ReplaceKind, Span], Replace],
+                 comments: dict[str, list[str]], import_names: dict[str, list[str]],
+                 offset: int, imports: bool) -> None:
         super().__init__()
         self.plan = plan
         self.comments = comments
@@ -114,9 +117,7 @@ class _Apply(cst.CSTTransformer):
         self.offset = offset
         self.imports = imports
         """Whether the region is where new import statements go."""
-        self.replaces: dict[tuple[ReplaceKind, Span], Replace] = {}
-        for replace in plan.replaces:
-            self.replaces[(replace.kind, replace.span)] = replace
+        self.replaces = replaces
 
     def _span(self, node: cst.CSTNode) -> Span:
         pos = self.get_metadata(PositionProvider, node)

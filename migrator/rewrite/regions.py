@@ -1,8 +1,9 @@
 """The parts of a file a plan changes: ranges of whole lines holding whole statements, each as
 small as can be rewritten on its own, so the codemod parses those instead of the whole file.
 
-A statement inside a class or function body makes a region of its own when no other statement
-shares its lines; the comment and blank lines after it come along (LibCST keeps a block's
+A statement inside a class or function body makes a region (with the other statements of that
+body the plan changes, and those between) when no other statement shares its lines; the comment
+and blank lines after it come along (LibCST keeps a block's
 trailing comments in that block, before what is inserted after it). Otherwise the region grows
 to the enclosing statement, up to a top-level one (top-level statements sharing a line count as
 one). A new `__init__` (inserted before a class member, taking its blank lines) takes the whole
@@ -28,6 +29,10 @@ class Region:
     """First and last line (1-based, inclusive)."""
     indented: bool
     """A statement inside a block: parsed inside a stand-in block of the same indentation."""
+    block: int = 0
+    """The body the statements belong to (`id` of the list; 0: the module's): statements of
+    one body make one region with the statements between them, which costs less than a parse
+    each."""
 
 
 def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
@@ -43,9 +48,10 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
         found.append(Region(1, finder.extend(compound[1]), False))
     merged: list[Region] = []
     for region in sorted(found, key=lambda r: (r.start, -r.end)):
-        if merged and region.start <= merged[-1].end:
+        if merged and (region.start <= merged[-1].end
+                       or region.indented and region.block == merged[-1].block):
             last = merged[-1]
-            merged[-1] = Region(last.start, max(last.end, region.end), last.indented)
+            merged[-1] = Region(last.start, max(last.end, region.end), last.indented, last.block)
         else:
             merged.append(region)
     return merged
@@ -96,7 +102,7 @@ class _Finder:
             if i < 0 or body[i].end_lineno < line or not self._alone(body, i):
                 break
             parent = body[i]
-            region = Region(starts[i], self.extend(parent.end_lineno), True)
+            region = Region(starts[i], self.extend(parent.end_lineno), True, id(body))
         return region
 
     def _alone(self, body: list[ast.stmt], i: int) -> bool:
