@@ -1,22 +1,68 @@
 """Apply a `Plan` to source text with LibCST, so everything the plan does not touch keeps its
-exact formatting and comments."""
+exact formatting and comments.
+
+Only the regions of the file the plan changes (`regions.py`) are parsed and rewritten: the rest
+of the text is kept as it is, without a LibCST tree.
+"""
 
 from __future__ import annotations
 
+import ast
+import io
+import tokenize
 from typing import Literal, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
+from migrator.rewrite.regions import Region, regions
+
+_STAND_IN = "if 1:\n"
+"""The block an indented region is parsed in."""
 
 
-def apply(source: str, plan: Plan) -> str:
-    """The source with the plan's replacements, inserted statements and imports."""
-    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-    mover = _MoveComments(plan)
-    wrapper.visit(mover)
-    return wrapper.visit(_Apply(plan, mover.comments)).code
+def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
+    """The source with the plan's replacements, inserted statements and imports (`tree`: the
+    source's `ast`, parsed again when not given)."""
+    lines = source.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    config = cst.PartialParserConfig(default_indent=_default_indent(source))
+    parts = (regions(plan, tree or ast.parse(source), lines) if "\r" not in source
+             else [Region(1, len(lines), False)])  # lines as LibCST and `ast` count them
+    wrappers = [_parse(source[starts[r.start - 1]:starts[r.end]], r, config) for r in parts]
+    replaces = {(r.kind, r.span): r for r in plan.replaces}
+    comments: dict[str, list[str]] = {}
+    for region, wrapper in zip(parts, wrappers):
+        wrapper.visit(_MoveComments(replaces, comments, _offset(region)))
+    import_names = dict(plan.import_names)
+    out, done = [], 0
+    for region, wrapper in zip(parts, wrappers):
+        code = wrapper.visit(_Apply(plan, replaces, comments, import_names, _offset(region),
+                                    imports=region.start == 1 and not region.indented)).code
+        out += [source[done:starts[region.start - 1]], code.removeprefix(_STAND_IN)]
+        done = starts[region.end]
+    return "".join(out) + source[done:]
+
+
+def _parse(text: str, region: Region, config: cst.PartialParserConfig) -> MetadataWrapper:
+    module = cst.parse_module(_STAND_IN + text if region.indented else text, config)
+    return MetadataWrapper(module, unsafe_skip_copy=True)
+
+
+def _offset(region: Region) -> int:
+    """What turns a line of the region's parse into a line of the file."""
+    return region.start - 1 - region.indented
+
+
+def _default_indent(source: str) -> str:
+    """The file's first indentation: what LibCST indents new blocks with, in the whole file."""
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.INDENT:
+            return token.string
+    return "    "
 
 
 class _MoveComments(cst.CSTVisitor):
@@ -25,14 +71,17 @@ class _MoveComments(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, replaces: dict[tuple[ReplaceKind, Span], Replace],
+                 comments: dict[str, list[str]], offset: int) -> None:
         super().__init__()
-        self.calls = {r.span: r for r in plan.replaces if r.kind == "call"}
-        self.comments: dict[str, list[str]] = {}
+        self.replaces = replaces
+        self.comments = comments
+        self.offset = offset
 
     def visit_Call(self, node: cst.Call) -> None:
         pos = self.get_metadata(PositionProvider, node)
-        replace = self.calls.get((pos.start.line, pos.start.column, pos.end.line, pos.end.column))
+        replace = self.replaces.get(("call", (pos.start.line + self.offset, pos.start.column,
+                                              pos.end.line + self.offset, pos.end.column)))
         if replace is None:
             return
         kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
@@ -58,18 +107,23 @@ class _CommentCollector(cst.CSTVisitor):
 class _Apply(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan, comments: dict[str, list[str]]) -> None:
+    def __init__(self, plan: Plan, replaces: dict[tuple[ReplaceKind, Span], Replace],
+                 comments: dict[str, list[str]], import_names: dict[str, list[str]],
+                 offset: int, imports: bool) -> None:
         super().__init__()
         self.plan = plan
         self.comments = comments
-        self.import_names = dict(plan.import_names)
-        self.replaces: dict[tuple[ReplaceKind, Span], Replace] = {}
-        for replace in plan.replaces:
-            self.replaces[(replace.kind, replace.span)] = replace
+        self.import_names = import_names
+        """Shared by the regions, so the first matching import statement takes the names."""
+        self.offset = offset
+        self.imports = imports
+        """Whether the region is where new import statements go."""
+        self.replaces = replaces
 
     def _span(self, node: cst.CSTNode) -> Span:
         pos = self.get_metadata(PositionProvider, node)
-        return (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+        return (pos.start.line + self.offset, pos.start.column, pos.end.line + self.offset,
+                pos.end.column)
 
     def _take(self, kind: ReplaceKind, node: cst.CSTNode) -> Replace | None:
         return self.replaces.get((kind, self._span(node)))
@@ -160,7 +214,7 @@ class _Apply(cst.CSTTransformer):
             names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:])
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        if not self.plan.imports:
+        if not (self.imports and self.plan.imports):
             return updated
         body = list(updated.body)
         at = _import_position(body)

@@ -30,6 +30,9 @@ class ModuleCreator:
         self.family = family
         self.names = names
         self.registrations: list[Registration] = []
+        self._walked: str | None = None
+        self._walks_known = False
+        """What `_walks_submodules` found (False: not looked yet)."""
 
     def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
         """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
@@ -82,6 +85,12 @@ class ModuleCreator:
             for base in each.bases:
                 if base in _CONTAINERS:
                     return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
+        if not self._walks_known:
+            self._walked, self._walks_known = self._walks_submodules(), True
+        return self._walked
+
+    def _walks_submodules(self) -> str | None:
+        """Which method goes through the class's own submodules (None: none)."""
         for method in self.attributes.methods.values():
             for visit in self.ctx.visits(method):
                 node = visit.node

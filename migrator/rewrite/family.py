@@ -8,14 +8,34 @@ from migrator.rewrite.subclasses import subclass_files
 
 
 class Family:
-    """Family relations of the classes of one file."""
+    """Family relations of the classes of one file.
+
+    Each class's ancestors, and the file's subclasses of each class, are worked out once while
+    the project registers no file: a registration (a file loaded or worked out afresh) can make
+    a base be found otherwise, so it empties the caches, and a result computed while one
+    happened is not kept."""
 
     def __init__(self, project: Project, info: FileInfo) -> None:
         self.project = project
         self.info = info
+        self._generation = project.generation
+        self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo]]] = {}
+        self._subclasses: dict[ClassInfo, list[ClassInfo]] | None = None
+        self._order = {cls: i for i, cls in enumerate(info.classes.values())}
 
-    def ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
-        """The classes `cls` derives from that can be found."""
+    def _current(self) -> int:
+        """The project's generation, the caches emptied if it has changed."""
+        if self._generation != self.project.generation:
+            self._generation = self.project.generation
+            self._ancestors.clear()
+            self._subclasses = None
+        return self._generation
+
+    def _lineage(self, cls: ClassInfo) -> tuple[list[ClassInfo], set[ClassInfo]]:
+        """The ancestors of `cls` that can be found, as a list and as a set."""
+        generation = self._current()
+        if cls in self._ancestors:
+            return self._ancestors[cls]
         found, todo = [], [cls]
         while todo:
             current = todo.pop()
@@ -24,11 +44,32 @@ class Family:
                 if parent is not None and parent not in found:
                     found.append(parent)
                     todo.append(parent)
-        return found
+        lineage = (found, set(found))
+        if generation == self.project.generation:
+            self._ancestors[cls] = lineage
+        return lineage
+
+    def ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
+        """The classes `cls` derives from that can be found."""
+        return list(self._lineage(cls)[0])
 
     def derives(self, cls: ClassInfo, base: ClassInfo) -> bool:
         """Whether `cls` is a subclass of `base` (not `base` itself)."""
-        return base in self.ancestors(cls)
+        return base in self._lineage(cls)[1]
+
+    def _subclasses_of(self) -> dict[ClassInfo, list[ClassInfo]]:
+        """Class -> the classes of this file deriving from it, in file order."""
+        generation = self._current()
+        if self._subclasses is not None:
+            return self._subclasses
+        subclasses: dict[ClassInfo, list[ClassInfo]] = {}
+        for other in self.info.classes.values():
+            for ancestor in self._lineage(other)[0]:
+                if ancestor is not other:
+                    subclasses.setdefault(ancestor, []).append(other)
+        if generation == self.project.generation:
+            self._subclasses = subclasses
+        return subclasses
 
     def related(self, cls: ClassInfo) -> list[ClassInfo]:
         """`cls`, its ancestors that can be found, and the classes of this file that derive
@@ -40,13 +81,13 @@ class Family:
                 continue
             family.append(current)
             todo += [c for b in current.bases if (c := self.project.find_class(b, current.file))]
-        for other in self.info.classes.values():
-            if other not in family and any(anc in family for anc in self.ancestors(other)):
-                family.append(other)
-        return family
+        members, subclasses = set(family), self._subclasses_of()
+        derived = {other for member in family for other in subclasses.get(member, ())
+                   if other not in members}
+        return family + sorted(derived, key=self._order.__getitem__)
 
     def subclasses_in_file(self, cls: ClassInfo) -> list[ClassInfo]:
-        return [c for c in self.info.classes.values() if c is not cls and self.derives(c, cls)]
+        return list(self._subclasses_of().get(cls, ()))
 
     def subclasses_elsewhere(self, cls: ClassInfo) -> list[ClassInfo]:
         """Subclasses of `cls` in other files of its package."""

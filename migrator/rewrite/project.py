@@ -76,9 +76,13 @@ class Project:
         """Class qualname -> attribute names the rewrite creates in it (across files)."""
         self.analyzed: set[str] = set()
         """Modules whose rewrite has been worked out in this run."""
+        self.generation = 0
+        """How many files have been registered: what was found before may be found otherwise
+        after a change (a file worked out afresh registers new `ClassInfo`s)."""
 
     def add(self, tree: ast.Module, path: Path | None) -> FileInfo:
         """Register a parsed file (the one being processed) and return its info."""
+        self.generation += 1
         module, is_package, root = module_name(path) if path else ("", False, None)
         if path is not None and root is not None:
             for folder in (root, path.resolve().parent):

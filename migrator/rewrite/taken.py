@@ -26,6 +26,9 @@ class TakenNames:
         self.ctx = ctx
         self.cls = cls
         self._taken = self._collect(family, analysis)
+        self._tried: dict[str, int] = {}
+        """Base name -> the last suffix found taken: names are never freed, so the search for a
+        free one goes on from there."""
 
     def _collect(self, family: Family, analysis: WorksOut) -> set[str]:
         taken = set(catalog.MODULE_ATTRIBUTES)
@@ -52,10 +55,12 @@ class TakenNames:
 
     def new(self, base: str) -> str:
         """A free name `base` or `base_<n>`, now taken and known as created in the class."""
-        name, n = base, 0
+        n = self._tried.get(base, 0)
+        name = f"{base}_{n}" if n else base
         while name in self._taken:
             n += 1
             name = f"{base}_{n}"
+        self._tried[base] = n
         self._taken.add(name)
         self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
         return name
