@@ -65,7 +65,9 @@ def _ort_run(path: Path, inputs: tuple[torch.Tensor, ...]) -> list[np.ndarray]:
 
 
 def _onnx_save(program: torch.export.ExportedProgram, inputs: tuple, path: Path) -> None:
-    torch.onnx.export(program, inputs, dynamo=True, opset_version=OPSET, optimize=False, verbose=False).save(path)
+    torch.onnx.export(
+        program, inputs, dynamo=True, opset_version=OPSET, optimize=False, verbose=False
+    ).save(path)
 
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
@@ -107,7 +109,10 @@ def bare_chain(
         _onnx_save(qdq_program, inputs, out / "qdq.onnx")
 
     timed("onnx_qdq", export_qdq)
-    for step, reference, path in (("ort_float", model, "float.onnx"), ("ort_qdq", converted, "qdq.onnx")):
+    for step, reference, path in (
+        ("ort_float", model, "float.onnx"),
+        ("ort_qdq", converted, "qdq.onnx"),
+    ):
 
         def run_and_compare(reference=reference, path=path):
             with torch.no_grad():
@@ -125,7 +130,9 @@ def migrator_chain(model: torch.nn.Module, inputs: tuple, batches: int, out: Pat
     return report
 
 
-def measure(model: torch.nn.Module, inputs: tuple, batches: int, repeats: int, clock: Callable[[], float]):
+def measure(
+    model: torch.nn.Module, inputs: tuple, batches: int, repeats: int, clock: Callable[[], float]
+):
     """Lowest seconds per step, bare and migrator, and the last migrator report.
 
     A first, untimed round warms caches (kernels for these shapes, lazy imports); then the
@@ -175,7 +182,9 @@ def main() -> None:
         "ResNet-18-sized": randomize_batchnorm(
             ResNetish(widths=(64, 128, 256, 512), blocks=2, num_classes=1000, stem_kernel=7)
         ).eval(),
-        "ViT-Tiny-sized": ViTish(image=size, patch=16, dim=192, depth=12, heads=3, num_classes=1000).eval(),
+        "ViT-Tiny-sized": ViTish(
+            image=size, patch=16, dim=192, depth=12, heads=3, num_classes=1000
+        ).eval(),
     }
     print(
         f"clock: {args.clock}, torch threads: {args.threads}, "
@@ -184,14 +193,18 @@ def main() -> None:
     timing_rows, result_rows = [], []
     for name, model in models.items():
         params = sum(p.numel() for p in model.parameters()) / 1e6
-        print(f"measuring {name} ({params:.1f} M parameters, input 2x3x{size}x{size}) ...", flush=True)
+        print(
+            f"measuring {name} ({params:.1f} M parameters, input 2x3x{size}x{size}) ...", flush=True
+        )
         inputs = (torch.randn(2, 3, size, size),)
         bare, ours, report = measure(model, inputs, args.calibration_batches, args.repeats, clock)
         for step in (*STEPS, "total"):
             figures = [f"{bare[step]:.3f}", f"{ours[step]:.3f}", _overhead(bare[step], ours[step])]
             timing_rows.append([name, step, *figures])
         summary = report.summary_row()
-        result_rows.append({"model": name, **{column: summary[column] for column in RESULT_COLUMNS}})
+        result_rows.append(
+            {"model": name, **{column: summary[column] for column in RESULT_COLUMNS}}
+        )
     print(render_table(["model", "step", "bare s", "migrator s", "overhead"], timing_rows))
     print()
     print(summary_table(result_rows))

@@ -28,8 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ONE_FILE = ROOT / "fixtures" / "cases" / "resnet_blocks.after.py"
 """A migrated model: what pre-commit hands over for a file that needs no change."""
-MODEL_FILES = sorted([*(ROOT / "examples" / "models").glob("*.py"),
-                      *(ROOT / "fixtures" / "cases").glob("*.before.py")])
+MODEL_FILES = sorted(
+    [
+        *(ROOT / "examples" / "models").glob("*.py"),
+        *(ROOT / "fixtures" / "cases").glob("*.before.py"),
+    ]
+)
 
 MEASURE = """
 import json, resource, subprocess, sys, time
@@ -61,8 +65,9 @@ def measure(args: list[str], rounds: int) -> tuple[float, float]:
     """(best seconds, largest peak RSS in MiB) of a command over `rounds` runs."""
     runs = []
     for _ in range(rounds):
-        out = subprocess.run([sys.executable, "-c", MEASURE, *args], capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE, *args], capture_output=True, text=True, check=True
+        ).stdout
         runs.append(json.loads(out))
     return min(s for s, _ in runs), max(kib for _, kib in runs) / 1024
 
@@ -122,17 +127,26 @@ def zoo(rounds: int) -> None:
         small = synthetic_tree(Path(tmp, "small"), 5)
         large = synthetic_tree(Path(tmp, "large"), 50)
         (small_files, small_lines), (large_files, large_lines) = count(small), count(large)
-        print(f"\n2. synthetic model zoo: copies of the example and fixture models, "
-              f"{small_files} files ({small_lines:,} lines) and 10x: {large_files} files "
-              f"({large_lines:,} lines)")
+        print(
+            f"\n2. synthetic model zoo: copies of the example and fixture models, "
+            f"{small_files} files ({small_lines:,} lines) and 10x: {large_files} files "
+            f"({large_lines:,} lines)"
+        )
         row("step", "small s", "10x s", "x ast (10x)", "small MiB", "10x MiB", "10x/small")
         base = None
         for label, command in ZOO_STEPS.items():
             s_small, rss_small = measure(command(small), rounds)
             s_large, rss_large = measure(command(large), rounds)
             base = base or s_large
-            row(label, f"{s_small:.2f}", f"{s_large:.2f}", f"{s_large / base:.2f}",
-                f"{rss_small:.0f}", f"{rss_large:.0f}", f"{rss_large / rss_small:.2f}")
+            row(
+                label,
+                f"{s_small:.2f}",
+                f"{s_large:.2f}",
+                f"{s_large / base:.2f}",
+                f"{rss_small:.0f}",
+                f"{rss_large:.0f}",
+                f"{rss_large / rss_small:.2f}",
+            )
 
 
 def one_file(rounds: int) -> None:

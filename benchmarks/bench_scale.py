@@ -65,23 +65,32 @@ class Block0(nn.Module):
         return F.relu(self.fc0(x))
 '''
 
-OPS = ("x = F.relu(x)", "x = x + y", "y = torch.sigmoid(x) * y", "x = torch.cat([x, y], 1)",
-       "x = F.gelu(x)")
+OPS = (
+    "x = F.relu(x)",
+    "x = x + y",
+    "y = torch.sigmoid(x) * y",
+    "x = torch.cat([x, y], 1)",
+    "x = F.gelu(x)",
+)
 
 
 def many_classes(count: int) -> str:
     """A file with `count` model classes in families of four: a subclass of `nn.Module`, and
     three subclasses each of the one before."""
-    return HEAD + "".join(CLASS.format(i=i, base="nn.Module" if i % 4 == 1 else f"Block{i - 1}")
-                          for i in range(1, count))
+    return HEAD + "".join(
+        CLASS.format(i=i, base="nn.Module" if i % 4 == 1 else f"Block{i - 1}")
+        for i in range(1, count)
+    )
 
 
 def long_forward(ops: int) -> str:
     """A file with one model whose forward runs `ops` ops."""
     body = "\n".join(f"        {OPS[i % len(OPS)]}" for i in range(ops))
-    return (HEAD + "\n\nclass Long(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n\n    def forward(self, x, y):\n"
-            f"{body}\n        return x\n")
+    return (
+        HEAD + "\n\nclass Long(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n\n    def forward(self, x, y):\n"
+        f"{body}\n        return x\n"
+    )
 
 
 def best(function: Callable[[], object], rounds: int) -> float:
@@ -135,12 +144,22 @@ def trees(rounds: int) -> None:
         check = best(lambda: run_all(paths, False), rounds)
         fix = best(lambda: run_all(paths, True), rounds)
         changed = run_all(paths, True)
-        row(f"{name} {sub}".strip(), len(paths), f"{lines:,}", f"{floor:.2f}", f"{check:.2f}",
-            f"{check / floor:.1f}", f"{fix:.2f}", f"{fix / floor:.1f}", changed)
+        row(
+            f"{name} {sub}".strip(),
+            len(paths),
+            f"{lines:,}",
+            f"{floor:.2f}",
+            f"{check:.2f}",
+            f"{check / floor:.1f}",
+            f"{fix:.2f}",
+            f"{fix / floor:.1f}",
+            changed,
+        )
 
 
-def series(label: str, make: Callable[[int], str], sizes: tuple[int, ...], rounds: int,
-           folder: Path) -> None:
+def series(
+    label: str, make: Callable[[int], str], sizes: tuple[int, ...], rounds: int, folder: Path
+) -> None:
     print(f"\n2. {label} (seconds; x = ratio to ast.parse; 2x = factor from the previous size)")
     row("size", "lines", "ast.parse", "check", "x", "2x", "fix", "x", "2x")
     previous = None
@@ -151,10 +170,22 @@ def series(label: str, make: Callable[[int], str], sizes: tuple[int, ...], round
         floor = best(lambda: ast.parse(text), rounds)
         check = best(lambda: process(path, Config(), False), rounds)
         fix = best(lambda: process(path, Config(), True), rounds)
-        factor = ("", "") if previous is None else (f"{check / previous[0]:.2f}",
-                                                    f"{fix / previous[1]:.2f}")
-        row(f"{size:,}", f"{text.count(chr(10)):,}", f"{floor:.3f}", f"{check:.3f}",
-            f"{check / floor:.1f}", factor[0], f"{fix:.3f}", f"{fix / floor:.1f}", factor[1])
+        factor = (
+            ("", "")
+            if previous is None
+            else (f"{check / previous[0]:.2f}", f"{fix / previous[1]:.2f}")
+        )
+        row(
+            f"{size:,}",
+            f"{text.count(chr(10)):,}",
+            f"{floor:.3f}",
+            f"{check:.3f}",
+            f"{check / floor:.1f}",
+            factor[0],
+            f"{fix:.3f}",
+            f"{fix / floor:.1f}",
+            factor[1],
+        )
         previous = (check, fix)
 
 
@@ -179,12 +210,18 @@ def peak(folder: Path) -> None:
     path = folder / "gen_50k.py"
     path.write_text(many_classes(3850))
     lines = path.read_text().count("\n")
-    print(f"\n3. one generated file of {lines:,} lines, {path.stat().st_size / 2**20:.1f} MiB, "
-          "each step in a fresh process")
+    print(
+        f"\n3. one generated file of {lines:,} lines, {path.stat().st_size / 2**20:.1f} MiB, "
+        "each step in a fresh process"
+    )
     row("step", "seconds", "peak MiB")
     for step in ("parse", "fix"):
-        out = subprocess.run([sys.executable, "-c", PEAK, step, str(path)], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", PEAK, step, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         seconds, mib = json.loads(out)
         row("ast.parse" if step == "parse" else "migrator fix", f"{seconds:.2f}", f"{mib:.0f}")
 

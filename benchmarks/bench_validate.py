@@ -93,15 +93,21 @@ def main() -> None:
     inputs = (torch.randn(1, 3, 16, 16),)
     migrator.validate(model, inputs, verbose=False)  # warm up torch's kernels and imports
     seconds, result = timed(lambda: migrator.validate(model, inputs, verbose=False))
-    print(f"{args.blocks}-block residual net, {sum(1 for _ in model.modules())} modules, "
-          f"{result.graph_nodes} graph nodes, {args.threads} torch thread(s)")
-    print(f"  migrator.validate   {seconds:8.3f} s   {len(result.reused_modules)} reused leaf "
-          f"module(s), {len(result.functional_ops)} op(s) without a module")
+    print(
+        f"{args.blocks}-block residual net, {sum(1 for _ in model.modules())} modules, "
+        f"{result.graph_nodes} graph nodes, {args.threads} torch thread(s)"
+    )
+    print(
+        f"  migrator.validate   {seconds:8.3f} s   {len(result.reused_modules)} reused leaf "
+        f"module(s), {len(result.functional_ops)} op(s) without a module"
+    )
     if args.skip_naive:
         return
     naive_seconds, (reused, ops) = timed(naive_validate, model, inputs)
-    print(f"  naive baseline      {naive_seconds:8.3f} s   {reused} reused leaf module(s), "
-          f"{ops} op(s) without a module")
+    print(
+        f"  naive baseline      {naive_seconds:8.3f} s   {reused} reused leaf module(s), "
+        f"{ops} op(s) without a module"
+    )
     print(f"  speed-up            {naive_seconds / seconds:8.1f} x")
 
 

@@ -43,7 +43,7 @@ def sample(name: str, models: str) -> list[zoo.Spec]:
     """The specs to run: the fixed sample, its first N plus a seeded random sample, or all."""
     fixed = zoo.SAMPLES[name]
     if models != "all" and int(models) <= len(fixed):
-        return fixed[:int(models)]
+        return fixed[: int(models)]
     chosen = {s.name for s in fixed}
     rest = [s for s in zoo.list_specs(name) if s.name not in chosen]
     if models != "all":
@@ -55,10 +55,14 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
     """Row label -> (before fix, after fix); a row for each of `codes`."""
     comparable = [m for m in run.models if m.comparable]
     rows = {
-        "models built": (f"{len(comparable)}/{len(run.models)}",
-                         f"{sum(m.built for m in comparable)}/{len(run.models)}"),
+        "models built": (
+            f"{len(comparable)}/{len(run.models)}",
+            f"{sum(m.built for m in comparable)}/{len(run.models)}",
+        ),
         "models bit-exact with the original": (
-            "-", f"{sum(m.problem is None for m in comparable)}/{len(run.models)}"),
+            "-",
+            f"{sum(m.problem is None for m in comparable)}/{len(run.models)}",
+        ),
     }
     converted = Counter(f.code for f in run.first.fixed)
     before = Counter(f.code for f in run.first.fixed + run.first.left)
@@ -66,30 +70,43 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
     calls_before = sum(n for code, n in before.items() if code not in NOTICES)
     done = sum(converted.values())
     calls_after = done + sum(n for code, n in after.items() if code not in NOTICES)
-    rows["convertible calls converted"] = (f"0/{calls_before} (0.0 %)",
-                                           f"{done}/{calls_after} ({_percent(done, calls_after)})")
+    rows["convertible calls converted"] = (
+        f"0/{calls_before} (0.0 %)",
+        f"{done}/{calls_after} ({_percent(done, calls_after)})",
+    )
     for code in codes:
         label = f"  {code} {CODES[code]}" + (" (not a call)" if code in NOTICES else "")
         left = str(after[code]) + (f" ({converted[code]} converted)" if code < "MIG100" else "")
         rows[label] = (str(before[code]), left)
     rows.update(_prepare_rows(comparable))
     rows["  of those, with no finding at their source lines (silent skips)"] = (
-        "-", str(len(run.silent)))
-    rows["files changed by fix: first run / second run"] = (str(len(run.first.changed)),
-                                                            str(len(run.second.changed)))
+        "-",
+        str(len(run.silent)),
+    )
+    rows["files changed by fix: first run / second run"] = (
+        str(len(run.first.changed)),
+        str(len(run.second.changed)),
+    )
     return rows
 
 
 def _prepare_rows(models: list[zoo.ModelResult]) -> dict[str, tuple[str, str]]:
-    traced = [m for m in models if m.built and "error" not in m.original["prepare"]
-              and "error" not in m.migrated["prepare"]]
+    traced = [
+        m
+        for m in models
+        if m.built and "error" not in m.original["prepare"] and "error" not in m.migrated["prepare"]
+    ]
     rows = {"prepare_model at run time: models fx traces": (f"{len(traced)}/{len(models)}",) * 2}
-    for key, label in (("converted", "ops it turns into modules"),
-                       ("copies", "reused stateless module calls it splits"),
-                       ("left", "ops it leaves as functions"),
-                       ("shared", "stateful modules called at several sites")):
-        rows[f"  {label}"] = (str(sum(m.original["prepare"][key] for m in traced)),
-                              str(sum(m.migrated["prepare"][key] for m in traced)))
+    for key, label in (
+        ("converted", "ops it turns into modules"),
+        ("copies", "reused stateless module calls it splits"),
+        ("left", "ops it leaves as functions"),
+        ("shared", "stateful modules called at several sites"),
+    ):
+        rows[f"  {label}"] = (
+            str(sum(m.original["prepare"][key] for m in traced)),
+            str(sum(m.migrated["prepare"][key] for m in traced)),
+        )
     return rows
 
 
@@ -99,8 +116,13 @@ def _percent(part: int, whole: int) -> str:
 
 def table(runs: list[zoo.ZooRun]) -> str:
     """One Markdown table, two columns (before, after fix) per zoo."""
-    codes = sorted({f.code for run in runs for f in run.first.fixed + run.first.left
-                    + run.second.fixed + run.second.left})
+    codes = sorted(
+        {
+            f.code
+            for run in runs
+            for f in run.first.fixed + run.first.left + run.second.fixed + run.second.left
+        }
+    )
     columns = [figures(run, codes) for run in runs]
     head = "| figure | " + " | ".join(f"{r.zoo} before fix | {r.zoo} after fix" for r in runs)
     lines = [head + " |", "|---|" + "---:|---:|" * len(runs)]
@@ -112,10 +134,14 @@ def table(runs: list[zoo.ZooRun]) -> str:
 
 def failures(run: zoo.ZooRun) -> list[str]:
     """One line per model that is not bit-exact or whose original fails, and fix problems."""
-    lines = [f"{run.zoo} {m.name}: original fails: {_first_line(m.original['error'])}"
-             for m in run.models if not m.comparable]
-    lines += [f"{run.zoo} {name}: {_first_line(problem)}"
-              for name, problem in run.problems().items()]
+    lines = [
+        f"{run.zoo} {m.name}: original fails: {_first_line(m.original['error'])}"
+        for m in run.models
+        if not m.comparable
+    ]
+    lines += [
+        f"{run.zoo} {name}: {_first_line(problem)}" for name, problem in run.problems().items()
+    ]
     lines += [f"{run.zoo} silent skip: {line}" for line in run.silent]
     return lines
 
@@ -134,10 +160,16 @@ def _models(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--zoo", choices=list(zoo.ZOOS), action="append",
-                        help="one zoo (repeatable); default both")
-    parser.add_argument("--models", type=_models, default=None, metavar="N|all",
-                        help="models per zoo (default: the fixed sample)")
+    parser.add_argument(
+        "--zoo", choices=list(zoo.ZOOS), action="append", help="one zoo (repeatable); default both"
+    )
+    parser.add_argument(
+        "--models",
+        type=_models,
+        default=None,
+        metavar="N|all",
+        help="models per zoo (default: the fixed sample)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="fix worker processes")
     args = parser.parse_args()
     runs, seconds = [], []
@@ -151,11 +183,18 @@ def main() -> None:
     print()
     for run, total in zip(runs, seconds):
         steps = ", ".join(f"{step} {s:.1f}" for step, s in run.seconds.items())
-        print(f"{run.zoo}: {total:.1f} s wall ({steps}: both sides built, run and compared, "
-              f"while the second fix ran)")
+        print(
+            f"{run.zoo}: {total:.1f} s wall ({steps}: both sides built, run and compared, "
+            f"while the second fix ran)"
+        )
     problems = [line for run in runs for line in failures(run)]
-    print("\n".join(["", "not bit-exact or failing:", *problems] if problems else
-                    ["", "every sampled model is bit-exact"]))
+    print(
+        "\n".join(
+            ["", "not bit-exact or failing:", *problems]
+            if problems
+            else ["", "every sampled model is bit-exact"]
+        )
+    )
 
 
 if __name__ == "__main__":

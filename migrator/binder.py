@@ -62,14 +62,16 @@ class Bound(Generic[V]):
     """The learned weight the module takes over (prelu), else None."""
 
 
-def arguments(op: Op, positional: Sequence[V],
-              keywords: Sequence[tuple[str, V]]) -> dict[str, V] | Refusal:
+def arguments(
+    op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]]
+) -> dict[str, V] | Refusal:
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
     params = [a for a in op.args if not a.keyword_only]
     if len(positional) > len(params):
-        return Refusal(None, f"{len(positional)} positional arguments, the catalog knows "
-                             f"{len(params)}")
+        return Refusal(
+            None, f"{len(positional)} positional arguments, the catalog knows {len(params)}"
+        )
     values = {a.name: v for a, v in zip(params, positional)}
     for name, value in keywords:
         if op.arg(name) is None:
@@ -80,8 +82,9 @@ def arguments(op: Op, positional: Sequence[V],
     return values
 
 
-def bind(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]],
-         predicates: Predicates[V]) -> Bound[V] | Refusal:
+def bind(
+    op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]], predicates: Predicates[V]
+) -> Bound[V] | Refusal:
     """Sort a call's arguments by the op's roles, or say why the call cannot become
     `op.module` with the same result."""
     values = arguments(op, positional, keywords)
@@ -110,21 +113,25 @@ def bind(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]],
             if passed:
                 reason = predicates.unfixed(value)
                 if reason:
-                    return Refusal("MIG101", f"`{arg.name}={shown}` is not fixed at __init__ "
-                                             f"time: {reason}")
+                    return Refusal(
+                        "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
+                    )
                 ctor.append((arg.ctor_name, value))
                 given.add(arg.ctor_name)
             elif module_defaults.get(arg.ctor_name, value) != value:
                 ctor.append((arg.ctor_name, value))
         elif arg.role is Role.TRAINING:
             if not (passed and predicates.follows_mode(value)):
-                return Refusal("MIG102", f"`training={shown}`; the module would follow "
-                                         "`self.training` instead")
+                return Refusal(
+                    "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
+                )
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
-                return Refusal("MIG107", f"`{arg.name}={shown}` is not supported by the module "
-                                         f"(only {arg.default!r})")
+                return Refusal(
+                    "MIG107",
+                    f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
+                )
         elif arg.role is Role.WEIGHT:
             reason = predicates.weight_refused(op, value)
             if reason:

@@ -191,6 +191,7 @@ def operator_of(node: type[ast.operator]) -> Operator | None:
 
 # --- signature helpers -------------------------------------------------------------------------
 
+
 def _x() -> Arg:
     return Arg("input", Role.INPUT)
 
@@ -208,25 +209,56 @@ NN = "torch.nn."
 OPS = "migrator.nn."
 
 
-def _activation(key: str, cls: str, *hyper: Arg, observed: Observation, torch_fn: bool = False,
-                method: bool = False) -> list[Op]:
+def _activation(
+    key: str,
+    cls: str,
+    *hyper: Arg,
+    observed: Observation,
+    torch_fn: bool = False,
+    method: bool = False,
+) -> list[Op]:
     """An activation `F.<key>(input, *hyper, inplace=False)`, optionally also `torch.<key>`."""
     functions = [F + key] + ([f"torch.{key}"] if torch_fn else [])
-    return [Op(key, NN + cls, (_x(), *hyper, _inplace()), tuple(functions), (key,) if method else (),
-               observed=observed)]
+    return [
+        Op(
+            key,
+            NN + cls,
+            (_x(), *hyper, _inplace()),
+            tuple(functions),
+            (key,) if method else (),
+            observed=observed,
+        )
+    ]
 
 
-def _inplace_variant(key: str, cls: str, *hyper: Arg, functions: tuple[str, ...],
-                     observed: Observation, methods: tuple[str, ...] = ()) -> Op:
+def _inplace_variant(
+    key: str,
+    cls: str,
+    *hyper: Arg,
+    functions: tuple[str, ...],
+    observed: Observation,
+    methods: tuple[str, ...] = (),
+) -> Op:
     """`F.relu_(x)`-style calls: the module is built with `inplace=True`."""
-    return Op(key, NN + cls, (_x(), *hyper), functions, methods, ctor_extra=(("inplace", True),),
-              observed=observed)
+    return Op(
+        key,
+        NN + cls,
+        (_x(), *hyper),
+        functions,
+        methods,
+        ctor_extra=(("inplace", True),),
+        observed=observed,
+    )
 
 
 def _dim_op(key: str, cls: str, observed: Observation) -> list[Op]:
     """softmax / softmin / log_softmax: F form (with _stacklevel) and torch/method form."""
-    f_args = (_x(), _h("dim", None), Arg("_stacklevel", Role.IGNORED, 3),
-              Arg("dtype", Role.FIXED, None))
+    f_args = (
+        _x(),
+        _h("dim", None),
+        Arg("_stacklevel", Role.IGNORED, 3),
+        Arg("dtype", Role.FIXED, None),
+    )
     t_args = (_x(), _h("dim"), Arg("dtype", Role.FIXED, None))
     ops = [Op(key, NN + cls, f_args, (F + key,), observed=observed)]
     if key != "softmin":
@@ -238,45 +270,89 @@ def _pool(kind: str, n: int) -> Op:
     key = f"{kind}_pool{n}d"
     args: tuple[Arg, ...]
     if kind == "max":
-        args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0), _h("dilation", 1),
-                _h("ceil_mode", False), _h("return_indices", False))
+        args = (
+            _x(),
+            _h("kernel_size"),
+            _h("stride", None),
+            _h("padding", 0),
+            _h("dilation", 1),
+            _h("ceil_mode", False),
+            _h("return_indices", False),
+        )
         return Op(key, f"{NN}MaxPool{n}d", args, (F + key,), observed=SHARE)
     if kind == "avg":
-        args = (_x(), _h("kernel_size"), _h("stride", None), _h("padding", 0),
-                _h("ceil_mode", False), _h("count_include_pad", True))
+        args = (
+            _x(),
+            _h("kernel_size"),
+            _h("stride", None),
+            _h("padding", 0),
+            _h("ceil_mode", False),
+            _h("count_include_pad", True),
+        )
         if n > 1:
             args += (_h("divisor_override", None),)
         return Op(key, f"{NN}AvgPool{n}d", args, (F + key,), observed=OWN)
     if kind == "lp":
-        args = (_x(), _h("norm_type"), _h("kernel_size"), _h("stride", None), _h("ceil_mode", False))
+        args = (
+            _x(),
+            _h("norm_type"),
+            _h("kernel_size"),
+            _h("stride", None),
+            _h("ceil_mode", False),
+        )
         return Op(key, f"{NN}LPPool{n}d", args, (F + key,), observed=OWN)
     if kind == "adaptive_avg":
-        return Op(key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,),
-                  observed=OWN)
+        return Op(
+            key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,), observed=OWN
+        )
     args = (_x(), _h("output_size"), _h("return_indices", False))
     return Op(key, f"{NN}AdaptiveMaxPool{n}d", args, (F + key,), observed=SHARE)
 
 
 def _dropout(key: str, cls: str, training_default: bool) -> Op:
     args = (_x(), _h("p", 0.5), Arg("training", Role.TRAINING, training_default), _inplace())
-    return Op(key, NN + cls, args, (F + key,), aliases=True,  # eval mode returns the input
-              observed=SHARE)
+    return Op(
+        key,
+        NN + cls,
+        args,
+        (F + key,),
+        aliases=True,  # eval mode returns the input
+        observed=SHARE,
+    )
 
 
-def _binary(key: str, cls: str, symbol: str | None, torch_names: tuple[str, ...],
-            methods: tuple[str, ...], *hyper: Arg, second: str = "other",
-            inplace_methods: bool = True, observed: Observation = OWN) -> Op:
+def _binary(
+    key: str,
+    cls: str,
+    symbol: str | None,
+    torch_names: tuple[str, ...],
+    methods: tuple[str, ...],
+    *hyper: Arg,
+    second: str = "other",
+    inplace_methods: bool = True,
+    observed: Observation = OWN,
+) -> Op:
     args = (_x(), Arg(second, Role.INPUT), *hyper)
-    return Op(key, OPS + cls, args, tuple(f"torch.{n}" for n in torch_names), methods,
-              operators=(symbol,) if symbol else (),
-              inplace_operators=(symbol + "=",) if symbol else (),
-              inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else (),
-              observed=observed)
+    return Op(
+        key,
+        OPS + cls,
+        args,
+        tuple(f"torch.{n}" for n in torch_names),
+        methods,
+        operators=(symbol,) if symbol else (),
+        inplace_operators=(symbol + "=",) if symbol else (),
+        inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else (),
+        observed=observed,
+    )
 
 
 def _reduction(key: str, cls: str) -> Op:
-    args = (_x(), _h("dim", None), _h("keepdim", False),
-            Arg("dtype", Role.FIXED, None, keyword_only=True))
+    args = (
+        _x(),
+        _h("dim", None),
+        _h("keepdim", False),
+        Arg("dtype", Role.FIXED, None, keyword_only=True),
+    )
     return Op(key, OPS + cls, args, (f"torch.{key}",), (key,), observed=OWN)
 
 
@@ -284,47 +360,141 @@ def _build() -> tuple[Op, ...]:
     ops: list[Op] = []
     # Activations with a torch.nn class.
     ops += _activation("relu", "ReLU", observed=SHARE, torch_fn=True, method=True)
-    ops.append(_inplace_variant("relu", "ReLU", functions=(F + "relu_", "torch.relu_"),
-                                methods=("relu_",), observed=SHARE))
+    ops.append(
+        _inplace_variant(
+            "relu",
+            "ReLU",
+            functions=(F + "relu_", "torch.relu_"),
+            methods=("relu_",),
+            observed=SHARE,
+        )
+    )
     ops += _activation("relu6", "ReLU6", observed=SHARE)
-    ops += _activation("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0), observed=SHARE)
-    ops.append(_inplace_variant("hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0),
-                                functions=(F + "hardtanh_",), observed=SHARE))
+    ops += _activation(
+        "hardtanh", "Hardtanh", _h("min_val", -1.0), _h("max_val", 1.0), observed=SHARE
+    )
+    ops.append(
+        _inplace_variant(
+            "hardtanh",
+            "Hardtanh",
+            _h("min_val", -1.0),
+            _h("max_val", 1.0),
+            functions=(F + "hardtanh_",),
+            observed=SHARE,
+        )
+    )
     ops += _activation("hardswish", "Hardswish", observed=OWN)
     ops += _activation("hardsigmoid", "Hardsigmoid", observed=UNIT_RANGE)
     ops += _activation("elu", "ELU", _h("alpha", 1.0), observed=OWN)
-    ops.append(_inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN))
+    ops.append(
+        _inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN)
+    )
     ops += _activation("selu", "SELU", observed=OWN, torch_fn=True)
     ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN)
     ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01), observed=OWN)
-    ops.append(_inplace_variant("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01),
-                                functions=(F + "leaky_relu_",), observed=OWN))
-    ops.append(Op("prelu", NN + "PReLU", (_x(), Arg("weight", Role.WEIGHT)),
-                  (F + "prelu", "torch.prelu"), ("prelu",), observed=OWN))
-    ops.append(Op("rrelu", NN + "RReLU",
-                  (_x(), _h("lower", 1.0 / 8), _h("upper", 1.0 / 3),
-                   Arg("training", Role.TRAINING, False), _inplace()), (F + "rrelu",), observed=OWN))
+    ops.append(
+        _inplace_variant(
+            "leaky_relu",
+            "LeakyReLU",
+            _h("negative_slope", 0.01),
+            functions=(F + "leaky_relu_",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "prelu",
+            NN + "PReLU",
+            (_x(), Arg("weight", Role.WEIGHT)),
+            (F + "prelu", "torch.prelu"),
+            ("prelu",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "rrelu",
+            NN + "RReLU",
+            (
+                _x(),
+                _h("lower", 1.0 / 8),
+                _h("upper", 1.0 / 3),
+                Arg("training", Role.TRAINING, False),
+                _inplace(),
+            ),
+            (F + "rrelu",),
+            observed=OWN,
+        )
+    )
     ops.append(Op("glu", NN + "GLU", (_x(), _h("dim", -1)), (F + "glu",), observed=OWN))
-    ops.append(Op("gelu", NN + "GELU", (_x(), _h("approximate", "none", kw=True)), (F + "gelu",),
-                  observed=OWN))
+    ops.append(
+        Op(
+            "gelu",
+            NN + "GELU",
+            (_x(), _h("approximate", "none", kw=True)),
+            (F + "gelu",),
+            observed=OWN,
+        )
+    )
     ops += _activation("silu", "SiLU", observed=OWN)
     ops += _activation("mish", "Mish", observed=OWN)
-    ops.append(Op("sigmoid", NN + "Sigmoid", (_x(),), (F + "sigmoid", "torch.sigmoid"), ("sigmoid",),
-                  observed=UNIT_RANGE))
-    ops.append(Op("tanh", NN + "Tanh", (_x(),), (F + "tanh", "torch.tanh"), ("tanh",),
-                  observed=SYMMETRIC_RANGE))
+    ops.append(
+        Op(
+            "sigmoid",
+            NN + "Sigmoid",
+            (_x(),),
+            (F + "sigmoid", "torch.sigmoid"),
+            ("sigmoid",),
+            observed=UNIT_RANGE,
+        )
+    )
+    ops.append(
+        Op(
+            "tanh",
+            NN + "Tanh",
+            (_x(),),
+            (F + "tanh", "torch.tanh"),
+            ("tanh",),
+            observed=SYMMETRIC_RANGE,
+        )
+    )
     ops.append(Op("logsigmoid", NN + "LogSigmoid", (_x(),), (F + "logsigmoid",), observed=OWN))
-    ops.append(Op("softplus", NN + "Softplus", (_x(), _h("beta", 1.0), _h("threshold", 20.0)),
-                  (F + "softplus",), observed=OWN))
+    ops.append(
+        Op(
+            "softplus",
+            NN + "Softplus",
+            (_x(), _h("beta", 1.0), _h("threshold", 20.0)),
+            (F + "softplus",),
+            observed=OWN,
+        )
+    )
     ops.append(Op("softsign", NN + "Softsign", (_x(),), (F + "softsign",), observed=OWN))
-    ops.append(Op("softshrink", NN + "Softshrink", (_x(), _h("lambd", 0.5)), (F + "softshrink",),
-                  observed=OWN))
-    ops.append(Op("hardshrink", NN + "Hardshrink", (_x(), _h("lambd", 0.5)),
-                  (F + "hardshrink", "torch.hardshrink"), ("hardshrink",), observed=SHARE))
+    ops.append(
+        Op(
+            "softshrink",
+            NN + "Softshrink",
+            (_x(), _h("lambd", 0.5)),
+            (F + "softshrink",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "hardshrink",
+            NN + "Hardshrink",
+            (_x(), _h("lambd", 0.5)),
+            (F + "hardshrink", "torch.hardshrink"),
+            ("hardshrink",),
+            observed=SHARE,
+        )
+    )
     ops.append(Op("tanhshrink", NN + "Tanhshrink", (_x(),), (F + "tanhshrink",), observed=OWN))
     ops += _activation("threshold", "Threshold", _h("threshold"), _h("value"), observed=OWN)
-    for key, cls, observed in (("softmax", "Softmax", UNIT_RANGE), ("softmin", "Softmin", UNIT_RANGE),
-                               ("log_softmax", "LogSoftmax", OWN)):
+    for key, cls, observed in (
+        ("softmax", "Softmax", UNIT_RANGE),
+        ("softmin", "Softmin", UNIT_RANGE),
+        ("log_softmax", "LogSoftmax", OWN),
+    ):
         ops += _dim_op(key, cls, observed)
     # Pooling.
     for kind in ("max", "avg", "adaptive_avg", "adaptive_max", "lp"):
@@ -336,66 +506,204 @@ def _build() -> tuple[Op, ...]:
     ops.append(_dropout("feature_alpha_dropout", "FeatureAlphaDropout", False))
     # Shape ops.
     flatten = (_x(), _h("start_dim", 0), _h("end_dim", -1))
-    ops.append(Op("flatten", NN + "Flatten", flatten, ("torch.flatten",), ("flatten",),
-                  module_defaults=(("start_dim", 1),), aliases=True, observed=SHARE))
-    ops.append(Op("unflatten", NN + "Unflatten",
-                  (_x(), _h("dim"), _h("sizes", ctor="unflattened_size")),
-                  ("torch.unflatten",), ("unflatten",), aliases=True, observed=SHARE))
-    ops.append(Op("pixel_shuffle", NN + "PixelShuffle", (_x(), _h("upscale_factor")),
-                  (F + "pixel_shuffle", "torch.pixel_shuffle"), observed=SHARE))
-    ops.append(Op("pixel_unshuffle", NN + "PixelUnshuffle", (_x(), _h("downscale_factor")),
-                  (F + "pixel_unshuffle", "torch.pixel_unshuffle"), observed=SHARE))
-    ops.append(Op("channel_shuffle", NN + "ChannelShuffle", (_x(), _h("groups")),
-                  (F + "channel_shuffle", "torch.channel_shuffle"), observed=SHARE))
-    resize = (_x(), _h("size", None), _h("scale_factor", None), _h("mode", "nearest"),
-              _h("align_corners", None), _h("recompute_scale_factor", None))
-    ops.append(Op("upsample", NN + "Upsample", resize + (Arg("antialias", Role.FIXED, False),),
-                  (F + "interpolate",), observed=SHARE))
+    ops.append(
+        Op(
+            "flatten",
+            NN + "Flatten",
+            flatten,
+            ("torch.flatten",),
+            ("flatten",),
+            module_defaults=(("start_dim", 1),),
+            aliases=True,
+            observed=SHARE,
+        )
+    )
+    ops.append(
+        Op(
+            "unflatten",
+            NN + "Unflatten",
+            (_x(), _h("dim"), _h("sizes", ctor="unflattened_size")),
+            ("torch.unflatten",),
+            ("unflatten",),
+            aliases=True,
+            observed=SHARE,
+        )
+    )
+    ops.append(
+        Op(
+            "pixel_shuffle",
+            NN + "PixelShuffle",
+            (_x(), _h("upscale_factor")),
+            (F + "pixel_shuffle", "torch.pixel_shuffle"),
+            observed=SHARE,
+        )
+    )
+    ops.append(
+        Op(
+            "pixel_unshuffle",
+            NN + "PixelUnshuffle",
+            (_x(), _h("downscale_factor")),
+            (F + "pixel_unshuffle", "torch.pixel_unshuffle"),
+            observed=SHARE,
+        )
+    )
+    ops.append(
+        Op(
+            "channel_shuffle",
+            NN + "ChannelShuffle",
+            (_x(), _h("groups")),
+            (F + "channel_shuffle", "torch.channel_shuffle"),
+            observed=SHARE,
+        )
+    )
+    resize = (
+        _x(),
+        _h("size", None),
+        _h("scale_factor", None),
+        _h("mode", "nearest"),
+        _h("align_corners", None),
+        _h("recompute_scale_factor", None),
+    )
+    ops.append(
+        Op(
+            "upsample",
+            NN + "Upsample",
+            resize + (Arg("antialias", Role.FIXED, False),),
+            (F + "interpolate",),
+            observed=SHARE,
+        )
+    )
     ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",), observed=SHARE))
-    ops.append(Op("pad", OPS + "Pad", (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
-                  (F + "pad",), observed=SHARE))
+    ops.append(
+        Op(
+            "pad",
+            OPS + "Pad",
+            (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
+            (F + "pad",),
+            observed=SHARE,
+        )
+    )
     # Normalisation without learned weights.
-    ops.append(Op("layer_norm", NN + "LayerNorm",
-                  (_x(), _h("normalized_shape"), Arg("weight", Role.FIXED, None),
-                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "layer_norm",),
-                  ctor_extra=(("elementwise_affine", False),), observed=OWN))
-    ops.append(Op("group_norm", OPS + "GroupNorm",
-                  (_x(), _h("num_groups"), Arg("weight", Role.FIXED, None),
-                   Arg("bias", Role.FIXED, None), _h("eps", 1e-5)), (F + "group_norm",), observed=OWN))
-    ops.append(Op("normalize", OPS + "Normalize",
-                  (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", Role.FIXED, None)),
-                  (F + "normalize",), observed=OWN))
+    ops.append(
+        Op(
+            "layer_norm",
+            NN + "LayerNorm",
+            (
+                _x(),
+                _h("normalized_shape"),
+                Arg("weight", Role.FIXED, None),
+                Arg("bias", Role.FIXED, None),
+                _h("eps", 1e-5),
+            ),
+            (F + "layer_norm",),
+            ctor_extra=(("elementwise_affine", False),),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "group_norm",
+            OPS + "GroupNorm",
+            (
+                _x(),
+                _h("num_groups"),
+                Arg("weight", Role.FIXED, None),
+                Arg("bias", Role.FIXED, None),
+                _h("eps", 1e-5),
+            ),
+            (F + "group_norm",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "normalize",
+            OPS + "Normalize",
+            (_x(), _h("p", 2.0), _h("dim", 1), _h("eps", 1e-12), Arg("out", Role.FIXED, None)),
+            (F + "normalize",),
+            observed=OWN,
+        )
+    )
     # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
     alpha = _h("alpha", 1, kw=True)
     ops.append(_binary("add", "Add", "+", ("add",), ("add",), alpha))
     ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub",), alpha))
     ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul",)))
-    ops.append(_binary("div", "Div", "/", ("div", "divide"), ("div",),
-                       _h("rounding_mode", None, kw=True)))
+    ops.append(
+        _binary("div", "Div", "/", ("div", "divide"), ("div",), _h("rounding_mode", None, kw=True))
+    )
     ops.append(_binary("div", "Div", None, ("true_divide",), ("true_divide",)))
-    ops.append(_binary("floordiv", "FloorDiv", "//", ("floor_divide",), ("floor_divide",),
-                       observed=Observation(Observe.NOT_QUANTIZED, reason=(
-                           "floor division: an operand's rounding error moves the result a whole unit"))))
+    ops.append(
+        _binary(
+            "floordiv",
+            "FloorDiv",
+            "//",
+            ("floor_divide",),
+            ("floor_divide",),
+            observed=Observation(
+                Observe.NOT_QUANTIZED,
+                reason=(
+                    "floor division: an operand's rounding error moves the result a whole unit"
+                ),
+            ),
+        )
+    )
     ops.append(_binary("matmul", "MatMul", "@", ("matmul",), ("matmul",), inplace_methods=False))
-    ops.append(_binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2",
-                       inplace_methods=False))
+    ops.append(
+        _binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2", inplace_methods=False)
+    )
     ops.append(_binary("pow", "Pow", "**", ("pow",), ("pow",), second="exponent"))
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
-        ops.append(Op(key, OPS + cls, (Arg("tensors", Role.INPUTS), _h("dim", 0)),
-                      tuple(f"torch.{n}" for n in names), observed=ACROSS))
-    ops.append(Op("cat", OPS + "Concat", (Arg("tensors", Role.INPUTS), _h("axis", 0, ctor="dim")),
-                  ("torch.concatenate",), observed=ACROSS))
-    ops.append(Op("clamp", OPS + "Clamp", (_x(), _h("min", None), _h("max", None)),
-                  ("torch.clamp", "torch.clip"), ("clamp", "clip"),
-                  inplace_methods=("clamp_", "clip_"), observed=OWN))
+        ops.append(
+            Op(
+                key,
+                OPS + cls,
+                (Arg("tensors", Role.INPUTS), _h("dim", 0)),
+                tuple(f"torch.{n}" for n in names),
+                observed=ACROSS,
+            )
+        )
+    ops.append(
+        Op(
+            "cat",
+            OPS + "Concat",
+            (Arg("tensors", Role.INPUTS), _h("axis", 0, ctor="dim")),
+            ("torch.concatenate",),
+            observed=ACROSS,
+        )
+    )
+    ops.append(
+        Op(
+            "clamp",
+            OPS + "Clamp",
+            (_x(), _h("min", None), _h("max", None)),
+            ("torch.clamp", "torch.clip"),
+            ("clamp", "clip"),
+            inplace_methods=("clamp_", "clip_"),
+            observed=OWN,
+        )
+    )
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
-    ops.append(Op("sdpa", OPS + "ScaledDotProductAttention",
-                  (Arg("query", Role.INPUT), Arg("key", Role.INPUT), Arg("value", Role.INPUT),
-                   Arg("attn_mask", Role.INPUT, None), _h("dropout_p", 0.0), _h("is_causal", False),
-                   _h("scale", None, kw=True), _h("enable_gqa", False, kw=True)),
-                  (F + "scaled_dot_product_attention",), observed=OWN))
+    ops.append(
+        Op(
+            "sdpa",
+            OPS + "ScaledDotProductAttention",
+            (
+                Arg("query", Role.INPUT),
+                Arg("key", Role.INPUT),
+                Arg("value", Role.INPUT),
+                Arg("attn_mask", Role.INPUT, None),
+                _h("dropout_p", 0.0),
+                _h("is_causal", False),
+                _h("scale", None, kw=True),
+                _h("enable_gqa", False, kw=True),
+            ),
+            (F + "scaled_dot_product_attention",),
+            observed=OWN,
+        )
+    )
     return tuple(ops)
 
 
@@ -414,10 +722,13 @@ class _Index:
 def _index() -> _Index:
     index = _Index()
     for op in CATALOG:
-        for table, names in ((index.functions, op.functions), (index.methods, op.methods),
-                             (index.operators, op.operators),
-                             (index.inplace_operators, op.inplace_operators),
-                             (index.inplace_methods, op.inplace_methods)):
+        for table, names in (
+            (index.functions, op.functions),
+            (index.methods, op.methods),
+            (index.operators, op.operators),
+            (index.inplace_operators, op.inplace_operators),
+            (index.inplace_methods, op.inplace_methods),
+        ):
             for name in names:
                 if name in table:
                     raise ValueError(f"catalog lists {name!r} twice")
@@ -463,15 +774,44 @@ def replacing_modules() -> Iterator[str]:
 # several sites can be split safely. Built from the catalog plus the stateless classes it does
 # not create.
 STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
-    {m for m in replacing_modules() if m.startswith(NN) and m not in {NN + "PReLU", NN + "LayerNorm"}}
-    | {NN + name for name in (
-        "Identity", "Softmax2d", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-        "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
-        "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
-        "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
-        "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Fold", "Unfold", "CosineSimilarity",
-        "PairwiseDistance", "FractionalMaxPool2d", "FractionalMaxPool3d",
-    )}
+    {
+        m
+        for m in replacing_modules()
+        if m.startswith(NN) and m not in {NN + "PReLU", NN + "LayerNorm"}
+    }
+    | {
+        NN + name
+        for name in (
+            "Identity",
+            "Softmax2d",
+            "UpsamplingNearest2d",
+            "UpsamplingBilinear2d",
+            "ZeroPad1d",
+            "ZeroPad2d",
+            "ZeroPad3d",
+            "ConstantPad1d",
+            "ConstantPad2d",
+            "ConstantPad3d",
+            "ReflectionPad1d",
+            "ReflectionPad2d",
+            "ReflectionPad3d",
+            "ReplicationPad1d",
+            "ReplicationPad2d",
+            "ReplicationPad3d",
+            "CircularPad1d",
+            "CircularPad2d",
+            "CircularPad3d",
+            "MaxUnpool1d",
+            "MaxUnpool2d",
+            "MaxUnpool3d",
+            "Fold",
+            "Unfold",
+            "CosineSimilarity",
+            "PairwiseDistance",
+            "FractionalMaxPool2d",
+            "FractionalMaxPool3d",
+        )
+    }
 )
 
 # torch.nn classes the catalog does not create that run a quantizable op, and how each is
@@ -480,16 +820,21 @@ STATELESS_TORCH_MODULES: frozenset[str] = frozenset(
 OTHER_MODULES: dict[str, Observation] = {
     **{f"{NN}{c}": WEIGHTED for c in "Conv1d Conv2d Conv3d Linear Bilinear Embedding".split()},
     **{f"{NN}ConvTranspose{n}d": Observation(Observe.WEIGHTED, weight_axis=1) for n in (1, 2, 3)},
-    **{f"{NN}{c}": OWN for c in """BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm
-        InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm""".split()},
+    **{
+        f"{NN}{c}": OWN
+        for c in """BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm
+        InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm""".split()
+    },
 }
 
 # Ops a model's own forward may run outside any catalog module that only move or select
 # values (ATen names): each shares its input's observer.
-DATA_MOVEMENT_OPS: frozenset[str] = frozenset("""
+DATA_MOVEMENT_OPS: frozenset[str] = frozenset(
+    """
     view _unsafe_view reshape permute transpose t flatten unflatten squeeze unsqueeze contiguous
     select slice expand clone
-""".split())
+""".split()
+)
 
 
 def _observations() -> dict[str, Observation]:
@@ -530,17 +875,22 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
         return False
     return inplace is False or inplace_position(module) is None
 
+
 # Tensor methods and attributes whose result is a size, dtype or other plain value, not a tensor:
 # operators on them are not tensor ops (read by the static inference and the runtime preparer).
-SCALAR_METHODS: frozenset[str] = frozenset("""
+SCALAR_METHODS: frozenset[str] = frozenset(
+    """
     size dim ndimension numel nelement element_size stride item tolist get_device is_contiguous
     is_floating_point __len__
-""".split())
+""".split()
+)
 SCALAR_ATTRIBUTES: frozenset[str] = frozenset(
-    "shape ndim dtype device layout is_cuda requires_grad".split())
+    "shape ndim dtype device layout is_cuda requires_grad".split()
+)
 
 # Attribute names every nn.Module already has: a created module must never shadow one.
-MODULE_ATTRIBUTES: frozenset[str] = frozenset("""
+MODULE_ATTRIBUTES: frozenset[str] = frozenset(
+    """
     T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
     double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
     get_submodule half ipu load_state_dict modules mtia named_buffers named_children named_modules
@@ -550,19 +900,28 @@ MODULE_ATTRIBUTES: frozenset[str] = frozenset("""
     register_parameter register_state_dict_post_hook register_state_dict_pre_hook requires_grad_
     set_extra_state set_submodule share_memory state_dict to to_empty train training type xpu
     zero_grad
-""".split())
+""".split()
+)
 
 
 def markdown_table() -> str:
     """The catalog as the Markdown table shown in the README."""
-    rows = ["| module | callables | tensor methods / operators | hyper-parameters |",
-            "|---|---|---|---|"]
+    rows = [
+        "| module | callables | tensor methods / operators | hyper-parameters |",
+        "|---|---|---|---|",
+    ]
     for module in replacing_modules():
         ops = [op for op in CATALOG if op.module == module]
-        functions = sorted({f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions})
-        methods = sorted({f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
-                         | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators})
+        functions = sorted(
+            {f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions}
+        )
+        methods = sorted(
+            {f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
+            | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators}
+        )
         hyper = sorted({a.ctor_name for op in ops for a in op.args if a.role is Role.HYPER})
-        rows.append(f"| `{module.replace('torch.nn.', 'nn.')}` | {', '.join(functions)} | "
-                    f"{', '.join(methods)} | {', '.join(hyper)} |")
+        rows.append(
+            f"| `{module.replace('torch.nn.', 'nn.')}` | {', '.join(functions)} | "
+            f"{', '.join(methods)} | {', '.join(hyper)} |"
+        )
     return "\n".join(rows)

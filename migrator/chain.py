@@ -30,7 +30,17 @@ from migrator.observe.pt2e import convert_pt2e, prepare_pt2e
 from migrator.observe.quantizer import ModuleQuantizer
 from migrator.observe.report import ObserverReport, observer_report, render_table
 
-STEPS = ("capture", "prepare", "calibrate", "report", "convert", "onnx_float", "onnx_qdq", "ort_float", "ort_qdq")
+STEPS = (
+    "capture",
+    "prepare",
+    "calibrate",
+    "report",
+    "convert",
+    "onnx_float",
+    "onnx_qdq",
+    "ort_float",
+    "ort_qdq",
+)
 """Timed steps, in table order. ort_* include the torch reference run, the onnxruntime
 session and run, and the comparison."""
 
@@ -101,8 +111,13 @@ class ChainReport:
 
     def timing_row(self) -> dict[str, str]:
         """The seconds of each step, for a table of many targets (short step names)."""
-        return {"target": self.name, **{step.replace("_float", "-f").replace("_qdq", "-q"):
-                                        _seconds(self.timings.get(step)) for step in STEPS}}
+        return {
+            "target": self.name,
+            **{
+                step.replace("_float", "-f").replace("_qdq", "-q"): _seconds(self.timings.get(step))
+                for step in STEPS
+            },
+        }
 
     def to_dict(self) -> dict:
         return {
@@ -124,14 +139,26 @@ class ChainReport:
 
     def to_table(self) -> str:
         parts = [f"{self.name}: {'OK' if self.ok else 'FAILED'}"]
-        parts.append(render_table(["step", "seconds"], [[s, _seconds(self.timings.get(s))] for s in STEPS]))
+        parts.append(
+            render_table(["step", "seconds"], [[s, _seconds(self.timings.get(s))] for s in STEPS])
+        )
         rows = [
-            [model, o.name, f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", o.tolerance, "ok" if o.ok else "FAILED"]
-            for model, trip in (("float", self.float_onnx), ("QDQ", self.qdq_onnx)) if trip
+            [
+                model,
+                o.name,
+                f"{o.max_abs:.3g}",
+                f"{o.max_rel:.3g}",
+                o.tolerance,
+                "ok" if o.ok else "FAILED",
+            ]
+            for model, trip in (("float", self.float_onnx), ("QDQ", self.qdq_onnx))
+            if trip
             for o in trip.outputs
         ]
         if rows:
-            parts.append(render_table(["onnx", "output", "max abs", "max rel", "tolerance", "result"], rows))
+            parts.append(
+                render_table(["onnx", "output", "max abs", "max rel", "tolerance", "result"], rows)
+            )
         if self.observers:
             parts.append(self.observers.to_table())
         parts += [f"file: {path}" for path in self.files]
@@ -167,7 +194,11 @@ def run_chain(
     """
     report = ChainReport(name or type(model).__name__)
     with contextlib.ExitStack() as stack:
-        out = Path(out_dir) if out_dir is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        out = (
+            Path(out_dir)
+            if out_dir is not None
+            else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        )
         with contextlib.suppress(_StepFailed):
             captured = report._run("capture", capture, model, example_inputs)
             converted = _observe(report, captured, exclude, module_dtypes, calibration)
@@ -179,10 +210,14 @@ def run_chain(
     return report
 
 
-def _confirm_float(report: ChainReport, model: torch.nn.Module, captured: Captured, out: Path) -> None:
+def _confirm_float(
+    report: ChainReport, model: torch.nn.Module, captured: Captured, out: Path
+) -> None:
     """Export the float model and compare it in onnxruntime with `model`."""
     with contextlib.suppress(_StepFailed):
-        float_file = report._run("onnx_float", export_float, captured, out / f"{report.file_stem}.float.onnx")
+        float_file = report._run(
+            "onnx_float", export_float, captured, out / f"{report.file_stem}.float.onnx"
+        )
         report.onnx_files["float"] = str(float_file.path)
         report.float_onnx = report._run(
             "ort_float", float_round_trip, model, captured.example_inputs, float_file.path
@@ -190,15 +225,23 @@ def _confirm_float(report: ChainReport, model: torch.nn.Module, captured: Captur
 
 
 def _confirm_qdq(
-    report: ChainReport, converted: torch.fx.GraphModule, captured: Captured, out: Path, qdq_steps: float
+    report: ChainReport,
+    converted: torch.fx.GraphModule,
+    captured: Captured,
+    out: Path,
+    qdq_steps: float,
 ) -> None:
     """Export the converted model and compare it in onnxruntime with `converted`."""
     with contextlib.suppress(_StepFailed):
-        qdq_file = report._run("onnx_qdq", export_qdq, converted, captured, out / f"{report.file_stem}.qdq.onnx")
+        qdq_file = report._run(
+            "onnx_qdq", export_qdq, converted, captured, out / f"{report.file_stem}.qdq.onnx"
+        )
         report.onnx_files["qdq"] = str(qdq_file.path)
         report.qdq_node_count = qdq_file.qdq_node_count
         if not report.qdq_node_count:
-            report.failures.append("onnx_qdq: the QDQ model has no QuantizeLinear/DequantizeLinear node")
+            report.failures.append(
+                "onnx_qdq: the QDQ model has no QuantizeLinear/DequantizeLinear node"
+            )
         report.qdq_onnx = report._run(
             "ort_qdq", qdq_round_trip, converted, captured.example_inputs, qdq_file.path, qdq_steps
         )
@@ -213,7 +256,9 @@ def _observe(
 ) -> torch.fx.GraphModule | None:
     """Prepare, calibrate, report the observers and convert; None if a step failed."""
     try:
-        prepared, quantizer = report._run("prepare", _prepare, captured.graph_module, exclude, module_dtypes)
+        prepared, quantizer = report._run(
+            "prepare", _prepare, captured.graph_module, exclude, module_dtypes
+        )
         batches = calibration_batches(captured.example_inputs, calibration)
         report.calibration_batches = report._run("calibrate", calibrate, prepared, batches)
         report.observers = report._run("report", observer_report, prepared, quantizer)
@@ -223,7 +268,9 @@ def _observe(
 
 
 def _prepare(
-    graph_module: torch.fx.GraphModule, exclude: Iterable[str], module_dtypes: Mapping[str, str] | None
+    graph_module: torch.fx.GraphModule,
+    exclude: Iterable[str],
+    module_dtypes: Mapping[str, str] | None,
 ) -> tuple[torch.fx.GraphModule, ModuleQuantizer]:
     quantizer = ModuleQuantizer(exclude, module_dtypes)
     return prepare_pt2e(graph_module, quantizer), quantizer

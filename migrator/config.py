@@ -15,8 +15,16 @@ from pathlib import Path
 from migrator.files import Rules
 from migrator.findings import CODES
 
-KNOWN_KEYS = {"ops_module", "include", "exclude", "extend_exclude", "select", "disable",
-              "per_file_ignores", "verify"}
+KNOWN_KEYS = {
+    "ops_module",
+    "include",
+    "exclude",
+    "extend_exclude",
+    "select",
+    "disable",
+    "per_file_ignores",
+    "verify",
+}
 
 
 class ConfigError(Exception):
@@ -47,8 +55,11 @@ class Config:
 
     def rules(self) -> Rules:
         """The files this configuration takes."""
-        return Rules(self.include, self.exclude + self.extend_exclude,
-                     Path(os.path.abspath(self.root)) if self.path else None)
+        return Rules(
+            self.include,
+            self.exclude + self.extend_exclude,
+            Path(os.path.abspath(self.root)) if self.path else None,
+        )
 
     def disabled(self, path: str | os.PathLike[str]) -> frozenset[str]:
         """The codes neither reported nor fixed in the file at `path`."""
@@ -61,8 +72,9 @@ class Config:
         return frozenset(off)
 
 
-def expand_codes(values: Iterable[str], where: str, key: str,
-                 warn: Callable[[str], None]) -> frozenset[str]:
+def expand_codes(
+    values: Iterable[str], where: str, key: str, warn: Callable[[str], None]
+) -> frozenset[str]:
     """The codes `values` name: full codes or prefixes (`MIG1` is every MIG1xx, as in ruff); each
     value naming no code is reported through `warn`."""
     codes = set()
@@ -86,8 +98,10 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
     table = {key.replace("-", "_"): value for key, value in table.items()}
     config = Config(path=Path(os.path.abspath(path)), unknown=sorted(set(table) - KNOWN_KEYS))
     for key in config.unknown:
-        warn(f"{path}: unknown key `{key}` in [tool.migrator] (known: "
-             f"{', '.join(sorted(KNOWN_KEYS))})")
+        warn(
+            f"{path}: unknown key `{key}` in [tool.migrator] (known: "
+            f"{', '.join(sorted(KNOWN_KEYS))})"
+        )
     try:
         if "ops_module" in table:
             config.ops_module = _string(table["ops_module"], "ops_module")
@@ -101,9 +115,11 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
         if not isinstance(ignores, dict):
             raise TypeError("`per-file-ignores` must be a table of glob = [codes]")
         config.per_file_ignores = {
-            glob: expand_codes(_strings(codes, "per-file-ignores"), str(path), "per-file-ignores",
-                               warn)
-            for glob, codes in ignores.items()}
+            glob: expand_codes(
+                _strings(codes, "per-file-ignores"), str(path), "per-file-ignores", warn
+            )
+            for glob, codes in ignores.items()
+        }
         verify = table.get("verify", [])
         config.verify = verify if isinstance(verify, list) else [verify]
     except TypeError as exc:
@@ -134,8 +150,12 @@ class Settings:
     with a `[tool.migrator]` table above the file, with the command line's overrides. Each file
     is read once; its warnings (unknown keys and codes) are printed then."""
 
-    def __init__(self, explicit: str | None = None, overrides: dict | None = None,
-                 warn: Callable[[str], None] = _warn) -> None:
+    def __init__(
+        self,
+        explicit: str | None = None,
+        overrides: dict | None = None,
+        warn: Callable[[str], None] = _warn,
+    ) -> None:
         self.overrides = overrides or {}
         self.warn = warn
         self._files: dict[Path, Config | ConfigError | None] = {}
@@ -208,24 +228,44 @@ def load(paths: list[str], explicit: str | None = None) -> Config:
 
 
 def add_config_argument(parser) -> None:
-    parser.add_argument("--config", metavar="PYPROJECT",
-                        help="pyproject.toml to read [tool.migrator] from for every path "
-                             "(default: the nearest one with that table above each file)")
+    parser.add_argument(
+        "--config",
+        metavar="PYPROJECT",
+        help="pyproject.toml to read [tool.migrator] from for every path "
+        "(default: the nearest one with that table above each file)",
+    )
 
 
 def add_override_arguments(parser) -> None:
     """Flags that replace settings of [tool.migrator] for one run."""
-    parser.add_argument("--exclude", action="append", metavar="GLOB",
-                        help="skip paths matching GLOB (repeatable; replaces `exclude`)")
-    parser.add_argument("--extend-exclude", action="append", metavar="GLOB",
-                        help="skip paths matching GLOB as well (repeatable; adds to "
-                             "`extend-exclude`)")
-    parser.add_argument("--select", action="append", metavar="CODES",
-                        help="report and fix only these codes or prefixes, comma-separated "
-                             "(repeatable; replaces `select`)")
-    parser.add_argument("--disable", "--ignore", dest="disable", action="append", metavar="CODES",
-                        help="codes or prefixes not to report or fix, comma-separated "
-                             "(repeatable; replaces `disable`)")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="skip paths matching GLOB (repeatable; replaces `exclude`)",
+    )
+    parser.add_argument(
+        "--extend-exclude",
+        action="append",
+        metavar="GLOB",
+        help="skip paths matching GLOB as well (repeatable; adds to `extend-exclude`)",
+    )
+    parser.add_argument(
+        "--select",
+        action="append",
+        metavar="CODES",
+        help="report and fix only these codes or prefixes, comma-separated "
+        "(repeatable; replaces `select`)",
+    )
+    parser.add_argument(
+        "--disable",
+        "--ignore",
+        dest="disable",
+        action="append",
+        metavar="CODES",
+        help="codes or prefixes not to report or fix, comma-separated "
+        "(repeatable; replaces `disable`)",
+    )
 
 
 def _overrides(args, warn: Callable[[str], None]) -> dict:
@@ -236,8 +276,9 @@ def _overrides(args, warn: Callable[[str], None]) -> dict:
             overrides[key] = tuple(args.__dict__[key])
     for key, flag in (("select", "--select"), ("disable", "--disable")):
         if getattr(args, key, None) is not None:
-            values = [code for codes in args.__dict__[key] for code in codes.split(",")
-                      if code.strip()]
+            values = [
+                code for codes in args.__dict__[key] for code in codes.split(",") if code.strip()
+            ]
             overrides[key] = expand_codes(values, flag, key, warn)
     return overrides
 

@@ -384,8 +384,11 @@ def _excluded(relpath: str, patterns: tuple[str, ...]) -> bool:
     """Does a part of `relpath` (posix) that starts and ends at folder boundaries match an
     exclude pattern?"""
     parts = relpath.split("/")
-    return any(_matches("/".join(parts[start:end]), patterns)
-               for start in range(len(parts)) for end in range(start + 1, len(parts) + 1))
+    return any(
+        _matches("/".join(parts[start:end]), patterns)
+        for start in range(len(parts))
+        for end in range(start + 1, len(parts) + 1)
+    )
 
 
 def _relative_to(path: Path, root: Path) -> str | None:
@@ -447,8 +450,13 @@ def _walk(
         except StopIteration:
             stack.pop()
             continue
-        kind = _kind(entry, rel, ignored, rules(Path(os.path.abspath(os.path.dirname(entry.path)))),
-                     real_root)
+        kind = _kind(
+            entry,
+            rel,
+            ignored,
+            rules(Path(os.path.abspath(os.path.dirname(entry.path)))),
+            real_root,
+        )
         if kind == "folder":
             error = listing(entry.path, f"{rel}/")
             if error:
@@ -468,7 +476,9 @@ def _kind(
     file inside the root) to yield, or None to skip."""
     try:
         if entry.is_dir(follow_symlinks=False):  # never true for a link: links are not walked
-            skipped = _is_skipped_dir(entry) or f"{rel}/" in ignored or rules.excludes(entry.path, rel)
+            skipped = (
+                _is_skipped_dir(entry) or f"{rel}/" in ignored or rules.excludes(entry.path, rel)
+            )
             return None if skipped else "folder"
         # is_file follows links: dangling links, link loops and links to folders are skipped.
         if not entry.is_file() or not rules.includes(entry.name):
@@ -497,8 +507,17 @@ def _git_ignored(root: Path) -> frozenset[str]:
     """
     try:
         result = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--others", "--ignored", "--exclude-standard",
-             "--directory", "-z"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+                "-z",
+            ],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_GIT_TIMEOUT,

@@ -62,8 +62,11 @@ class Finding:
 
     def details(self) -> dict[str, str]:
         """The structured fields that are set: op, module, attr, reason."""
-        return {name: value for name in ("op", "module", "attr", "reason")
-                if (value := getattr(self, name))}
+        return {
+            name: value
+            for name in ("op", "module", "attr", "reason")
+            if (value := getattr(self, name))
+        }
 
     def format(self) -> str:
         return f"{self.path}:{self.line}:{self.col + 1}: {self.code} {self.message}"
@@ -74,5 +77,7 @@ class Finding:
 
 def markdown_table() -> str:
     """The codes as the Markdown table shown in the README."""
-    return "\n".join(["| code | meaning |", "|---|---|"]
-                     + [f"| {code} | {text} |" for code, text in CODES.items()])
+    return "\n".join(
+        ["| code | meaning |", "|---|---|"]
+        + [f"| {code} | {text} |" for code, text in CODES.items()]
+    )

@@ -15,8 +15,10 @@ from typing import Any, NamedTuple
 import torch
 from torch.fx import Node
 
-_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
-                 os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_LIBRARY_DIRS = (
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+)
 """torch's and migrator's own files (migrator.nn included): not model code."""
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in \S+\n(?P<code>[^\n]*))?')
 
@@ -51,7 +53,9 @@ class ModuleCall(NamedTuple):
 
 def innermost_call(node: Node) -> ModuleCall | None:
     """The call of the innermost module that ran `node`, or None outside any module."""
-    stack = {k: v for k, v in (node.meta.get("nn_module_stack") or {}).items() if k != _OUTSIDE_MODULES}
+    stack = {
+        k: v for k, v in (node.meta.get("nn_module_stack") or {}).items() if k != _OUTSIDE_MODULES
+    }
     if not stack:
         return None
     key, (name, type_name) = next(reversed(stack.items()))
@@ -67,9 +71,11 @@ def owning_module(node: Node) -> str:
 def last_model_frame(stack_trace: str | None) -> Frame | None:
     """The innermost frame of a formatted stack trace (as torch.export records them) that is
     neither torch's nor migrator's."""
-    frames = [Frame(m["file"], int(m["line"]), m["code"] or "")
-              for m in _FRAME.finditer(stack_trace or "")
-              if not m["file"].startswith(_LIBRARY_DIRS)]
+    frames = [
+        Frame(m["file"], int(m["line"]), m["code"] or "")
+        for m in _FRAME.finditer(stack_trace or "")
+        if not m["file"].startswith(_LIBRARY_DIRS)
+    ]
     return frames[-1] if frames else None
 
 

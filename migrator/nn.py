@@ -256,8 +256,9 @@ class Clamp(torch.nn.Module):
 class Mean(torch.nn.Module):
     """``x.mean()`` when ``dim`` is None (and not ``keepdim``), else ``x.mean(dim, keepdim)``."""
 
-    def __init__(self, dim: Union[None, int, List[int], Tuple[int, ...]] = None,
-                 keepdim: bool = False) -> None:
+    def __init__(
+        self, dim: Union[None, int, List[int], Tuple[int, ...]] = None, keepdim: bool = False
+    ) -> None:
         super().__init__()
         self.dim = dim
         self.keepdim = keepdim
@@ -274,8 +275,9 @@ class Mean(torch.nn.Module):
 class Sum(torch.nn.Module):
     """``x.sum()`` when ``dim`` is None (and not ``keepdim``), else ``x.sum(dim, keepdim)``."""
 
-    def __init__(self, dim: Union[None, int, List[int], Tuple[int, ...]] = None,
-                 keepdim: bool = False) -> None:
+    def __init__(
+        self, dim: Union[None, int, List[int], Tuple[int, ...]] = None, keepdim: bool = False
+    ) -> None:
         super().__init__()
         self.dim = dim
         self.keepdim = keepdim
@@ -339,7 +341,9 @@ class ScaledDotProductAttention(torch.nn.Module):
 class Pad(torch.nn.Module):
     """``F.pad(x, pad, mode, value)``."""
 
-    def __init__(self, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> None:
+    def __init__(
+        self, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None
+    ) -> None:
         super().__init__()
         self.pad = pad
         self.mode = mode

@@ -43,15 +43,29 @@ def to_json(findings: Iterable[Finding], errors: Iterable[SourceError] = ()) -> 
     """A list: a record per finding, then one per file that could not be processed (`code`
     null, `error` true), as ruff lists syntax errors."""
     records = [{**f.to_dict(), "error": False} for f in findings]
-    records += [{"path": str(e.path), "line": e.line, "col": None, "code": None,
-                 "message": e.reason, "fixable": False, "error": True} for e in errors]
+    records += [
+        {
+            "path": str(e.path),
+            "line": e.line,
+            "col": None,
+            "code": None,
+            "message": e.reason,
+            "fixable": False,
+            "error": True,
+        }
+        for e in errors
+    ]
     return json.dumps(records, indent=2)
 
 
 def github(finding: Finding) -> str:
     """A GitHub Actions `::error` workflow command, escaped as GitHub documents it."""
-    properties = {"file": finding.path, "line": finding.line, "col": finding.col + 1,
-                  "title": f"migrator ({finding.code})"}
+    properties = {
+        "file": finding.path,
+        "line": finding.line,
+        "col": finding.col + 1,
+        "title": f"migrator ({finding.code})",
+    }
     listed = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
     return f"::error {listed}::{_escape_data(f'{finding.code} {finding.message}')}"
 
@@ -68,5 +82,7 @@ def statistics(findings: Iterable[Finding]) -> str:
     """A line per code, most frequent first: count, code, `[*]` when `fix` fixes it, meaning."""
     counts = Counter(f.code for f in findings)
     ranked = sorted(counts.items(), key=lambda code_count: (-code_count[1], code_count[0]))
-    return "\n".join(f"{count:>5}\t{code}\t{'[*]' if code < 'MIG100' else '   '} {CODES[code]}"
-                     for code, count in ranked)
+    return "\n".join(
+        f"{count:>5}\t{code}\t{'[*]' if code < 'MIG100' else '   '} {CODES[code]}"
+        for code, count in ranked
+    )

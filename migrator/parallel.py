@@ -61,8 +61,14 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
-                        help="analyse files in N processes (0: one per CPU; default: 1)")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="analyse files in N processes (0: one per CPU; default: 1)",
+    )
 
 
 def _jobs(text: str) -> int:

@@ -18,8 +18,7 @@ REDRAW_EVERY = 0.1
 
 def wanted(stream: TextIO) -> bool:
     """Whether a progress bar belongs on `stream`."""
-    return (stream.isatty() and not os.environ.get("CI")
-            and os.environ.get("TERM", "") != "dumb")
+    return stream.isatty() and not os.environ.get("CI") and os.environ.get("TERM", "") != "dumb"
 
 
 class Progress:
@@ -43,8 +42,11 @@ class Progress:
         """One more item done; redraw if the bar is due."""
         self.done += 1
         now = time.monotonic()
-        if (self.enabled and now - self._start >= self._delay
-                and now - self._drawn_at >= REDRAW_EVERY):
+        if (
+            self.enabled
+            and now - self._start >= self._delay
+            and now - self._drawn_at >= REDRAW_EVERY
+        ):
             self._draw(item)
             self._drawn_at = now
 
@@ -74,6 +76,6 @@ class Progress:
         cells = 20
         filled = cells * self.done // self.total if self.total else cells
         line = f"{self.label} [{'#' * filled}{'.' * (cells - filled)}] {count} {item}"
-        self.stream.write(f"\r{line[:width - 1]}\033[K")
+        self.stream.write(f"\r{line[: width - 1]}\033[K")
         self.stream.flush()
         self._shown = True

@@ -18,6 +18,7 @@ from migrator import __version__
 from migrator.files import SourceError
 from migrator.findings import CODES, Finding
 
+
 def module_kind(finding: Finding) -> str:
     """The module class a fix creates (MIG001/MIG002) or copies (MIG003), as shown to people:
     `nn.ReLU` for torch's, `Add` for migrator's."""
@@ -71,8 +72,9 @@ _COLORS = {"+": "32", "-": "31", "@": "36"}
 def unified_diff(path: Path | str, old: str, new: str, *, color: bool = False) -> str:
     """A `git diff`-style unified diff of one file (3 lines of context), ANSI-coloured if asked."""
     name = Path(path).as_posix()
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 f"a/{name}", f"b/{name}", n=3)
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}", n=3
+    )
     out = []
     for line in lines:
         text = line.rstrip("\n")
@@ -84,6 +86,7 @@ def unified_diff(path: Path | str, old: str, new: str, *, color: bool = False) -
 
 
 # -- Markdown review report ------------------------------------------------------------------
+
 
 class Check(Protocol):
     name: str
@@ -122,14 +125,21 @@ class ReviewReport:
         self.title = title
         self._sections: list[_FileSection] = []
 
-    def add(self, path: Path, *, diff: str = "", findings: Sequence[Finding] = (),
-            error: SourceError | str | None = None) -> None:
+    def add(
+        self,
+        path: Path,
+        *,
+        diff: str = "",
+        findings: Sequence[Finding] = (),
+        error: SourceError | str | None = None,
+    ) -> None:
         """Record one file; files with nothing to show are left out."""
         if diff or findings or error:
             self._sections.append(_FileSection(path, diff, list(findings), str(error or "")))
 
-    def render(self, summary: Summary, verb: str = "changed",
-               verification: Sequence[Verification] = ()) -> str:
+    def render(
+        self, summary: Summary, verb: str = "changed", verification: Sequence[Verification] = ()
+    ) -> str:
         out = [f"# {self.title}", "", summary.line(verb), ""]
         if verification:
             out += _verification_table(verification)
@@ -141,8 +151,10 @@ class ReviewReport:
                 out += [*_fenced(section.diff, "diff"), ""]
             if section.findings:
                 out += ["Findings left:", ""]
-                out += [f"- line {f.line}, column {f.col + 1}: **{f.code}** {_escape(f.message)}"
-                        for f in section.findings]
+                out += [
+                    f"- line {f.line}, column {f.col + 1}: **{f.code}** {_escape(f.message)}"
+                    for f in section.findings
+                ]
                 out.append("")
         if not self._sections:
             out += ["Nothing to review: no file changed and no finding is left.", ""]
@@ -151,18 +163,31 @@ class ReviewReport:
 
 def _verification_table(results: Sequence[Verification]) -> list[str]:
     names = list(dict.fromkeys(check.name for result in results for check in result.checks))
-    rows = ["## Verification", "", "| target | " + " | ".join(names) + " | result |",
-            "|---" * (len(names) + 2) + "|"]
+    rows = [
+        "## Verification",
+        "",
+        "| target | " + " | ".join(names) + " | result |",
+        "|---" * (len(names) + 2) + "|",
+    ]
     for result in results:
         status = {check.name: check.status.upper() for check in result.checks}
-        cells = [_escape(result.target), *(status.get(name, "") for name in names),
-                 "**PASS**" if result.ok else "**FAIL**"]
+        cells = [
+            _escape(result.target),
+            *(status.get(name, "") for name in names),
+            "**PASS**" if result.ok else "**FAIL**",
+        ]
         rows.append("| " + " | ".join(cells) + " |")
-    details = [f"- {_escape(result.target)}, {check.name}: {_escape(check.detail)}"
-               for result in results for check in result.checks
-               if check.status.lower() != "pass" and check.detail]
-    details += [f"- {_escape(result.target)}: not verified: {_escape(result.error)}"
-                for result in results if result.error]
+    details = [
+        f"- {_escape(result.target)}, {check.name}: {_escape(check.detail)}"
+        for result in results
+        for check in result.checks
+        if check.status.lower() != "pass" and check.detail
+    ]
+    details += [
+        f"- {_escape(result.target)}: not verified: {_escape(result.error)}"
+        for result in results
+        if result.error
+    ]
     return rows + [""] + (details + [""] if details else [])
 
 
@@ -188,39 +213,56 @@ def to_sarif(findings: Iterable[Finding], errors: Iterable[SourceError] = ()) ->
     processed become error notifications of the invocation. Paths are kept relative (to the
     directory migrator ran in) so code-scanning tools map them onto the repository."""
     errors = list(errors)
-    rules = [{
-        "id": code,
-        "shortDescription": {"text": text},
-        "fullDescription": {"text": f"{text}. " + ("`migrator fix` rewrites it."
-                                                    if code < "MIG100" else
-                                                    "Needs a person: migrator leaves it as is.")},
-        "defaultConfiguration": {"level": "warning"},
-        "properties": {"fixable": code < "MIG100"},
-    } for code, text in CODES.items()]
-    results = [{
-        "ruleId": f.code,
-        "ruleIndex": _RULE_INDEX[f.code],
-        "level": "warning",
-        "message": {"text": f.message},
-        "locations": [_location(f.path, f.line, f.col + 1)],
-        **({"properties": f.details()} if f.details() else {}),
-    } for f in findings]
-    notifications = [{
-        "level": "error",
-        "message": {"text": e.reason},
-        "locations": [_location(e.path, e.line, None)],
-    } for e in errors]
+    rules = [
+        {
+            "id": code,
+            "shortDescription": {"text": text},
+            "fullDescription": {
+                "text": f"{text}. "
+                + (
+                    "`migrator fix` rewrites it."
+                    if code < "MIG100"
+                    else "Needs a person: migrator leaves it as is."
+                )
+            },
+            "defaultConfiguration": {"level": "warning"},
+            "properties": {"fixable": code < "MIG100"},
+        }
+        for code, text in CODES.items()
+    ]
+    results = [
+        {
+            "ruleId": f.code,
+            "ruleIndex": _RULE_INDEX[f.code],
+            "level": "warning",
+            "message": {"text": f.message},
+            "locations": [_location(f.path, f.line, f.col + 1)],
+            **({"properties": f.details()} if f.details() else {}),
+        }
+        for f in findings
+    ]
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.reason},
+            "locations": [_location(e.path, e.line, None)],
+        }
+        for e in errors
+    ]
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "migrator", "version": __version__, "rules": rules}},
-            "columnKind": "unicodeCodePoints",
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "invocations": [{"executionSuccessful": not errors,
-                             "toolExecutionNotifications": notifications}],
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "migrator", "version": __version__, "rules": rules}},
+                "columnKind": "unicodeCodePoints",
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+                "invocations": [
+                    {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, indent=2)
 

@@ -14,8 +14,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from migrator.config import Config, ConfigError, Settings
-from migrator.files import (PathError, SourceError, SourceFile, decode_source, discover,
-                            read_source, syntax_error)
+from migrator.files import (
+    PathError,
+    SourceError,
+    SourceFile,
+    decode_source,
+    discover,
+    read_source,
+    syntax_error,
+)
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
@@ -62,12 +69,20 @@ STDIN = "-"
 """The path that stands for source read from stdin."""
 
 
-def run(paths: list[str], settings: Settings, *, rewrite: bool, jobs: int = 1,
-        progress: Progress | None = None, report_unused: bool = False) -> Iterator[Outcome]:
+def run(
+    paths: list[str],
+    settings: Settings,
+    *,
+    rewrite: bool,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    report_unused: bool = False,
+) -> Iterator[Outcome]:
     """One outcome per discovered file (or path naming none), each under its own configuration,
     in a stable order (whatever `jobs` is)."""
     files: Iterable[tuple[Path | PathError, Config | ConfigError]] = (
-        (path, _config_of(path, settings)) for path in discover(paths, settings.rules))
+        (path, _config_of(path, settings)) for path in discover(paths, settings.rules)
+    )
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
@@ -85,8 +100,9 @@ def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigErr
         return exc
 
 
-def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: bool,
-                  report_unused: bool) -> Outcome:
+def _process_with(
+    item: tuple[Path | PathError, Config | ConfigError], rewrite: bool, report_unused: bool
+) -> Outcome:
     path, config = item
     if isinstance(config, ConfigError):
         if not isinstance(path, PathError):
@@ -95,21 +111,27 @@ def _process_with(item: tuple[Path | PathError, Config | ConfigError], rewrite: 
     return process(path, config, rewrite, report_unused=report_unused)
 
 
-def run_stdin(raw: bytes, name: str | None, settings: Settings, *, rewrite: bool,
-              report_unused: bool = False) -> Outcome:
+def run_stdin(
+    raw: bytes, name: str | None, settings: Settings, *, rewrite: bool, report_unused: bool = False
+) -> Outcome:
     """The outcome of source read from stdin, shown as `name` (default `-`), under the settings
     of that name. A name its configuration excludes is left alone (`Excluded`)."""
     path = Path(name or STDIN)
     config = settings.for_path(path)
     if name and config.rules().excludes(name):
         return Excluded(path)
-    return process(path, config, rewrite, read=lambda _: decode_source(path, raw),
-                   report_unused=report_unused)
+    return process(
+        path, config, rewrite, read=lambda _: decode_source(path, raw), report_unused=report_unused
+    )
 
 
-def process(path: Path | PathError, config: Config, rewrite: bool,
-            read: Callable[[Path], SourceFile] | None = None,
-            report_unused: bool = False) -> Outcome:
+def process(
+    path: Path | PathError,
+    config: Config,
+    rewrite: bool,
+    read: Callable[[Path], SourceFile] | None = None,
+    report_unused: bool = False,
+) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
     problems make it `Failed`. Suppressed findings are left out; with `report_unused`, each
     suppression that suppressed nothing is a MIG100 finding."""
@@ -119,8 +141,9 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     try:
         source = (read or read_source)(path)
         if rewrite:
-            new_text, findings = fix_text(source.text, str(path), Project(), config.ops_module,
-                                          disable)
+            new_text, findings = fix_text(
+                source.text, str(path), Project(), config.ops_module, disable
+            )
         else:
             new_text = None
             findings = check_text(source.text, str(path), Project(), config.ops_module, disable)
@@ -131,8 +154,12 @@ def process(path: Path | PathError, config: Config, rewrite: bool,
     except (RecursionError, MemoryError):  # what the parser raises for pathological nesting
         return Failed(path, SourceError(path, 0, "too deeply nested to parse; left as is"))
     except Exception as exc:  # an engine bug: keep going with the other files
-        return Failed(path, SourceError(path, 0, f"internal error, left as is (please report): "
-                                                 f"{type(exc).__name__}: {exc}"))
+        return Failed(
+            path,
+            SourceError(
+                path, 0, f"internal error, left as is (please report): {type(exc).__name__}: {exc}"
+            ),
+        )
     table = suppressions(source.text)
     kept, dropped = split(findings, table)
     if report_unused:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from migrator.findings import Finding
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?",
-                   re.IGNORECASE)
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
 _SKIP = re.compile(r"#\s*migrator:\s*skip\[(?P<codes>[^\]]*)\]")
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 
@@ -48,7 +49,8 @@ def suppressions(source: str) -> Suppressions:
                 codes = match.group("codes")
                 named = frozenset(_CODE.findall(codes.upper())) if codes else None
                 found.setdefault(number, []).append(
-                    Suppression(number, match.start(), named, match.group(0)))
+                    Suppression(number, match.start(), named, match.group(0))
+                )
     return found
 
 
@@ -73,10 +75,21 @@ def unused(path: str, table: Suppressions, dropped: list[Finding]) -> list[Findi
     out = []
     for line, written in sorted(table.items()):
         for suppression in written:
-            idle = sorted(code for code in suppression.codes or () if code.startswith("MIG")
-                          and (line, code) not in used)
+            idle = sorted(
+                code
+                for code in suppression.codes or ()
+                if code.startswith("MIG") and (line, code) not in used
+            )
             if idle:
-                out.append(Finding(path, line, suppression.col, "MIG100",
-                                   f"unused suppression `{suppression.text}`: nothing to "
-                                   f"suppress for {', '.join(idle)}", reason="unused"))
+                out.append(
+                    Finding(
+                        path,
+                        line,
+                        suppression.col,
+                        "MIG100",
+                        f"unused suppression `{suppression.text}`: nothing to "
+                        f"suppress for {', '.join(idle)}",
+                        reason="unused",
+                    )
+                )
     return out

@@ -55,8 +55,11 @@ def module_in_fixture(cls: type):
         fixture = import_path(after, f"module_in_{after.name.removesuffix('.after.py')}")
         model = fixture.Model().eval()
         calls: list = []
-        hooks = [m.register_forward_hook(lambda m, args, out: calls.append((m, args)))
-                 for m in model.modules() if type(m) is cls]
+        hooks = [
+            m.register_forward_hook(lambda m, args, out: calls.append((m, args)))
+            for m in model.modules()
+            if type(m) is cls
+        ]
         torch.manual_seed(0)
         with torch.no_grad():
             model(*fixture.example_inputs())

@@ -55,10 +55,16 @@ class ResNetish(nn.Module):
     """Stem, `len(widths)` stages of `blocks` basic blocks, a nested-cat head, pool and fc."""
 
     def __init__(
-        self, widths: tuple[int, ...] = (8,), blocks: int = 2, num_classes: int = 10, stem_kernel: int = 3
+        self,
+        widths: tuple[int, ...] = (8,),
+        blocks: int = 2,
+        num_classes: int = 10,
+        stem_kernel: int = 3,
     ) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(3, widths[0], stem_kernel, 2 if stem_kernel > 3 else 1, stem_kernel // 2, bias=False)
+        self.conv1 = nn.Conv2d(
+            3, widths[0], stem_kernel, 2 if stem_kernel > 3 else 1, stem_kernel // 2, bias=False
+        )
         self.bn1 = nn.BatchNorm2d(widths[0])
         self.relu = nn.ReLU()
         self.maxpool = nn.MaxPool2d(3, 2, 1)
@@ -98,7 +104,11 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, tokens, dim = x.shape
-        qkv = self.qkv(x).reshape(batch, tokens, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        qkv = (
+            self.qkv(x)
+            .reshape(batch, tokens, 3, self.heads, dim // self.heads)
+            .permute(2, 0, 3, 1, 4)
+        )
         q, k, v = qkv[0], qkv[1], qkv[2]
         attention = self.softmax(self.mul(self.matmul(q, k.transpose(-2, -1)), self.scale))
         out = self.matmul_1(attention, v).transpose(1, 2).reshape(batch, tokens, dim)
@@ -128,7 +138,13 @@ class ViTish(nn.Module):
     """Patch embedding, learned position embedding, `depth` blocks, mean-pooled linear head."""
 
     def __init__(
-        self, image: int = 16, patch: int = 4, dim: int = 32, depth: int = 1, heads: int = 2, num_classes: int = 10
+        self,
+        image: int = 16,
+        patch: int = 4,
+        dim: int = 32,
+        depth: int = 1,
+        heads: int = 2,
+        num_classes: int = 10,
     ) -> None:
         super().__init__()
         self.patch_embed = nn.Conv2d(3, dim, patch, patch)

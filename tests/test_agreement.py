@@ -14,7 +14,7 @@ from migrator.rewrite.project import Project
 
 torch = pytest.importorskip("torch")
 
-INPLACE_ON_MODULE_OUTPUT = '''import torch
+INPLACE_ON_MODULE_OUTPUT = """import torch
 from torch import nn
 
 
@@ -27,7 +27,7 @@ class Model(nn.Module):
         y = self.act(x)
         y.add_(1)
         return y
-'''
+"""
 
 
 def _static_converts(source: str) -> bool:
@@ -50,19 +50,22 @@ def _runtime_converts(source: str) -> bool:
     return bool(report.converted)
 
 
-@pytest.mark.parametrize("module, fresh", [
-    ("nn.ReLU()", True),  # statically MIG108 before the one catalog rule: prepare converted it
-    ("nn.LeakyReLU(0.2)", True),
-    ("nn.Hardtanh(-1.0, 1.0, False)", True),
-    ("nn.Conv2d(4, 4, 1)", True),
-    ("nn.MaxPool2d(1)", True),
-    ("nn.ReLU(inplace=True)", False),
-    ("nn.ReLU(True)", False),
-    ("nn.LeakyReLU(0.2, True)", False),
-    ("nn.Flatten()", False),
-    ("nn.Dropout()", False),
-    ("nn.Identity()", False),
-])
+@pytest.mark.parametrize(
+    "module, fresh",
+    [
+        ("nn.ReLU()", True),  # statically MIG108 before the one catalog rule: prepare converted it
+        ("nn.LeakyReLU(0.2)", True),
+        ("nn.Hardtanh(-1.0, 1.0, False)", True),
+        ("nn.Conv2d(4, 4, 1)", True),
+        ("nn.MaxPool2d(1)", True),
+        ("nn.ReLU(inplace=True)", False),
+        ("nn.ReLU(True)", False),
+        ("nn.LeakyReLU(0.2, True)", False),
+        ("nn.Flatten()", False),
+        ("nn.Dropout()", False),
+        ("nn.Identity()", False),
+    ],
+)
 def test_inplace_op_on_module_output(module, fresh):
     source = INPLACE_ON_MODULE_OUTPUT.format(module=module)
     assert _static_converts(source) is fresh

@@ -17,7 +17,8 @@ PLAIN = Predicates(
     unfixed=lambda v: "it is computed" if v is COMPUTED else None,
     follows_mode=lambda v: v == "self.training",
     unsplittable=lambda v: None if isinstance(v, list) else "not a list",
-    weight_refused=lambda op, v: None if v == "owned" else "is not owned")
+    weight_refused=lambda op, v: None if v == "owned" else "is not owned",
+)
 
 
 def _bind(function: str, *args, **kwargs) -> Bound | Refusal:
@@ -36,23 +37,57 @@ def test_roles_sorted():
     assert _bind("torch.nn.functional.prelu", "x", "owned").weight == "owned"
 
 
-@pytest.mark.parametrize("function, args, kwargs, code, message", [
-    ("torch.nn.functional.softmax", ("x", COMPUTED), {}, "MIG101",
-     "`dim=<computed>` is not fixed at __init__ time: it is computed"),
-    ("torch.nn.functional.dropout", ("x", 0.5, True), {}, "MIG102",
-     "`training=True`; the module would follow `self.training` instead"),
-    ("torch.nn.functional.dropout", ("x",), {}, "MIG102",
-     "`training=True (default)`; the module would follow `self.training` instead"),
-    ("torch.nn.functional.prelu", ("x", "w"), {}, "MIG106", "weight `'w'` is not owned"),
-    ("torch.sum", ("x",), {"dtype": "float64"}, "MIG107",
-     "`dtype='float64'` is not supported by the module (only None)"),
-    ("torch.cat", (COMPUTED,), {}, "MIG107", "not a list"),
-    ("torch.nn.functional.relu", ("x", False, 1), {}, None,
-     "3 positional arguments, the catalog knows 2"),
-    ("torch.nn.functional.relu", ("x",), {"out": 1}, None, "argument `out` is not in the catalog"),
-    ("torch.nn.functional.relu", ("x",), {"input": 1}, None, "argument `input` is given twice"),
-    ("torch.nn.functional.threshold", ("x",), {}, None, "`threshold` is missing"),
-])
+@pytest.mark.parametrize(
+    "function, args, kwargs, code, message",
+    [
+        (
+            "torch.nn.functional.softmax",
+            ("x", COMPUTED),
+            {},
+            "MIG101",
+            "`dim=<computed>` is not fixed at __init__ time: it is computed",
+        ),
+        (
+            "torch.nn.functional.dropout",
+            ("x", 0.5, True),
+            {},
+            "MIG102",
+            "`training=True`; the module would follow `self.training` instead",
+        ),
+        (
+            "torch.nn.functional.dropout",
+            ("x",),
+            {},
+            "MIG102",
+            "`training=True (default)`; the module would follow `self.training` instead",
+        ),
+        ("torch.nn.functional.prelu", ("x", "w"), {}, "MIG106", "weight `'w'` is not owned"),
+        (
+            "torch.sum",
+            ("x",),
+            {"dtype": "float64"},
+            "MIG107",
+            "`dtype='float64'` is not supported by the module (only None)",
+        ),
+        ("torch.cat", (COMPUTED,), {}, "MIG107", "not a list"),
+        (
+            "torch.nn.functional.relu",
+            ("x", False, 1),
+            {},
+            None,
+            "3 positional arguments, the catalog knows 2",
+        ),
+        (
+            "torch.nn.functional.relu",
+            ("x",),
+            {"out": 1},
+            None,
+            "argument `out` is not in the catalog",
+        ),
+        ("torch.nn.functional.relu", ("x",), {"input": 1}, None, "argument `input` is given twice"),
+        ("torch.nn.functional.threshold", ("x",), {}, None, "`threshold` is missing"),
+    ],
+)
 def test_refusals(function, args, kwargs, code, message):
     refusal = _bind(function, *args, **kwargs)
     assert isinstance(refusal, Refusal)

@@ -38,7 +38,7 @@ def test_signatures_match_torch(op):
                 names = list(inspect.signature(_resolve(qualname + "_with_indices")).parameters)
         except (TypeError, ValueError):
             continue  # a builtin without a visible signature
-        assert names[:len(op.args)] == [a.name for a in op.args][:len(names)], qualname
+        assert names[: len(op.args)] == [a.name for a in op.args][: len(names)], qualname
 
 
 @pytest.mark.parametrize("op", catalog.CATALOG, ids=lambda op: f"{op.key}:{op.module_name}")
@@ -55,10 +55,14 @@ def test_hyper_parameters_are_constructor_arguments(op):
 def test_stateless_modules_hold_no_state():
     for qualname in catalog.STATELESS_TORCH_MODULES:
         cls = _resolve(qualname)
-        required = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                    if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+        required = [
+            p
+            for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+            if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]
         args = {"Threshold": (0.1, 0.0), "Unflatten": (1, (2, 2)), "Fold": ((4, 4), 2)}.get(
-            cls.__name__, tuple(2 for _ in required))
+            cls.__name__, tuple(2 for _ in required)
+        )
         if cls.__name__.startswith("FractionalMaxPool"):
             args = (2,)
             module = cls(*args, output_ratio=0.5)
@@ -83,19 +87,26 @@ def test_inplace_position_is_the_constructor_parameter():
     for qualname in catalog.replacing_modules():
         position = catalog.inplace_position(qualname)
         parameters = list(inspect.signature(_resolve(qualname).__init__).parameters)[1:]
-        assert position == (parameters.index("inplace") if "inplace" in parameters else None), \
+        assert position == (parameters.index("inplace") if "inplace" in parameters else None), (
             qualname
+        )
 
 
 def _shares_storage(output, tensor) -> bool:
     return output.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.nn.Flatten(), lambda: torch.nn.Unflatten(1, (2, 2)),
-    lambda: torch.nn.Dropout().eval(), lambda: torch.nn.AlphaDropout().eval(),
-    lambda: torch.nn.ReLU(inplace=True), lambda: torch.nn.Hardtanh(-1.0, 1.0, True),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.nn.Flatten(),
+        lambda: torch.nn.Unflatten(1, (2, 2)),
+        lambda: torch.nn.Dropout().eval(),
+        lambda: torch.nn.AlphaDropout().eval(),
+        lambda: torch.nn.ReLU(inplace=True),
+        lambda: torch.nn.Hardtanh(-1.0, 1.0, True),
+    ],
+)
 def test_modules_returning_their_input_are_not_fresh(make):
     module = make()
     x = torch.randn(2, 4, 3, 3)
@@ -104,11 +115,17 @@ def test_modules_returning_their_input_are_not_fresh(make):
     assert not catalog.fresh_output(name, bool(getattr(module, "inplace", False)))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.nn.ReLU(), lambda: torch.nn.Upsample(scale_factor=1),
-    lambda: torch.nn.MaxPool2d(1), lambda: torch.nn.AdaptiveAvgPool2d(3),
-    lambda: torch.nn.PixelShuffle(1), lambda: torch.nn.Conv2d(4, 4, 1),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.nn.ReLU(),
+        lambda: torch.nn.Upsample(scale_factor=1),
+        lambda: torch.nn.MaxPool2d(1),
+        lambda: torch.nn.AdaptiveAvgPool2d(3),
+        lambda: torch.nn.PixelShuffle(1),
+        lambda: torch.nn.Conv2d(4, 4, 1),
+    ],
+)
 def test_fresh_modules_return_a_new_tensor_even_when_it_could_be_the_input(make):
     module = make()
     x = torch.randn(2, 4, 3, 3)
@@ -121,6 +138,7 @@ def test_fresh_modules_return_a_new_tensor_even_when_it_could_be_the_input(make)
 def test_operator_table_matches_ast_and_operator():
     import ast
     import operator
+
     for op in catalog.OPERATORS:
         assert isinstance(ast.parse(f"a {op.symbol} b", mode="eval").body.op, op.node)
         assert isinstance(ast.parse(f"a {op.inplace_symbol} b").body[0].op, op.node)
@@ -133,4 +151,5 @@ def test_operator_table_matches_ast_and_operator():
     listed = {s for o in catalog.CATALOG for s in o.operators}
     assert listed <= {o.symbol for o in catalog.OPERATORS}
     assert {s for o in catalog.CATALOG for s in o.inplace_operators} <= {
-        o.inplace_symbol for o in catalog.OPERATORS}
+        o.inplace_symbol for o in catalog.OPERATORS
+    }

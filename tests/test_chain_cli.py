@@ -25,20 +25,26 @@ def test_export_writes_float_and_qdq_onnx_and_the_observer_report(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     out = tmp_path / "out"
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["net.py_Net.chain.json", "net.py_Net.float.onnx", "net.py_Net.observers.json",
-                     "net.py_Net.observers.txt", "net.py_Net.qdq.onnx"]
+    assert names == [
+        "net.py_Net.chain.json",
+        "net.py_Net.float.onnx",
+        "net.py_Net.observers.json",
+        "net.py_Net.observers.txt",
+        "net.py_Net.qdq.onnx",
+    ]
     ops = {node.op_type for node in onnx.load(str(out / "net.py_Net.qdq.onnx")).graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
     assert "wrote" in result.stdout
 
 
 def test_verify_with_observers_and_onnx_prints_one_table():
-    result = migrator("verify", "--observers", "--onnx", "examples/models/resnet.py:resnet_tiny",
-                      cwd=REPO)
+    result = migrator(
+        "verify", "--observers", "--onnx", "examples/models/resnet.py:resnet_tiny", cwd=REPO
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     row = _row(result.stdout, "resnet_tiny ")
     assert row[1] == "PASS" and row[3] == "groups" and row[-1] == "ok"
-    tables = result.stdout[result.stdout.index("seconds per step"):]
+    tables = result.stdout[result.stdout.index("seconds per step") :]
     assert max(map(len, tables.splitlines())) <= 100  # the final tables fit 100 columns
 
 
@@ -46,7 +52,9 @@ def test_fix_verify_runs_the_chain_on_the_migrated_model(tmp_path):
     (tmp_path / "zoo").mkdir()
     (tmp_path / "zoo" / "__init__.py").write_text("")
     (tmp_path / "zoo" / "net.py").write_text(MODEL)
-    (tmp_path / "pyproject.toml").write_text('[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n'
+    )
     result = migrator("fix", "--diff", "--verify", "--observers", "--onnx", "zoo", cwd=tmp_path)
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("Net ") and lines[-1].split()[-1] == "ok", result.stdout
@@ -57,12 +65,15 @@ def test_fix_verify_runs_the_chain_on_the_migrated_model(tmp_path):
 def test_fix_verify_with_the_chain_imports_each_side_once(tmp_path):
     """The original and the migrated model file each run once: verify and the chain share the
     migrated side's import."""
-    counted = MODEL + ('\nwith open(__file__ + ".runs", "a") as _runs:\n'
-                       '    _runs.write("ran\\n")\n')
+    counted = MODEL + (
+        '\nwith open(__file__ + ".runs", "a") as _runs:\n    _runs.write("ran\\n")\n'
+    )
     (tmp_path / "zoo").mkdir()
     (tmp_path / "zoo" / "__init__.py").write_text("")
     (tmp_path / "zoo" / "net.py").write_text(counted)
-    (tmp_path / "pyproject.toml").write_text('[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n'
+    )
     result = migrator("fix", "--diff", "--verify", "--observers", "--onnx", "zoo", cwd=tmp_path)
     assert _row(result.stdout, "Net ")[-1] == "ok", result.stdout + result.stderr
     assert (tmp_path / "zoo" / "net.py.runs").read_text() == "ran\nran\n"

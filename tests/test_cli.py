@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-MODEL = '''import torch.nn as nn
+MODEL = """import torch.nn as nn
 import torch.nn.functional as F
 
 
@@ -21,8 +21,8 @@ class Net(nn.Module):
 
     def forward(self, x):
         return F.relu(self.conv(x))
-'''
-FIXED = '''import torch.nn as nn
+"""
+FIXED = """import torch.nn as nn
 import torch.nn.functional as F
 
 
@@ -34,8 +34,8 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.relu(self.conv(x))
-'''
-SHARED_CONV = '''import torch.nn as nn
+"""
+SHARED_CONV = """import torch.nn as nn
 
 
 class Net(nn.Module):
@@ -45,12 +45,17 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.conv(self.conv(x))
-'''
+"""
 
 
 def migrator(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "migrator", *args], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "migrator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -77,7 +82,10 @@ def test_fix_diff_writes_nothing(tree):
     assert result.returncode == 1
     assert (tree / "models" / "net.py").read_text() == MODEL
     assert "--- a/models/net.py\n+++ b/models/net.py\n" in result.stdout
-    assert "-        return F.relu(self.conv(x))\n+        return self.relu(self.conv(x))\n" in result.stdout
+    assert (
+        "-        return F.relu(self.conv(x))\n+        return self.relu(self.conv(x))\n"
+        in result.stdout
+    )
     assert "\033[" not in result.stdout
 
 
@@ -96,7 +104,9 @@ def test_check_prints_findings_and_json(tree):
     assert lines[1].startswith("models/shared.py:10:16: MIG103 `self.conv` is called at 2 sites")
     data = json.loads(migrator("check", "--format", "json", "models", cwd=tree).stdout)
     assert [(d["path"], d["line"], d["col"], d["code"], d["fixable"]) for d in data] == [
-        ("models/net.py", 11, 16, "MIG001", True), ("models/shared.py", 10, 16, "MIG103", False)]
+        ("models/net.py", 11, 16, "MIG001", True),
+        ("models/shared.py", 10, 16, "MIG103", False),
+    ]
     assert migrator("check", "models/clean.py", cwd=tree).returncode == 0
 
 
@@ -117,8 +127,10 @@ def test_usage_error_exits_2(tree):
 
 
 def test_static_commands_never_import_torch(tree):
-    code = ("import sys; from migrator.cli import main; rc = main(['check', 'models']); "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from migrator.cli import main; rc = main(['check', 'models']); "
+        "print('torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True)
     assert result.stdout.strip().splitlines()[-1] == "False"
     code = code.replace("'check'", "'fix'")
@@ -129,7 +141,9 @@ def test_static_commands_never_import_torch(tree):
 def test_ops_module_writes_the_op_modules_into_the_project(tree):
     (tree / "pyproject.toml").write_text('[tool.migrator]\nops_module = "models.quant_ops"\n')
     (tree / "models" / "__init__.py").write_text("")
-    (tree / "models" / "add.py").write_text(MODEL.replace("F.relu(self.conv(x))", "self.conv(x) + x"))
+    (tree / "models" / "add.py").write_text(
+        MODEL.replace("F.relu(self.conv(x))", "self.conv(x) + x")
+    )
     result = migrator("fix", "models", cwd=tree)
     assert result.returncode == 1, result.stderr
     text = (tree / "models" / "add.py").read_text()
@@ -146,6 +160,7 @@ def test_unknown_config_key_is_reported(tree):
 
 # --------------------------------------------------------------------------- paths
 
+
 @pytest.mark.parametrize("command", [["check"], ["fix"], ["fix", "--check"]])
 def test_paths_naming_no_python_file_fail_the_run(tree, command):
     """`migrator check src/modles` must not pass a CI gate; the other paths are still done."""
@@ -153,8 +168,10 @@ def test_paths_naming_no_python_file_fail_the_run(tree, command):
     result = migrator(*command, "src/modles", "notes.txt", "models", cwd=tree)
     assert result.returncode == 2, result.stderr
     errors = result.stderr.splitlines()
-    assert errors[:2] == ["migrator: src/modles: no such file or directory",
-                          "migrator: notes.txt: not a Python file"]
+    assert errors[:2] == [
+        "migrator: src/modles: no such file or directory",
+        "migrator: notes.txt: not a Python file",
+    ]
     assert "models/net.py" in result.stdout
     assert (tree / "models" / "net.py").read_text() == (FIXED if command == ["fix"] else MODEL)
 
@@ -200,9 +217,11 @@ def test_fix_check_fails_only_when_a_file_would_change(tree):
 
 # --------------------------------------------------------------------------- stdin
 
+
 def piped(*args: str, source: bytes, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "migrator", *args], cwd=cwd, input=source,
-                          capture_output=True)
+    return subprocess.run(
+        [sys.executable, "-m", "migrator", *args], cwd=cwd, input=source, capture_output=True
+    )
 
 
 def test_fix_stdin_prints_the_source_fixed_or_unchanged(tree):
@@ -229,12 +248,15 @@ def test_check_stdin_and_stdin_filename(tree):
     result = piped("check", "-", source=MODEL.encode(), cwd=tree)
     assert result.returncode == 1
     assert result.stdout.startswith(b"-:11:16: MIG001 F.relu")
-    named = piped("check", "-", "--stdin-filename", "models/net.py", source=MODEL.encode(), cwd=tree)
+    named = piped(
+        "check", "-", "--stdin-filename", "models/net.py", source=MODEL.encode(), cwd=tree
+    )
     assert named.stdout.startswith(b"models/net.py:11:16: MIG001")
     assert piped("check", "-", source=FIXED.encode(), cwd=tree).returncode == 0
     # The name picks the settings (those of its folder) and is matched against their `exclude`.
     (tree / "models" / "pyproject.toml").write_text(
-        '[tool.migrator]\ndisable = ["MIG103"]\nexclude = ["legacy"]\n')
+        '[tool.migrator]\ndisable = ["MIG103"]\nexclude = ["legacy"]\n'
+    )
     assert piped("check", "-", source=SHARED_CONV.encode(), cwd=tree).returncode == 1
     args = ("-", "--stdin-filename", "models/shared.py")
     assert piped("check", *args, source=SHARED_CONV.encode(), cwd=tree).returncode == 0
@@ -244,8 +266,9 @@ def test_check_stdin_and_stdin_filename(tree):
     assert piped("check", *args, source=MODEL.encode(), cwd=tree).stdout == b""
 
 
-@pytest.mark.parametrize("args", [["-", "models"], ["--stdin-filename", "a.py", "models"],
-                                  ["--verify", "-"]])
+@pytest.mark.parametrize(
+    "args", [["-", "models"], ["--stdin-filename", "a.py", "models"], ["--verify", "-"]]
+)
 def test_stdin_misuse_is_a_usage_error(tree, args):
     command = "fix" if "--verify" in args else "check"
     result = piped(command, *args, source=MODEL.encode(), cwd=tree)

@@ -43,7 +43,9 @@ def exported(tmp_path_factory):
     """`write_export` of ResNetish, as `migrator export` runs it."""
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("export")
-    report = write_export(randomize_batchnorm(ResNetish()), torch.randn(2, 3, 16, 16), out, calibration=3)
+    report = write_export(
+        randomize_batchnorm(ResNetish()), torch.randn(2, 3, 16, 16), out, calibration=3
+    )
     return report, out
 
 
@@ -79,7 +81,9 @@ def test_qdq_onnx_holds_qdq_nodes_and_matches_within_one_step(resnet):
 def test_onnx_nodes_are_named_after_their_modules(resnet):
     model, _, _, float_file, qdq_file = resnet
     float_names, qdq_names = _node_names(float_file.path), _node_names(qdq_file.path)
-    leaves = [name for name, module in model.named_modules() if name and not list(module.children())]
+    leaves = [
+        name for name, module in model.named_modules() if name and not list(module.children())
+    ]
     for name in leaves:
         assert any(n.startswith(f"{name}/") for n in float_names), name
     for name in leaves:
@@ -95,7 +99,9 @@ def _with_wrong_scale(path: Path, node_name: str, factor: float) -> Path:
     node = next(n for n in model.graph.node if n.name == node_name)
     constants = {n.output[0]: n for n in model.graph.node if n.op_type == "Constant"}
     scale = numpy_helper.to_array(constants[node.input[1]].attribute[0].t)
-    model.graph.initializer.append(numpy_helper.from_array(scale * np.float32(factor), "wrong_scale"))
+    model.graph.initializer.append(
+        numpy_helper.from_array(scale * np.float32(factor), "wrong_scale")
+    )
     node.input[1] = "wrong_scale"
     broken = path.with_name("broken.onnx")
     onnx.save(model, str(broken))
@@ -139,7 +145,8 @@ def test_write_export_writes_onnx_files_and_observer_report(exported):
     assert report.ok, report.failures
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(
-        f"ResNetish.{suffix}" for suffix in ("float.onnx", "qdq.onnx", "observers.json", "observers.txt", "chain.json")
+        f"ResNetish.{suffix}"
+        for suffix in ("float.onnx", "qdq.onnx", "observers.json", "observers.txt", "chain.json")
     )  # no external weight files: small models keep weights inside the .onnx
     observers = json.loads((out / "ResNetish.observers.json").read_text())
     assert observers["observer_count"] == observers["group_count"] == report.observer_count

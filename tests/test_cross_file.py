@@ -33,12 +33,15 @@ def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(
         (tmp_path / name / "__init__.py").write_text("")
     (tmp_path / "pkg" / "base.py").write_text(BASE)
     (tmp_path / "app" / "net.py").write_text(CLASHING)
-    outcomes = {o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Settings(),
-                                            rewrite=False)}
+    outcomes = {
+        o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Settings(), rewrite=False)
+    }
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (8, "MIG111")
-    assert "`self.gelu` is also the name of the module migrator creates in base class `Base`" \
+    assert (
+        "`self.gelu` is also the name of the module migrator creates in base class `Base`"
         in finding.message
+    )
 
 
 def test_an_instance_of_another_files_class_handed_to_several_modules_is_reported(tmp_path):
@@ -50,11 +53,15 @@ def test_an_instance_of_another_files_class_handed_to_several_modules_is_reporte
     source = (TREE.parent.parent / "cases" / "shared_instance.before.py").read_text()
     head, _, model = source.partition("class Model(nn.Module):")
     (pkg / "layers.py").write_text(head)
-    (pkg / "net.py").write_text("import torch.nn as nn\nfrom .layers import Block, PosEnc\n\n\n"
-                                "class Model(nn.Module):" + model)
+    (pkg / "net.py").write_text(
+        "import torch.nn as nn\nfrom .layers import Block, PosEnc\n\n\n"
+        "class Model(nn.Module):" + model
+    )
     outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Settings(), rewrite=False)}
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (9, "MIG117")
-    assert finding.message.startswith("`self.pos` of `Model` is handed to modules built in a "
-                                      "loop at line 9: ops migrator turns into modules inside "
-                                      "`pkg.layers.PosEnc`")
+    assert finding.message.startswith(
+        "`self.pos` of `Model` is handed to modules built in a "
+        "loop at line 9: ops migrator turns into modules inside "
+        "`pkg.layers.PosEnc`"
+    )

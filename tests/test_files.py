@@ -25,6 +25,7 @@ from migrator.files import (
     write_source,
 )
 
+
 def rules(**settings):
     """A `discover` rules callback: the same `Rules` in every folder."""
     return lambda folder: Rules(**settings)
@@ -387,11 +388,14 @@ def test_discover_reports_paths_that_name_no_python_file(tmp_path: Path) -> None
         f"migrator: {tmp_path}/{'x' * 300}: cannot read: File name too long",
     ]
     assert all(isinstance(item, files.PathError) for i, item in enumerate(found) if i != 3)
-    assert list(discover([tmp_path / "README.md"], rules(exclude=("*.md",)))) == []  # excluded: skipped
+    assert (
+        list(discover([tmp_path / "README.md"], rules(exclude=("*.md",)))) == []
+    )  # excluded: skipped
 
 
-def test_discover_reports_folders_it_cannot_list(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discover_reports_folders_it_cannot_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tree(tmp_path, ["a.py", "secret/s.py", "z.py"])
     scandir = os.scandir
 
@@ -423,15 +427,17 @@ def test_discover_exclude_globs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         tmp_path,
         ["a.py", "a_test.py", "tests/fixtures/f.py", "tests/t.py", "gen/x.py", "src/gen/y.py"],
     )
-    found = rel(discover([tmp_path], rules(exclude=("*_test.py", "tests/fixtures", "gen/"))), tmp_path)
+    found = rel(
+        discover([tmp_path], rules(exclude=("*_test.py", "tests/fixtures", "gen/"))), tmp_path
+    )
     assert found == ["a.py", "tests/t.py"]
     assert rel(discover([tmp_path], rules(exclude=("src/*",))), tmp_path) == [
         "a.py", "a_test.py", "gen/x.py", "tests/fixtures/f.py", "tests/t.py",
     ]  # fmt: skip
     monkeypatch.chdir(tmp_path)  # explicit files are matched relative to the current folder
-    assert list(discover(["tests/fixtures/f.py", "tests/t.py"], rules(exclude=("tests/fixtures",)))) == [
-        Path("tests/t.py")
-    ]
+    assert list(
+        discover(["tests/fixtures/f.py", "tests/t.py"], rules(exclude=("tests/fixtures",)))
+    ) == [Path("tests/t.py")]
     assert list(discover(["gen/x.py", "a.py"], rules(exclude=("gen",)))) == [Path("a.py")]
 
 

@@ -11,7 +11,7 @@ from test_cli import migrator
 
 pytest.importorskip("torch")
 
-MODEL = '''import torch
+MODEL = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -28,13 +28,13 @@ class Net(nn.Module):
 
 def example_inputs():
     return (torch.randn(2, 3, 8, 8),)
-'''
-PYPROJECT = '''[tool.migrator]
+"""
+PYPROJECT = """[tool.migrator]
 ops_module = "zoo.quant_ops"
 
 [[tool.migrator.verify]]
 target = "zoo/net.py:Net"
-'''
+"""
 
 
 @pytest.fixture
@@ -69,7 +69,9 @@ def test_failing_target_blocks_the_write(project):
     assert "outputs     FAIL" in result.stdout and "=> FAIL" in result.stdout
     assert "zoo/net.py: not written: a verify target using it failed" in result.stderr
     assert (project / "zoo" / "net.py").read_text() == MODEL
-    assert (project / "zoo" / "quant_ops.py").read_text() == broken  # op modules are never rewritten
+    assert (
+        project / "zoo" / "quant_ops.py"
+    ).read_text() == broken  # op modules are never rewritten
 
 
 def test_diff_with_verify_writes_nothing(project):
@@ -99,14 +101,19 @@ def test_set_up_errors_exit_2(project):
     (project / "pyproject.toml").write_text(PYPROJECT.replace("net.py:Net", "net.py:Nett"))
     result = migrator("fix", "--verify", "zoo", cwd=project)
     assert result.returncode == 2
-    assert "migrator fix --verify: zoo/net.py:Nett: net.py (before fix) has no `Nett`\n" in \
-        result.stderr and "Traceback" not in result.stderr
+    assert (
+        "migrator fix --verify: zoo/net.py:Nett: net.py (before fix) has no `Nett`\n"
+        in result.stderr
+        and "Traceback" not in result.stderr
+    )
     assert "zoo/net.py: not written: a verify target using it failed" in result.stderr
     assert (project / "zoo" / "net.py").read_text() == MODEL
 
     (project / "pyproject.toml").write_text('[tool.migrator]\nops_module = "zoo.quant_ops"\n')
     result = migrator("fix", "--verify", "zoo", cwd=project)
     assert result.returncode == 2
-    assert result.stderr == ("migrator fix --verify: nothing to verify: add "
-                             "[[tool.migrator.verify]] entries to pyproject.toml\n")
+    assert result.stderr == (
+        "migrator fix --verify: nothing to verify: add "
+        "[[tool.migrator.verify]] entries to pyproject.toml\n"
+    )
     assert (project / "zoo" / "net.py").read_text() == MODEL

@@ -43,8 +43,11 @@ def test_migrated_model_is_equivalent(case):
     name = case.name.removesuffix(".before.py")
     before = import_path(case, f"fixture_before_{name}")
     after_text = expected_after(case)
-    after_path = case if after_text == case.read_text(encoding="utf-8") else case.with_name(
-        f"{name}.after.py")
+    after_path = (
+        case
+        if after_text == case.read_text(encoding="utf-8")
+        else case.with_name(f"{name}.after.py")
+    )
     after = import_path(after_path, f"fixture_after_{name}")
     for train in (False, True):
         torch.manual_seed(0)
@@ -116,8 +119,12 @@ def test_tree_fix_written_file_by_file(tree, tmp_path):
 def test_every_finding_code_has_a_fixture():
     """Each code migrator reports is shown, with its message, by some fixture's findings."""
     expected = [line for case in CASES for line in expected_findings(case)]
-    expected += [line for tree in TREES for before in tree.rglob("*.before.py")
-                 for line in expected_findings(before)]
+    expected += [
+        line
+        for tree in TREES
+        for before in tree.rglob("*.before.py")
+        for line in expected_findings(before)
+    ]
     shown = {line.split(": ", 1)[1].split(" ", 1)[0] for line in expected}
     runner_only = {"MIG100"}  # unused suppressions: tests/test_suppress.py
     assert shown >= set(CODES) - runner_only, sorted(set(CODES) - runner_only - shown)

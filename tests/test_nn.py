@@ -84,7 +84,14 @@ CASES = [
         lambda x, y: x + y,
     ),
     Case("add_scalar_left", mnn.Add, _x(), lambda m, y: m(2, y), lambda y: 2 + y, scriptable=False),
-    Case("add_scalar_right", mnn.Add, _x(), lambda m, x: m(x, 0.25), lambda x: x + 0.25, scriptable=False),
+    Case(
+        "add_scalar_right",
+        mnn.Add,
+        _x(),
+        lambda m, x: m(x, 0.25),
+        lambda x: x + 0.25,
+        scriptable=False,
+    ),
     Case(
         "add_float_left_int_tensor",
         mnn.Add,
@@ -116,8 +123,17 @@ CASES = [
     ),
     # Sub
     Case("sub", mnn.Sub, _xy(), lambda m, x, y: m(x, y), lambda x, y: x - y),
-    Case("sub_scalar_left", mnn.Sub, _x(), lambda m, y: m(1.5, y), lambda y: 1.5 - y, scriptable=False),
-    Case("sub_scalar_right", mnn.Sub, _x(), lambda m, x: m(x, 3), lambda x: x - 3, scriptable=False),
+    Case(
+        "sub_scalar_left",
+        mnn.Sub,
+        _x(),
+        lambda m, y: m(1.5, y),
+        lambda y: 1.5 - y,
+        scriptable=False,
+    ),
+    Case(
+        "sub_scalar_right", mnn.Sub, _x(), lambda m, x: m(x, 3), lambda x: x - 3, scriptable=False
+    ),
     Case(
         "sub_alpha",
         lambda: mnn.Sub(alpha=0.7),
@@ -128,7 +144,14 @@ CASES = [
     # Mul
     Case("mul", mnn.Mul, _xy(), lambda m, x, y: m(x, y), lambda x, y: x * y),
     Case("mul_scalar_left", mnn.Mul, _x(), lambda m, y: m(3, y), lambda y: 3 * y, scriptable=False),
-    Case("mul_scalar_right", mnn.Mul, _x(), lambda m, x: m(x, 0.125), lambda x: x * 0.125, scriptable=False),
+    Case(
+        "mul_scalar_right",
+        mnn.Mul,
+        _x(),
+        lambda m, x: m(x, 0.125),
+        lambda x: x * 0.125,
+        scriptable=False,
+    ),
     # Div
     Case(
         "div",
@@ -145,7 +168,14 @@ CASES = [
         lambda y: 2 / y,
         scriptable=False,
     ),
-    Case("div_scalar_right", mnn.Div, _x(), lambda m, x: m(x, 3.0), lambda x: x / 3.0, scriptable=False),
+    Case(
+        "div_scalar_right",
+        mnn.Div,
+        _x(),
+        lambda m, x: m(x, 3.0),
+        lambda x: x / 3.0,
+        scriptable=False,
+    ),
     Case(
         "div_int_tensors",
         mnn.Div,
@@ -259,7 +289,13 @@ CASES = [
         lambda m, a, b: m(a, b),
         lambda a, b: torch.cat((a, b), -1),
     ),
-    Case("cat_single", lambda: mnn.Concat(dim=1), _x(), lambda m, a: m(a), lambda a: torch.cat([a], 1)),
+    Case(
+        "cat_single",
+        lambda: mnn.Concat(dim=1),
+        _x(),
+        lambda m, a: m(a),
+        lambda a: torch.cat([a], 1),
+    ),
     Case("stack_two", mnn.Stack, _xy(), lambda m, a, b: m(a, b), lambda a, b: torch.stack([a, b])),
     Case(
         "stack_star_list",
@@ -278,7 +314,9 @@ CASES = [
     # Mean / Sum
     Case("mean_all", mnn.Mean, _x(), lambda m, x: m(x), lambda x: x.mean()),
     Case("mean_int", lambda: mnn.Mean(dim=1), _x(), lambda m, x: m(x), lambda x: x.mean(1)),
-    Case("mean_list", lambda: mnn.Mean(dim=[2, 3]), _x(), lambda m, x: m(x), lambda x: x.mean([2, 3])),
+    Case(
+        "mean_list", lambda: mnn.Mean(dim=[2, 3]), _x(), lambda m, x: m(x), lambda x: x.mean([2, 3])
+    ),
     Case(
         "mean_tuple_keepdim",
         lambda: mnn.Mean(dim=(-1, -2), keepdim=True),
@@ -302,7 +340,9 @@ CASES = [
         lambda m, x: m(x),
         lambda x: x.sum([0, 2], True),
     ),
-    Case("sum_tuple", lambda: mnn.Sum(dim=(1, 3)), _x(), lambda m, x: m(x), lambda x: x.sum((1, 3))),
+    Case(
+        "sum_tuple", lambda: mnn.Sum(dim=(1, 3)), _x(), lambda m, x: m(x), lambda x: x.sum((1, 3))
+    ),
     Case(
         "sum_all_int",
         mnn.Sum,
@@ -355,7 +395,9 @@ CASES = [
         deterministic=False,
     ),
     # Pad
-    Case("pad_constant", lambda: mnn.Pad((1, 2)), _x(), lambda m, x: m(x), lambda x: F.pad(x, (1, 2))),
+    Case(
+        "pad_constant", lambda: mnn.Pad((1, 2)), _x(), lambda m, x: m(x), lambda x: F.pad(x, (1, 2))
+    ),
     Case(
         "pad_constant_value",
         lambda: mnn.Pad([1, 1, 2, 0], value=-1.5),
@@ -385,7 +427,13 @@ CASES = [
         lambda x: F.pad(x, (1, 2, 2, 1), mode="circular"),
     ),
     # GroupNorm / Normalize
-    Case("group_norm", lambda: mnn.GroupNorm(2), _x(), lambda m, x: m(x), lambda x: F.group_norm(x, 2)),
+    Case(
+        "group_norm",
+        lambda: mnn.GroupNorm(2),
+        _x(),
+        lambda m, x: m(x),
+        lambda x: F.group_norm(x, 2),
+    ),
     Case(
         "group_norm_eps",
         lambda: mnn.GroupNorm(num_groups=4, eps=1e-3),
@@ -414,11 +462,18 @@ def _fixture_case(cls: type) -> Case | None:
         return None
     module, args = found
     tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
-    if not (1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)):
+    if not (
+        1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)
+    ):
         return None
-    return Case(f"{cls.__name__}_from_fixture", lambda: copy.deepcopy(module), lambda: tensors,
-                lambda m, *t: m(*_refill(args, t)), lambda *t: module(*_refill(args, t)),
-                scriptable=len(tensors) == len(args))
+    return Case(
+        f"{cls.__name__}_from_fixture",
+        lambda: copy.deepcopy(module),
+        lambda: tensors,
+        lambda m, *t: m(*_refill(args, t)),
+        lambda *t: module(*_refill(args, t)),
+        scriptable=len(tensors) == len(args),
+    )
 
 
 def _refill(args: tuple, tensors: tuple) -> list:
@@ -536,13 +591,18 @@ def test_sdpa_dropout_applies_in_eval_mode() -> None:
 def test_concat_many_tensors_eager() -> None:
     feats = [_randn(2, i + 1, seed=i) for i in range(20)]
     _assert_equal(mnn.Concat(dim=1)(*feats), torch.cat(feats, 1))
-    _assert_equal(mnn.Stack(dim=0)(*[f[:, :1] for f in feats]), torch.stack([f[:, :1] for f in feats]))
+    _assert_equal(
+        mnn.Stack(dim=0)(*[f[:, :1] for f in feats]), torch.stack([f[:, :1] for f in feats])
+    )
 
 
 def test_div_by_zero_semantics() -> None:
     x = torch.tensor([1.0, -1.0, 0.0])
     y = torch.zeros(3)
-    got, want = mnn.Div()(x, y), x / y  # inf, -inf, nan: torch.equal is False on nan, so compare bits
+    got, want = (
+        mnn.Div()(x, y),
+        x / y,
+    )  # inf, -inf, nan: torch.equal is False on nan, so compare bits
     assert want.isnan().any()
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
@@ -551,8 +611,9 @@ def test_div_by_zero_semantics() -> None:
 
 
 ALL_CLASSES = [getattr(mnn, name) for name in mnn.__all__]
-CATALOG_CLASSES = {m.rsplit(".", 1)[1] for m in catalog.replacing_modules()
-                   if m.startswith(catalog.OPS)}
+CATALOG_CLASSES = {
+    m.rsplit(".", 1)[1] for m in catalog.replacing_modules() if m.startswith(catalog.OPS)
+}
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
@@ -602,10 +663,15 @@ def test_all_lists_every_public_class() -> None:
         (mnn.Mean(dim=[2, 3], keepdim=True), "Mean(dim=[2, 3], keepdim=True)"),
         (mnn.Sum(), "Sum(dim=None, keepdim=False)"),
         (
-            mnn.ScaledDotProductAttention(dropout_p=0.1, is_causal=True, scale=0.5, enable_gqa=True),
+            mnn.ScaledDotProductAttention(
+                dropout_p=0.1, is_causal=True, scale=0.5, enable_gqa=True
+            ),
             "ScaledDotProductAttention(dropout_p=0.1, is_causal=True, scale=0.5, enable_gqa=True)",
         ),
-        (mnn.Pad(pad=(1, 2), mode="reflect", value=None), "Pad(pad=(1, 2), mode='reflect', value=None)"),
+        (
+            mnn.Pad(pad=(1, 2), mode="reflect", value=None),
+            "Pad(pad=(1, 2), mode='reflect', value=None)",
+        ),
         (mnn.GroupNorm(num_groups=4, eps=1e-3), "GroupNorm(num_groups=4, eps=0.001)"),
         (mnn.Normalize(p=1.0, dim=-1, eps=1e-6), "Normalize(p=1.0, dim=-1, eps=1e-06)"),
     ],
@@ -682,7 +748,9 @@ class _ScriptParent(torch.nn.Module):
         self.div = mnn.Div()
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        h = self.cat(self.add(x, y), self.sub(x, y), x, y, x, y, x, y)  # 8 tensors: the scripted maximum
+        h = self.cat(
+            self.add(x, y), self.sub(x, y), x, y, x, y, x, y
+        )  # 8 tensors: the scripted maximum
         h = self.pad(h)
         s = self.stack(h, h)
         a = self.attn(h, h, h)
@@ -768,11 +836,22 @@ def _class_of(case: Case) -> type:
 
 # Every other class gets its first traceable case exported too.
 _EXPORTED = {_class_of(c) for c in ONNX_CASES.values()}
-ONNX_CASES.update({c.id: c for c in (next((c for c in DETERMINISTIC if _class_of(c) is cls), None)
-                                     for cls in ALL_CLASSES if cls not in _EXPORTED) if c})
+ONNX_CASES.update(
+    {
+        c.id: c
+        for c in (
+            next((c for c in DETERMINISTIC if _class_of(c) is cls), None)
+            for cls in ALL_CLASSES
+            if cls not in _EXPORTED
+        )
+        if c
+    }
+)
 
 
-@pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning")
+@pytest.mark.filterwarnings(
+    "ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning"
+)
 @pytest.mark.parametrize("name", list(ONNX_CASES))
 def test_onnx_export_runs_in_onnxruntime(name: str, tmp_path) -> None:
     ort = pytest.importorskip("onnxruntime")

@@ -56,13 +56,21 @@ def resnet():
 
 
 def _distinct_observers(prepared: torch.nn.Module) -> int:
-    return len({id(m) for _, m in prepared.named_modules(remove_duplicate=False) if isinstance(m, ObserverBase)})
+    return len(
+        {
+            id(m)
+            for _, m in prepared.named_modules(remove_duplicate=False)
+            if isinstance(m, ObserverBase)
+        }
+    )
 
 
 def test_observer_count_equals_hand_derived_sharing_groups(resnet):
     _, _, prepared, quantizer, report = resnet
     expected = [*ACTIVATION_GROUPS, *({weight} for weight in WEIGHTS)]
-    assert sorted(sorted(r.observes) for r in report.observers) == sorted(sorted(g) for g in expected)
+    assert sorted(sorted(r.observes) for r in report.observers) == sorted(
+        sorted(g) for g in expected
+    )
     assert len(quantizer.groups) == len(expected)
     assert _distinct_observers(prepared) == len(expected)
     assert report.observer_count == report.group_count == len(expected)
@@ -100,7 +108,9 @@ def test_sources_point_at_the_module_calls(resnet):
     lines = Path(quant_models.__file__).read_text().splitlines()
     for record in report.observers:
         assert record.sources, record
-        assert all(source.rsplit(":", 1)[0].endswith("quant_models.py") for source in record.sources)
+        assert all(
+            source.rsplit(":", 1)[0].endswith("quant_models.py") for source in record.sources
+        )
         if len(record.sources) == 1 and not record.observes[0].startswith("input"):
             module = record.observes[-1].removesuffix(".weight")
             code = lines[int(record.sources[0].rsplit(":", 1)[1]) - 1]
@@ -111,7 +121,9 @@ def test_report_renders_as_table_and_json(resnet):
     _, _, _, _, report = resnet
     data = json.loads(report.to_json())
     assert data["observer_count"] == len(data["observers"]) == report.observer_count
-    assert {"group", "observes", "sources", "dtype", "scale", "zero_point"} <= data["observers"][0].keys()
+    assert {"group", "observes", "sources", "dtype", "scale", "zero_point"} <= data["observers"][
+        0
+    ].keys()
     table = report.to_table()
     for group in ACTIVATION_GROUPS:
         for label in group:
@@ -133,7 +145,11 @@ def test_exclude_leaves_a_module_in_float():
     model, inputs = ResNetish().eval(), (torch.randn(2, 3, 16, 16),)
     prepared, quantizer = _prepared(model, inputs, exclude=("layer1.0.relu_1",))
     report = observer_report(prepared, quantizer)
-    relu_1 = next(n for n in prepared.graph.nodes if n.op == "call_function" and owning_module(n) == "layer1.0.relu_1")
+    relu_1 = next(
+        n
+        for n in prepared.graph.nodes
+        if n.op == "call_function" and owning_module(n) == "layer1.0.relu_1"
+    )
     assert "quantization_annotation" not in relu_1.meta
     # {add, relu_1} splits: add keeps its output observer; relu_1's float output is observed
     # only where layer1.1 reads it. One group more than by default.
@@ -175,7 +191,9 @@ def test_core_torch_ao_observers_are_refused(monkeypatch):
 def test_calibration_from_a_callable_with_other_batch_sizes():
     torch.manual_seed(0)
     batches = [torch.randn(3, 3, 16, 16) * 4, torch.randn(5, 3, 16, 16) + 2]
-    prepared, quantizer = _prepared(ResNetish().eval(), (torch.randn(1, 3, 16, 16),), calibration=lambda: iter(batches))
+    prepared, quantizer = _prepared(
+        ResNetish().eval(), (torch.randn(1, 3, 16, 16),), calibration=lambda: iter(batches)
+    )
     report = observer_report(prepared, quantizer)
     seen = torch.cat([b.flatten() for b in batches])
     low, high = min(seen.min().item(), 0.0), max(seen.max().item(), 0.0)
@@ -202,7 +220,14 @@ def test_vit_block_annotations():
     prepared, quantizer = _prepared(ViTish().eval(), (torch.randn(2, 3, 16, 16),))
     report = observer_report(prepared, quantizer)
     observed = {label for record in report.observers for label in record.observes}
-    assert {"blocks.0.attn.matmul", "blocks.0.attn.softmax", "blocks.0.attn.matmul_1", "blocks.0.add"} <= observed
-    assert not any(label.startswith("blocks.0.norm1.") for label in observed)  # LayerNorm affine stays float
+    assert {
+        "blocks.0.attn.matmul",
+        "blocks.0.attn.softmax",
+        "blocks.0.attn.matmul_1",
+        "blocks.0.add",
+    } <= observed
+    assert not any(
+        label.startswith("blocks.0.norm1.") for label in observed
+    )  # LayerNorm affine stays float
     assert report.observer_count == report.group_count == _distinct_observers(prepared)
     assert report.ok, report.problems

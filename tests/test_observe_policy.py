@@ -24,7 +24,12 @@ from migrator.nn import FloorDiv, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
 from migrator.observe.capture import capture
 from migrator.observe.policy import observation_of, resolve_class
-from migrator.observe.pt2e import FixedQParamsObserver, MinMaxObserver, PerChannelMinMaxObserver, prepare_pt2e
+from migrator.observe.pt2e import (
+    FixedQParamsObserver,
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+    prepare_pt2e,
+)
 from migrator.observe.quantizer import EXCLUDED, INTEGER_TENSORS, ModuleQuantizer
 from migrator.observe.report import observer_report
 
@@ -32,10 +37,21 @@ NN = "torch.nn."
 CTOR: dict[str, dict] = {
     **{f"{NN}{kind}Pool{n}d": {"kernel_size": 2} for kind in ("Max", "Avg") for n in (1, 2, 3)},
     **{f"{NN}LPPool{n}d": {"norm_type": 2.0, "kernel_size": 2} for n in (1, 2, 3)},
-    **{f"{NN}Adaptive{kind}Pool{n}d": {"output_size": 2} for kind in ("Max", "Avg") for n in (1, 2, 3)},
-    **{f"{NN}{kind}{n}d": {"in_channels": 4, "out_channels": 4, "kernel_size": 3}
-       for kind in ("Conv", "ConvTranspose") for n in (1, 2, 3)},
-    **{f"{NN}{kind}{n}d": {"num_features": 4} for kind in ("BatchNorm", "InstanceNorm") for n in (1, 2, 3)},
+    **{
+        f"{NN}Adaptive{kind}Pool{n}d": {"output_size": 2}
+        for kind in ("Max", "Avg")
+        for n in (1, 2, 3)
+    },
+    **{
+        f"{NN}{kind}{n}d": {"in_channels": 4, "out_channels": 4, "kernel_size": 3}
+        for kind in ("Conv", "ConvTranspose")
+        for n in (1, 2, 3)
+    },
+    **{
+        f"{NN}{kind}{n}d": {"num_features": 4}
+        for kind in ("BatchNorm", "InstanceNorm")
+        for n in (1, 2, 3)
+    },
     f"{NN}SyncBatchNorm": {"num_features": 4},
     f"{NN}Threshold": {"threshold": 0.7, "value": 2.0},
     f"{NN}Softmax": {"dim": -1},
@@ -64,6 +80,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
 }
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
 
+
 class Unary(nn.Module):
     """Runs `self.m` on its input (export wants a fixed number of inputs: hence three classes)."""
 
@@ -86,8 +103,9 @@ class Ternary(Unary):
 
 
 def _ctor_kwargs(module: str) -> dict:
-    rows = [op for op in CATALOG if op.module == module and not op.ctor_extra] or \
-        [op for op in CATALOG if op.module == module]
+    rows = [op for op in CATALOG if op.module == module and not op.ctor_extra] or [
+        op for op in CATALOG if op.module == module
+    ]
     kwargs = {}
     if rows:
         hyper = [a for a in rows[0].args if a.role is Role.HYPER and a.default is not REQUIRED]
@@ -111,7 +129,9 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     roles = [a.role for a in rows[0].args if a.default is REQUIRED] if rows else [Role.INPUT]
     count = 2 if Role.INPUTS in roles else roles.count(Role.INPUT)
     rank = {"1d": 3, "3d": 5}.get(module[-2:], 4)
-    shapes = SHAPES.get(module, [(2, 4) + (8,) * (rank - 2) if rank < 5 else (2, 4, 4, 4, 4)] * count)
+    shapes = SHAPES.get(
+        module, [(2, 4) + (8,) * (rank - 2) if rank < 5 else (2, 4, 4, 4, 4)] * count
+    )
     generator = torch.Generator().manual_seed(0)
     return tuple(torch.rand(shape, generator=generator) + 0.5 for shape in shapes)
 
@@ -131,9 +151,14 @@ def _observe(module: str):
 def _observers_of_m(quantizer: ModuleQuantizer) -> tuple[dict[Node, object], list[object]]:
     """Observers of what module `m` receives (by producer) and of what it returns."""
     observer_of = quantizer.observer_of
-    inputs = {edge[0]: observer_of[edge] for edge in observer_of
-              if isinstance(edge, tuple) and owning_module(edge[1]) == "m" != owning_module(edge[0])}
-    outputs = [observer_of[n] for n in observer_of if isinstance(n, Node) and owning_module(n) == "m"]
+    inputs = {
+        edge[0]: observer_of[edge]
+        for edge in observer_of
+        if isinstance(edge, tuple) and owning_module(edge[1]) == "m" != owning_module(edge[0])
+    }
+    outputs = [
+        observer_of[n] for n in observer_of if isinstance(n, Node) and owning_module(n) == "m"
+    ]
     return inputs, outputs
 
 
@@ -146,11 +171,15 @@ def test_every_module_class_is_observed_as_its_policy_says(module):
     observation = OBSERVATIONS[module]
     prepared, quantizer, float_inputs = _observe(module)
     inputs, outputs = _observers_of_m(quantizer)
-    activations = [observer for producer, observer in inputs.items() if producer.op == "placeholder"]
+    activations = [
+        observer for producer, observer in inputs.items() if producer.op == "placeholder"
+    ]
     how = observation.how
     if how is Observe.NOT_QUANTIZED:
         assert outputs == [] and activations == []
-        assert [(r.module, r.reason) for r in quantizer.left_in_float] == [("m", observation.reason)]
+        assert [(r.module, r.reason) for r in quantizer.left_in_float] == [
+            ("m", observation.reason)
+        ]
         return
     assert len(outputs) == 1, outputs
     assert len(activations) == float_inputs
@@ -232,7 +261,8 @@ def test_left_in_float_in_table_and_json(leftovers):
         assert record.reason in section and record.op in section
     data = json.loads(leftovers.to_json())
     assert data["left_in_float"] == [
-        {"module": r.module, "op": r.op, "source": r.source, "reason": r.reason} for r in leftovers.left_in_float
+        {"module": r.module, "op": r.op, "source": r.source, "reason": r.reason}
+        for r in leftovers.left_in_float
     ]
 
 
@@ -273,7 +303,9 @@ def test_a_fixed_range_output_is_read_through_its_own_fixed_observer():
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(captured.graph_module, quantizer)
     calibrate(prepared, calibration_batches(captured.example_inputs, None))
-    (sigmoid,) = [n for n in quantizer.observer_of if isinstance(n, Node) and owning_module(n) == "sigmoid"]
+    (sigmoid,) = [
+        n for n in quantizer.observer_of if isinstance(n, Node) and owning_module(n) == "sigmoid"
+    ]
     (edge,) = [e for e in quantizer.observer_of if isinstance(e, tuple) and e[0] is sigmoid]
     assert type(quantizer.observer_of[sigmoid]) is FixedQParamsObserver
     assert quantizer.observer_of[edge] is quantizer.observer_of[sigmoid]

@@ -10,7 +10,7 @@ from migrator.findings import Finding
 from migrator.output import github
 from test_cli import MODEL, migrator
 
-MULTILINE = '''import torch.nn as nn
+MULTILINE = """import torch.nn as nn
 
 
 class Net(nn.Module):
@@ -22,7 +22,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.act(self.act(x))
-'''
+"""
 # ::error file=...,line=...,col=...,title=...::message, properties escaped (no raw : , % CR LF)
 GITHUB = re.compile(r"::error file=[^:,\r\n]+,line=\d+,col=\d+,title=[^:,\r\n]+::[^\r\n]*")
 
@@ -53,6 +53,8 @@ def test_grouped_and_json_with_failed_files(tmp_path):
     grouped = migrator("check", "--output-format", "grouped", ".", cwd=tmp_path)
     assert grouped.stdout.startswith("a.py:\n  11:16 MIG001 F.relu -> ")
     data = json.loads(migrator("check", "--format", "json", ".", cwd=tmp_path).stdout)
-    assert [(d["path"], d["code"], d["error"]) for d in data] == [("a.py", "MIG001", False),
-                                                                  ("b.py", None, True)]
+    assert [(d["path"], d["code"], d["error"]) for d in data] == [
+        ("a.py", "MIG001", False),
+        ("b.py", None, True),
+    ]
     assert data[1]["message"].startswith("syntax error")

@@ -28,8 +28,9 @@ CONFIG = """repos:
 
 
 def git(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=True)
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
 
 
 def snapshot_checkout(target: Path, env: dict) -> str:
@@ -37,8 +38,11 @@ def snapshot_checkout(target: Path, env: dict) -> str:
     target.mkdir()
     for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
         shutil.copy2(CHECKOUT / name, target / name)
-    shutil.copytree(CHECKOUT / "migrator", target / "migrator",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        CHECKOUT / "migrator",
+        target / "migrator",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     git("init", "-q", cwd=target, env=env)
     git("add", "-A", cwd=target, env=env)
     git("commit", "-q", "-m", "snapshot", cwd=target, env=env)
@@ -47,23 +51,36 @@ def snapshot_checkout(target: Path, env: dict) -> str:
 
 def test_hooks_fix_then_pass_and_never_crash(tmp_path):
     (tmp_path / "gitconfig").write_text("")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "NO_COLOR": "1"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "NO_COLOR": "1",
+    }
     rev = snapshot_checkout(tmp_path / "hooks", env)
     repo = tmp_path / "project"
     repo.mkdir()
     git("init", "-q", cwd=repo, env=env)
     (repo / ".pre-commit-config.yaml").write_text(CONFIG.format(repo=tmp_path / "hooks", rev=rev))
-    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
     def commit(*files: str) -> tuple[int, str]:
         """Stage and commit; the exit status and what git and the hooks printed."""
         git("add", *files, cwd=repo, env=env)
-        done = subprocess.run(["git", "commit", "-m", "change"], cwd=repo, env=env,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["git", "commit", "-m", "change"], cwd=repo, env=env, capture_output=True, text=True
+        )
         return done.returncode, done.stdout + done.stderr
 
     # No Python file staged: the hooks are skipped (this first run builds their venv). They are
@@ -86,8 +103,13 @@ def test_hooks_fix_then_pass_and_never_crash(tmp_path):
     assert "Failed" not in out and out.count("Passed") == 2
 
     # Nothing staged at all.
-    idle = subprocess.run([sys.executable, "-m", "pre_commit", "run"], cwd=repo, env=env,
-                          capture_output=True, text=True)
+    idle = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert idle.returncode == 0, idle.stdout + idle.stderr
 
     # A finding no fix can resolve: the fixing hook passes, the checking one fails and says why;
@@ -100,8 +122,12 @@ def test_hooks_fix_then_pass_and_never_crash(tmp_path):
     assert (repo / "shared.py").read_text() == SHARED_CONV
 
     # The baseline workflow: today's findings suppressed with `# noqa`, every hook passes.
-    subprocess.run([sys.executable, "-m", "migrator", "check", "--add-noqa", "shared.py"],
-                   cwd=repo, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "migrator", "check", "--add-noqa", "shared.py"],
+        cwd=repo,
+        env=env,
+        check=True,
+    )
     assert "# noqa: MIG103" in (repo / "shared.py").read_text()
     status, out = commit("shared.py")
     assert status == 0, out

@@ -77,6 +77,7 @@ def _children(gm):
 
 # --------------------------------------------------------------------------- matching
 
+
 def test_wrapped_functions_named_like_ops_stay_untouched():
     model = Fn2(lambda x, y: F.relu(add_1x1(norm(x), y)))
     gm = _prepared(model, torch.randn(4, 5), torch.randn(4, 5))
@@ -102,6 +103,7 @@ def test_operators_on_sizes_are_not_tensor_ops():
 
 # --------------------------------------------------------------------------- arguments
 
+
 def test_positional_hyper_parameters():
     model = Fn(lambda x: torch.softmax(x, 1) + x.softmax(1) + F.leaky_relu(x, 0.2))
     x = torch.randn(2, 3, 4)  # 3-D: a dropped dim would silently become dim 0
@@ -112,8 +114,13 @@ def test_positional_hyper_parameters():
 
 
 def test_every_hyper_parameter_is_kept():
-    model = Fn(lambda x: F.gelu(F.hardswish(x), approximate="tanh")
-               + F.hardtanh(x, -0.5, 0.25) + F.max_pool1d(x, 3, 1, 1))
+    model = Fn(
+        lambda x: (
+            F.gelu(F.hardswish(x), approximate="tanh")
+            + F.hardtanh(x, -0.5, 0.25)
+            + F.max_pool1d(x, 3, 1, 1)
+        )
+    )
     x = torch.randn(2, 3, 8)
     gm = _prepared(model, x)
     assert list(_created(gm, nn.Hardswish)) and not _created(gm, nn.Hardsigmoid)
@@ -159,6 +166,7 @@ def test_concat_of_a_list_and_constants_as_operands():
 
 
 # --------------------------------------------------------------------------- weights and reuse
+
 
 class SharedConv(nn.Module):
     def __init__(self):
@@ -226,6 +234,7 @@ def test_max_pool_returning_indices():
 
 # --------------------------------------------------------------------------- training
 
+
 class Dropouts(nn.Module):
     def forward(self, x):
         follows = F.dropout(x, 0.5, training=self.training)
@@ -270,10 +279,14 @@ def test_inplace_method_becomes_out_of_place_only_when_safe():
 
 # --------------------------------------------------------------------------- self-check
 
+
 def test_self_check_rejects_a_wrong_module(monkeypatch):
     build = prepare.build_module
-    monkeypatch.setattr(prepare, "build_module", lambda op, binding, root: nn.ReLU6()
-                        if op.key == "relu" else build(op, binding, root))
+    monkeypatch.setattr(
+        prepare,
+        "build_module",
+        lambda op, binding, root: nn.ReLU6() if op.key == "relu" else build(op, binding, root),
+    )
     model = Fn(lambda x: F.relu(x) * 10)
     x = torch.randn(16) * 10
     prepare_model(model)  # without example inputs nothing is run
@@ -285,6 +298,7 @@ def test_self_check_rejects_a_wrong_module(monkeypatch):
 
 
 # --------------------------------------------------------------------------- options
+
 
 class Base(nn.Module):
     def forward(self, x):
@@ -311,8 +325,13 @@ class Holder(nn.Module):
 
 def test_exclusions_concrete_args_and_placement():
     model = Holder()
-    gm = _prepared(model, torch.randn(3), module_classes_to_exclude=[Derived],
-                   modules_to_exclude=["named"], concrete_args={"double": False})
+    gm = _prepared(
+        model,
+        torch.randn(3),
+        module_classes_to_exclude=[Derived],
+        modules_to_exclude=["named"],
+        concrete_args={"double": False},
+    )
     leaves = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     assert leaves == ["derived", "named", "blocks.0.relu", "blocks.1.relu"]
     assert gm.derived is model.derived  # kept whole, its F.relu untouched
@@ -338,13 +357,20 @@ def test_trace_failure_names_module_line_reason_and_ways_out():
     with pytest.raises(TraceFailure) as caught:
         prepare_model(model)
     message = str(caught.value)
-    line = next(i for i, text in enumerate(open(__file__, encoding="utf-8"), 1)
-                if "data-dependent: fx cannot" in text)
+    line = next(
+        i
+        for i, text in enumerate(open(__file__, encoding="utf-8"), 1)
+        if "data-dependent: fx cannot" in text
+    )
     assert "`1` (Gate)" in message
     assert f"test_prepare.py:{line}: `if x.sum() > 0:" in message
     assert "control flow" in message
-    for way_out in ("concrete_args", 'modules_to_exclude=["1"]', "module_classes_to_exclude=[Gate]",
-                    "torch.fx.wrap"):
+    for way_out in (
+        "concrete_args",
+        'modules_to_exclude=["1"]',
+        "module_classes_to_exclude=[Gate]",
+        "torch.fx.wrap",
+    ):
         assert way_out in message
 
 

@@ -14,7 +14,7 @@ from migrator.rewrite.project import Project
 
 torch = pytest.importorskip("torch")
 
-HEADER = '''import torch
+HEADER = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -30,12 +30,16 @@ class Net(nn.Module):
         return {helper}
 
     def forward(self, x):{forward_pragma}
-'''
+"""
 
 HELPERS = ["F.relu(y) + y", "self.act(y) * y", "self.gelu(y) - F.silu(y)"]
 PRAGMA = "  # migrator: skip"
-TAKEN_NAMES = ["", "\n        self.relu = nn.Identity()", "\n        self.add = 0.5",
-               "\n        self.relu_1 = nn.Hardtanh()"]
+TAKEN_NAMES = [
+    "",
+    "\n        self.relu = nn.Identity()",
+    "\n        self.add = 0.5",
+    "\n        self.relu_1 = nn.Hardtanh()",
+]
 """Attributes with the names the rewrite would pick first."""
 
 # Each statement kind: (name, a, b) -> lines assigning `name` from earlier values a and b.
@@ -72,8 +76,12 @@ STATEMENTS = {
     "method_chain": lambda n, a, b: [f"{n} = {a}.relu().sigmoid()"],
     "stack_sum": lambda n, a, b: [f"{n} = torch.stack([{a}, {b}]).sum(0)"],
     "comprehension": lambda n, a, b: [f"{n} = sum(F.relu(t) for t in ({a}, {b}))"],
-    "branch": lambda n, a, b: ["if self.training:", f"    {n} = F.relu({a})", "else:",
-                               f"    {n} = torch.tanh({a}) + {b}"],
+    "branch": lambda n, a, b: [
+        "if self.training:",
+        f"    {n} = F.relu({a})",
+        "else:",
+        f"    {n} = torch.tanh({a}) + {b}",
+    ],
 }
 KINDS = sorted(STATEMENTS) + ["reused_act", "reused_gelu", "stateful", "helper"] * 4
 """Module calls weigh more: a reused module needs two of them in one model."""
@@ -94,9 +102,11 @@ def model_sources(draw) -> str:
     body.append(f"return {names[-1]}, {draw(st.sampled_from(names))}")
     header = HEADER.format(
         inplace=draw(st.sampled_from(["", "inplace=True"])),
-        taken=draw(st.sampled_from(TAKEN_NAMES)), helper=draw(st.sampled_from(HELPERS)),
+        taken=draw(st.sampled_from(TAKEN_NAMES)),
+        helper=draw(st.sampled_from(HELPERS)),
         helper_pragma=draw(st.sampled_from(["", PRAGMA])),
-        forward_pragma=PRAGMA if draw(st.integers(0, 9)) == 0 else "")
+        forward_pragma=PRAGMA if draw(st.integers(0, 9)) == 0 else "",
+    )
     return header + "".join(f"        {line}\n" for line in body)
 
 

@@ -17,8 +17,12 @@ SECTIONS = {"catalog": catalog.markdown_table, "codes": findings.markdown_table}
 
 def _render(text: str) -> str:
     for name, table in SECTIONS.items():
-        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
-                      lambda m, t=table(): f"{m.group(1)}{t}\n{m.group(2)}", text, flags=re.S)
+        text = re.sub(
+            rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+            lambda m, t=table(): f"{m.group(1)}{t}\n{m.group(2)}",
+            text,
+            flags=re.S,
+        )
     return text
 
 

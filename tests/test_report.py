@@ -16,7 +16,7 @@ from migrator.findings import CODES, Finding
 from migrator.report import ReviewReport, Summary, module_kind
 from test_cli import FIXED, MODEL, SHARED_CONV, migrator
 
-RESIDUAL = '''import torch
+RESIDUAL = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -30,7 +30,7 @@ class Block(nn.Module):
     def forward(self, x, y):
         y = self.act(x) + F.relu(y) * torch.sigmoid(y)
         return self.act(self.fc(y)) - self.fc(x)
-'''
+"""
 
 
 @pytest.fixture
@@ -49,17 +49,25 @@ def test_summary_counts_ops_by_module_kind(tree):
     assert result.returncode == 1, result.stderr
     assert result.stderr.splitlines()[-1] == (
         "2 file(s) changed: 6 op(s) converted (2 x nn.ReLU, 1 x Add, 1 x Mul, 1 x Sub, "
-        "1 x nn.Sigmoid), 1 module call(s) split (1 x nn.ReLU); 2 finding(s) left")
+        "1 x nn.Sigmoid), 1 module call(s) split (1 x nn.ReLU); 2 finding(s) left"
+    )
 
 
-@pytest.mark.parametrize("code, message, module, kind", [
-    ("MIG001", "F.relu -> `self.relu` = ReLU()", "torch.nn.ReLU", "nn.ReLU"),
-    ("MIG002", "`+=` -> `self.add` = Add()", "migrator.nn.Add", "Add"),
-    ("MIG001", "torch.cat -> `self.cat_1` = Concat(dim=1)", "migrator.nn.Concat", "Concat"),
-    ("MIG001", "F.prelu -> `self.act`, which owns that weight", "", "existing module"),
-    ("MIG003", "`self.drop` (nn.Dropout) is called at 2 sites: this one becomes `self.drop_1`",
-     "nn.Dropout", "nn.Dropout"),
-])
+@pytest.mark.parametrize(
+    "code, message, module, kind",
+    [
+        ("MIG001", "F.relu -> `self.relu` = ReLU()", "torch.nn.ReLU", "nn.ReLU"),
+        ("MIG002", "`+=` -> `self.add` = Add()", "migrator.nn.Add", "Add"),
+        ("MIG001", "torch.cat -> `self.cat_1` = Concat(dim=1)", "migrator.nn.Concat", "Concat"),
+        ("MIG001", "F.prelu -> `self.act`, which owns that weight", "", "existing module"),
+        (
+            "MIG003",
+            "`self.drop` (nn.Dropout) is called at 2 sites: this one becomes `self.drop_1`",
+            "nn.Dropout",
+            "nn.Dropout",
+        ),
+    ],
+)
 def test_module_kind_of_a_fix(code, message, module, kind):
     assert module_kind(Finding("a.py", 1, 0, code, message, module=module)) == kind
 
@@ -96,7 +104,11 @@ def test_report_has_diffs_findings_and_errors(tree):
     assert text.startswith("# migrator review report\n\n2 file(s) changed: 6 op(s) converted")
     sections = text.split("\n## ")[1:]
     assert [s.splitlines()[0] for s in sections] == [
-        "`models/broken.py`", "`models/net.py`", "`models/residual.py`", "`models/shared.py`"]
+        "`models/broken.py`",
+        "`models/net.py`",
+        "`models/residual.py`",
+        "`models/shared.py`",
+    ]
     broken, net, residual, shared = sections
     assert "**Not processed:** models/broken.py:1: syntax error" in broken
     assert "```diff\n--- a/models/net.py\n+++ b/models/net.py\n" in net
@@ -133,17 +145,22 @@ class _Target:
 def test_report_verification_table():
     verification = [
         _Target("models/net.py:Net", _Check("state_dict", "pass"), _Check("outputs", "pass")),
-        _Target("models/a.py:A", _Check("state_dict", "pass"),
-                _Check("outputs", "fail", "max abs difference 0.5 | at out[0]")),
+        _Target(
+            "models/a.py:A",
+            _Check("state_dict", "pass"),
+            _Check("outputs", "fail", "max abs difference 0.5 | at out[0]"),
+        ),
         _Target("models/b.py:B", error="b.py (before fix) has no `B`"),
     ]
     text = ReviewReport().render(Summary(), verification=verification)
-    assert ("## Verification\n\n| target | state_dict | outputs | result |\n|---|---|---|---|\n"
-            "| models/net.py:Net | PASS | PASS | **PASS** |\n"
-            "| models/a.py:A | PASS | FAIL | **FAIL** |\n"
-            "| models/b.py:B |  |  | **FAIL** |\n\n"
-            "- models/a.py:A, outputs: max abs difference 0.5 \\| at out[0]\n"
-            "- models/b.py:B: not verified: b.py (before fix) has no `B`\n") in text
+    assert (
+        "## Verification\n\n| target | state_dict | outputs | result |\n|---|---|---|---|\n"
+        "| models/net.py:Net | PASS | PASS | **PASS** |\n"
+        "| models/a.py:A | PASS | FAIL | **FAIL** |\n"
+        "| models/b.py:B |  |  | **FAIL** |\n\n"
+        "- models/a.py:A, outputs: max abs difference 0.5 \\| at out[0]\n"
+        "- models/b.py:B: not verified: b.py (before fix) has no `B`\n"
+    ) in text
 
 
 def test_report_fences_survive_backticks_in_the_diff():
@@ -169,7 +186,8 @@ def test_sarif_has_every_rule_and_located_results(tree):
     assert first["message"]["text"].startswith("F.relu -> `self.relu`")
     assert first["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "models/net.py", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 11, "startColumn": 16}}
+        "region": {"startLine": 11, "startColumn": 16},
+    }
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tree.as_uri() + "/"
     invocation = run["invocations"][0]
     assert invocation["executionSuccessful"] is False

@@ -19,7 +19,7 @@ from test_cli import FIXED, MODEL, SHARED_CONV, migrator
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
 
-NOT_TORCH = '''import torch.nn.functional as F
+NOT_TORCH = """import torch.nn.functional as F
 
 
 class Module:
@@ -30,15 +30,17 @@ class Module:
 class Net(Module):
     def forward(self, x):
         return F.relu(x)
-'''
+"""
 
 BAD_INPUTS = {
     "syntax_error": (b"class Net(:\n    pass\n", r"1: syntax error: "),
     "non_utf8": (b"x = 1\ny = '\xe9'\n", r"2: cannot decode byte\(s\) e9 as utf-8"),
     "bad_cookie": (b"# -*- coding: klingon -*-\nx = 1\n", r"1: bad encoding declaration: "),
     "nul_byte": (b"x = 1\0\n", r"1: contains a NUL byte"),
-    "inconsistent_tabs": (MODEL.replace("        self.conv", "\tself.conv").encode(),
-                          r"8: syntax error: inconsistent use of tabs and spaces"),
+    "inconsistent_tabs": (
+        MODEL.replace("        self.conv", "\tself.conv").encode(),
+        r"8: syntax error: inconsistent use of tabs and spaces",
+    ),
     "too_deep": (b"x = " + b"-" * 100_000 + b"1\n", r"0: too deeply nested to parse"),
 }
 
@@ -106,8 +108,10 @@ def test_tab_indented_model_keeps_its_indentation(tmp_path, body):
 CONVENTIONS = {
     "crlf": (lambda t: t.replace("\n", "\r\n").encode(), None),
     "bom": (lambda t: codecs.BOM_UTF8 + t.encode(), None),
-    "latin1_cookie": (lambda t: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + t).encode("latin-1"),
-                      None),
+    "latin1_cookie": (
+        lambda t: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + t).encode("latin-1"),
+        None,
+    ),
     "no_final_newline": (lambda t: t.rstrip("\n").encode(), None),
     "executable": (lambda t: t.encode(), 0o755),
     "private": (lambda t: t.encode(), 0o600),
@@ -181,14 +185,23 @@ def test_symlinks_are_not_followed_out_of_the_tree(tmp_path):
     assert outside.read_text() == MODEL
     explicit = migrator("fix", "tree/link.py", cwd=tmp_path)
     assert explicit.returncode == 2
-    assert "tree/link.py:0: is a symbolic link; migrator does not write through links" in explicit.stderr
+    assert (
+        "tree/link.py:0: is a symbolic link; migrator does not write through links"
+        in explicit.stderr
+    )
     assert outside.read_text() == MODEL
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_discovery_skips_ignored_hidden_and_virtualenv_folders(tmp_path):
-    for rel in ("models/net.py", "generated/net.py", ".cache/net.py", "venv/lib/net.py",
-                "myenv/net.py", "models/out/net.py"):
+    for rel in (
+        "models/net.py",
+        "generated/net.py",
+        ".cache/net.py",
+        "venv/lib/net.py",
+        "myenv/net.py",
+        "models/out/net.py",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(MODEL)
     (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -197,32 +210,42 @@ def test_discovery_skips_ignored_hidden_and_virtualenv_folders(tmp_path):
     result = migrator("fix", ".", cwd=tmp_path)
     assert result.stdout.splitlines()[0] == "fixed models/net.py"
     assert result.stderr.startswith("1 file(s) changed")
-    for rel in ("generated/net.py", ".cache/net.py", "venv/lib/net.py", "myenv/net.py",
-                "models/out/net.py"):
+    for rel in (
+        "generated/net.py",
+        ".cache/net.py",
+        "venv/lib/net.py",
+        "myenv/net.py",
+        "models/out/net.py",
+    ):
         assert (tmp_path / rel).read_text() == MODEL, rel
 
 
 def test_config_exclude_and_disable_and_their_flags(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.migrator]\nexclude = ["legacy"]\ndisable = ["MIG103"]\n')
+        '[tool.migrator]\nexclude = ["legacy"]\ndisable = ["MIG103"]\n'
+    )
     for rel in ("src/models/net.py", "src/legacy/net.py"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(MODEL)
     (tmp_path / "src" / "models" / "shared.py").write_text(SHARED_CONV)
 
     def found(result: subprocess.CompletedProcess) -> list[str]:
-        return [re.sub(r":\d+:\d+: (MIG\d+) .*", r" \1", line).replace(os.sep, "/")
-                for line in result.stdout.splitlines()]
+        return [
+            re.sub(r":\d+:\d+: (MIG\d+) .*", r" \1", line).replace(os.sep, "/")
+            for line in result.stdout.splitlines()
+        ]
 
     # Found by walking up from the path, whatever the working directory.
     checked = migrator("check", str(tmp_path / "src"), cwd=tmp_path / "src" / "models")
     assert found(checked) == [f"{tmp_path.as_posix()}/src/models/net.py MIG001"]
 
     # Flags replace the settings.
-    flagged = migrator("check", "--exclude", "nothing", "--disable", "mig201", "src",
-                       cwd=tmp_path)
-    assert found(flagged) == ["src/legacy/net.py MIG001", "src/models/net.py MIG001",
-                              "src/models/shared.py MIG103"]
+    flagged = migrator("check", "--exclude", "nothing", "--disable", "mig201", "src", cwd=tmp_path)
+    assert found(flagged) == [
+        "src/legacy/net.py MIG001",
+        "src/models/net.py MIG001",
+        "src/models/shared.py MIG103",
+    ]
     assert flagged.stderr == ""
     unknown = migrator("check", "--disable", "MIG999", "src/models/net.py", cwd=tmp_path)
     assert unknown.stderr.startswith("--disable: unknown code `MIG999` in `disable`")

@@ -7,7 +7,7 @@ from test_cli import MODEL, SHARED_CONV, migrator
 
 SHARED_LINE = "        return self.conv(self.conv(x))"
 RELU_LINE = "        return F.relu(self.conv(x))"
-REUSED_RELU = '''import torch.nn as nn
+REUSED_RELU = """import torch.nn as nn
 
 
 class Net(nn.Module):
@@ -18,7 +18,7 @@ class Net(nn.Module):
     def forward(self, x):
         x = self.act(x)
         return self.act(x)  # noqa: MIG003
-'''
+"""
 
 
 def check(tmp_path, text, *args):
@@ -27,8 +27,13 @@ def check(tmp_path, text, *args):
 
 
 def test_noqa_forms_suppress_the_finding_on_their_line(tmp_path):
-    for comment in ("# noqa", "# noqa: MIG103", "# noqa: MIG101, MIG103", "# NOQA:MIG103 E501",
-                    "# migrator: skip[MIG103]"):
+    for comment in (
+        "# noqa",
+        "# noqa: MIG103",
+        "# noqa: MIG101, MIG103",
+        "# NOQA:MIG103 E501",
+        "# migrator: skip[MIG103]",
+    ):
         result = check(tmp_path, SHARED_CONV.replace(SHARED_LINE, f"{SHARED_LINE}  {comment}"))
         assert (result.returncode, result.stdout) == (0, ""), comment
     for comment in ("# noqa: MIG101", "# migrator: skip[MIG101]", "# noqa: E501"):
@@ -43,7 +48,8 @@ def test_unused_suppressions_are_reported_on_request(tmp_path):
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "net.py:10:41: MIG100 unused suppression `# noqa: MIG101, MIG103`: nothing to suppress "
-        "for MIG101"]
+        "for MIG101"
+    ]
     used = MODEL.replace(RELU_LINE, f"{RELU_LINE}  # noqa: MIG001")
     assert check(tmp_path, used, "--report-unused-noqa").returncode == 0
     bare = SHARED_CONV.replace("super().__init__()", "super().__init__()  # noqa")
@@ -69,14 +75,18 @@ def test_the_line_a_finding_is_on_counts(tmp_path):
 
 
 def test_add_noqa_is_idempotent_and_keeps_bytes(tmp_path):
-    text = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + SHARED_CONV.replace(
-        SHARED_LINE, f"{SHARED_LINE}  # noqa: E501") + MODEL.split("\n\n\n", 1)[1].replace(
-        "class Net", "class Other")
+    text = (
+        "# -*- coding: latin-1 -*-\n# caf\xe9\n"
+        + SHARED_CONV.replace(SHARED_LINE, f"{SHARED_LINE}  # noqa: E501")
+        + MODEL.split("\n\n\n", 1)[1].replace("class Net", "class Other")
+    )
     raw = text.replace("\n", "\r\n").encode("latin-1")
     (tmp_path / "net.py").write_bytes(raw)
-    (tmp_path / "net.py").write_bytes(raw.replace(b"import torch.nn as nn",
-                                                  b"import torch.nn as nn\r\nimport torch.nn."
-                                                  b"functional as F", 1))
+    (tmp_path / "net.py").write_bytes(
+        raw.replace(
+            b"import torch.nn as nn", b"import torch.nn as nn\r\nimport torch.nn.functional as F", 1
+        )
+    )
     first = migrator("check", "--add-noqa", ".", cwd=tmp_path)
     assert first.returncode == 0 and "added 2 noqa code(s) to 1 file(s)" in first.stderr
     written = (tmp_path / "net.py").read_bytes()
@@ -94,7 +104,9 @@ def test_statistics_exit_zero_quiet_verbose(tmp_path):
     stats = migrator("check", ".", "--statistics", cwd=tmp_path)
     assert stats.returncode == 1
     assert [line.split("\t")[:2] for line in stats.stdout.splitlines()] == [
-        ["    2", "MIG001"], ["    1", "MIG103"]]
+        ["    2", "MIG001"],
+        ["    1", "MIG103"],
+    ]
     assert "[*]" in stats.stdout.splitlines()[0]
     assert migrator("check", ".", "--exit-zero", cwd=tmp_path).returncode == 0
     verbose = migrator("check", "a.py", "-v", cwd=tmp_path)

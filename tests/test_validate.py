@@ -46,8 +46,10 @@ class Net(nn.Module):
 def test_reused_modules_and_functional_ops_are_reported(capsys):
     result = validate(Net(), torch.randn(2, 2, 3, 3))
     reused = {m.paths: (m.cls, m.calls, m.stateful) for m in result.reused_modules}
-    assert reused == {("blocks.0.act", "blocks.1.act"): ("ReLU", 2, False),
-                      ("head",): ("Conv2d", 2, True)}
+    assert reused == {
+        ("blocks.0.act", "blocks.1.act"): ("ReLU", 2, False),
+        ("head",): ("Conv2d", 2, True),
+    }
     line = _line_of("marker: functional ops")
     ops = [(op.call, op.module, op.owner, op.source) for op in result.functional_ops]
     assert ops == [

@@ -46,6 +46,7 @@ def _verify(path, new_text, *targets):
 
 # --------------------------------------------------------------------------- parsing
 
+
 def test_targets_inputs_and_config_entries(tmp_path):
     assert parse_input("1x3x224x224") == parse_input("1x3x224x224", "float32")
     assert parse_input("2x7:int64").dtype == "int64"
@@ -57,18 +58,24 @@ def test_targets_inputs_and_config_entries(tmp_path):
     assert parse_target(f"{NET}:build", Path.cwd()).attribute == "build"
     (tmp_path / "pyproject.toml").write_text(
         '[[tool.migrator.verify]]\ntarget = "m.py:M"\ninputs = "1x3"\nkwargs = {w = 2}\n'
-        '[[tool.migrator.verify]]\ntarget = "m.py:N"\nshape = "1x3"\n', encoding="utf-8")
+        '[[tool.migrator.verify]]\ntarget = "m.py:N"\nshape = "1x3"\n',
+        encoding="utf-8",
+    )
     (tmp_path / "m.py").write_text("", encoding="utf-8")
     config = load_config([str(tmp_path)])
     with pytest.raises(TargetError, match="entry 2: unknown key"):
         config_targets(config)
     config.verify.pop()
     [target] = config_targets(config)
-    assert (target.file, target.inputs, target.kwargs) == (tmp_path / "m.py", (parse_input("1x3"),),
-                                                           {"w": 2})
+    assert (target.file, target.inputs, target.kwargs) == (
+        tmp_path / "m.py",
+        (parse_input("1x3"),),
+        {"w": 2},
+    )
 
 
 # --------------------------------------------------------------------------- loading
+
 
 def test_each_side_loads_in_isolation(monkeypatch):
     from migrator.prove.load import Side, load
@@ -91,12 +98,17 @@ def test_each_side_loads_in_isolation(monkeypatch):
 
 # --------------------------------------------------------------------------- verify_rewrites
 
+
 def test_correct_rewrite_passes_every_check():
     old, new = _rewrite(NET)
     verification = _verify(NET, new, Target(NET, "build"))
     [result] = verification.results
-    assert _statuses(result) == {"state_dict": "pass", "fx graph": "pass", "export": "pass",
-                                 "outputs": "pass"}
+    assert _statuses(result) == {
+        "state_dict": "pass",
+        "fx graph": "pass",
+        "export": "pass",
+        "outputs": "pass",
+    }
     figures = {c.name: c.figures for c in result.checks}
     assert figures["state_dict"]["tensors"] == 14 and figures["fx graph"]["nodes"] == 14
     assert figures["outputs"] == {"eval_tensors": 1, "train_tensors": 1}
@@ -124,20 +136,29 @@ def test_lost_hyper_parameter_fails_naming_the_check():
     wrong = new.replace("nn.LeakyReLU(negative_slope=0.2)", "nn.LeakyReLU()")
     verification = _verify(NET, wrong, Target(NET, "build"))
     [result] = verification.results
-    assert _statuses(result) == {"state_dict": "pass", "fx graph": "fail", "export": "fail",
-                                 "outputs": "fail"}
+    assert _statuses(result) == {
+        "state_dict": "pass",
+        "fx graph": "fail",
+        "export": "fail",
+        "outputs": "fail",
+    }
     graph = result.checks[1].detail
     assert "LeakyReLU(negative_slope=0.2)" in graph and "LeakyReLU(negative_slope=0.01)" in graph
     assert "net.py@before fix:18" in graph
-    assert re.search(r"original has `aten\.leaky_relu\.default\(%\d+, 0\.2\)`.* migrated has "
-                     r"`aten\.leaky_relu\.default\(%\d+,\)`", result.checks[2].detail)
+    assert re.search(
+        r"original has `aten\.leaky_relu\.default\(%\d+, 0\.2\)`.* migrated has "
+        r"`aten\.leaky_relu\.default\(%\d+,\)`",
+        result.checks[2].detail,
+    )
     assert verification.refusal(NET) == "a verify target using it failed"
     assert "fx graph    FAIL" in format_text(verification.results)
 
 
 def test_renamed_weight_fails_state_dict_and_outputs_do_not_pass():
     _, new = _rewrite(NET)
-    [result] = _verify(NET, new.replace("self.head", "self.classifier"), Target(NET, "build")).results
+    [result] = _verify(
+        NET, new.replace("self.head", "self.classifier"), Target(NET, "build")
+    ).results
     statuses = _statuses(result)
     assert statuses["state_dict"] == "fail" and statuses["outputs"] == "skip"
     assert 'Missing key(s) in state_dict: "classifier.weight"' in result.checks[0].detail
@@ -145,23 +166,41 @@ def test_renamed_weight_fails_state_dict_and_outputs_do_not_pass():
 
 def test_models_fx_cannot_trace_rely_on_the_other_checks():
     _, new = _rewrite(UNTRACEABLE)
-    gated, switch = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated", INPUT),
-                            Target(UNTRACEABLE, "ShapeSwitch", INPUT)).results
-    assert _statuses(gated) == {"state_dict": "pass", "fx graph": "skip", "export": "skip",
-                                "outputs": "pass"}
+    gated, switch = _verify(
+        UNTRACEABLE,
+        new,
+        Target(UNTRACEABLE, "Gated", INPUT),
+        Target(UNTRACEABLE, "ShapeSwitch", INPUT),
+    ).results
+    assert _statuses(gated) == {
+        "state_dict": "pass",
+        "fx graph": "skip",
+        "export": "skip",
+        "outputs": "pass",
+    }
     assert "fx cannot trace the original" in gated.checks[1].detail
     assert gated.checks[2].detail.endswith("relying on state_dict, outputs")
-    assert _statuses(switch) == {"state_dict": "pass", "fx graph": "skip", "export": "pass",
-                                 "outputs": "pass"}
+    assert _statuses(switch) == {
+        "state_dict": "pass",
+        "fx graph": "skip",
+        "export": "pass",
+        "outputs": "pass",
+    }
     assert switch.checks[1].detail.endswith("relying on state_dict, export, outputs")
 
     wrong = new.replace("self.sub(y, x)", "self.sub(x, y)")
     [switch] = _verify(UNTRACEABLE, wrong, Target(UNTRACEABLE, "ShapeSwitch", INPUT)).results
-    assert _statuses(switch) == {"state_dict": "pass", "fx graph": "skip", "export": "fail",
-                                 "outputs": "fail"}
-    assert re.search(r"original has `aten\.sub\.Tensor\(%(\d+), %(\d+)\)`.* migrated has "
-                     r"`aten\.sub\.Tensor\(%\2, %\1\)`",
-                     switch.checks[2].detail)
+    assert _statuses(switch) == {
+        "state_dict": "pass",
+        "fx graph": "skip",
+        "export": "fail",
+        "outputs": "fail",
+    }
+    assert re.search(
+        r"original has `aten\.sub\.Tensor\(%(\d+), %(\d+)\)`.* migrated has "
+        r"`aten\.sub\.Tensor\(%\2, %\1\)`",
+        switch.checks[2].detail,
+    )
 
 
 def test_a_failing_target_blocks_the_rewritten_files_it_imports():
@@ -171,13 +210,16 @@ def test_a_failing_target_blocks_the_rewritten_files_it_imports():
     old_net, new_net = _rewrite(NET)
     from migrator.prove.verify import verify_rewrites
 
-    verification = verify_rewrites({NET: (old_net, new_net), layers: (old_layers, wrong_layers)},
-                                   [Target(NET, "build")])
+    verification = verify_rewrites(
+        {NET: (old_net, new_net), layers: (old_layers, wrong_layers)}, [Target(NET, "build")]
+    )
     assert verification.blocked == {NET, layers} and not verification.unverified
     assert not verification.results[0].ok
     # Targets whose own file is unchanged are verified when a file they import is rewritten.
-    verification = verify_rewrites({layers: (old_layers, wrong_layers)},
-                                   [Target(NET, "build"), Target(UNTRACEABLE, "Gated", INPUT)])
+    verification = verify_rewrites(
+        {layers: (old_layers, wrong_layers)},
+        [Target(NET, "build"), Target(UNTRACEABLE, "Gated", INPUT)],
+    )
     assert [r.ok for r in verification.results] == [False, False]
     assert verification.blocked == {layers}
 
@@ -186,8 +228,9 @@ def test_set_up_errors_and_uncovered_files():
     """A target whose original cannot be built (no inputs, no such attribute) is a set-up error,
     not a comparison; it blocks its file. A file no target covers is not to be written either."""
     _, new = _rewrite(UNTRACEABLE)
-    verification = _verify(UNTRACEABLE, new, Target(UNTRACEABLE, "Gated"),
-                           Target(UNTRACEABLE, "Gatted", INPUT))
+    verification = _verify(
+        UNTRACEABLE, new, Target(UNTRACEABLE, "Gated"), Target(UNTRACEABLE, "Gatted", INPUT)
+    )
     assert [(r.checks, r.ok) for r in verification.results] == [([], False), ([], False)]
     assert verification.results[0].error.startswith("no example inputs: pass --input SHAPE")
     assert verification.results[1].error == "untraceable.py (before fix) has no `Gatted`"
@@ -200,8 +243,9 @@ def test_set_up_errors_and_uncovered_files():
 FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
 
 
-@pytest.mark.parametrize("name", ["binary_functions", "inplace_methods", "activations_b",
-                                  "pooling_2d", "sdpa"])
+@pytest.mark.parametrize(
+    "name", ["binary_functions", "inplace_methods", "activations_b", "pooling_2d", "sdpa"]
+)
 def test_fixture_rewrites_verify(name):
     """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
     nn.PReLU owning a weight, return pooling indices, or pass attn_mask by keyword."""
@@ -214,9 +258,24 @@ def test_fixture_rewrites_verify(name):
 
 # --------------------------------------------------------------------------- CLI
 
+
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
-                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture
@@ -229,13 +288,16 @@ def repo(tmp_path, monkeypatch):
     (root / "pyproject.toml").write_text(
         '[[tool.migrator.verify]]\ntarget = "verify_pkg/models/net.py:build"\n\n'
         '[[tool.migrator.verify]]\ntarget = "verify_pkg/models/untraceable.py:ShapeSwitch"\n'
-        'inputs = ["2x3x8x8"]\n', encoding="utf-8")
+        'inputs = ["2x3x8x8"]\n',
+        encoding="utf-8",
+    )
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "models")
     for path in (root / "verify_pkg" / "models").glob("*.py"):
-        path.write_text(fix_text(path.read_text(encoding="utf-8"), str(path), Project())[0],
-                        encoding="utf-8")
+        path.write_text(
+            fix_text(path.read_text(encoding="utf-8"), str(path), Project())[0], encoding="utf-8"
+        )
     monkeypatch.chdir(root)
     return root
 
@@ -246,14 +308,29 @@ def test_cli_verifies_configured_entries_against_head(repo, capsys):
     assert "verify_pkg/models/net.py:build  (original: HEAD, migrated: working tree" in out
     assert "2 target(s) verified: 2 passed, 0 failed" in out
 
-    assert main(["verify", "verify_pkg/models/net.py:Net", "--input", "2x3x8x8", "--kwargs",
-                 '{"width": 4}', "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "verify",
+                "verify_pkg/models/net.py:Net",
+                "--input",
+                "2x3x8x8",
+                "--kwargs",
+                '{"width": 4}',
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and [c["status"] for c in report["targets"][0]["checks"]] == ["pass"] * 4
 
     net = repo / "verify_pkg" / "models" / "net.py"
-    net.write_text(net.read_text(encoding="utf-8").replace("Softmax(dim=1)", "Softmax(dim=0)"),
-                   encoding="utf-8")
+    net.write_text(
+        net.read_text(encoding="utf-8").replace("Softmax(dim=1)", "Softmax(dim=0)"),
+        encoding="utf-8",
+    )
     assert main(["verify"]) == 1
     out = capsys.readouterr().out
     assert "fx graph    FAIL" in out and "1 passed, 1 failed" in out
@@ -263,20 +340,31 @@ def test_cli_verifies_configured_entries_against_head(repo, capsys):
     assert out == "" and err.splitlines() == [
         "migrator verify: verify_pkg/models/net.py:build: unknown git revision 'no-such-rev'",
         "migrator verify: verify_pkg/models/untraceable.py:ShapeSwitch: unknown git revision "
-        "'no-such-rev'"]
+        "'no-such-rev'",
+    ]
 
 
 def test_cli_set_up_errors_exit_2_with_one_line(repo, capsys):
     """A misspelt target or one without inputs is not "not equivalent" (exit 1): exit 2, one
     line each; the other targets are still verified and reported."""
-    assert main(["verify", "verify_pkg/models/net.py:Nett", "verify_pkg/models/net.py:build",
-                 "verify_pkg/models/untraceable.py:Gated"]) == 2
+    assert (
+        main(
+            [
+                "verify",
+                "verify_pkg/models/net.py:Nett",
+                "verify_pkg/models/net.py:build",
+                "verify_pkg/models/untraceable.py:Gated",
+            ]
+        )
+        == 2
+    )
     out, err = capsys.readouterr()
     assert err.splitlines() == [
         "migrator verify: verify_pkg/models/net.py:Nett: net.py (HEAD) has no `Nett`",
         "migrator verify: verify_pkg/models/untraceable.py:Gated: no example inputs: pass --input "
         "SHAPE, set `inputs` in the config entry, return (model, example_inputs), or define "
-        "example_inputs()"]
+        "example_inputs()",
+    ]
     assert "1 target(s) verified: 1 passed, 0 failed" in out and "Nett" not in out
     assert main(["verify", "verify_pkg/models/net.py:Nett", "--format", "json"]) == 2
     [target] = json.loads(capsys.readouterr().out)["targets"]
@@ -289,8 +377,10 @@ def test_cli_outside_a_git_repository(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     assert main(["verify", "verify_pkg/models/net.py:build"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("migrator verify: verify_pkg/models/net.py:build: no git "
-                                        "revision to take the original from (--base HEAD): git ")
+    assert out == "" and err.startswith(
+        "migrator verify: verify_pkg/models/net.py:build: no git "
+        "revision to take the original from (--base HEAD): git "
+    )
     assert len(err.splitlines()) == 1
 
 
@@ -307,7 +397,9 @@ def test_cli_usage_errors(tmp_path, monkeypatch, capsys):
 
 
 def test_import_migrator_and_cli_do_not_import_torch():
-    code = ("import sys, migrator, migrator.cli; migrator.cli.build_parser(); "
-            "assert 'torch' not in sys.modules; migrator.validate; assert 'torch' in sys.modules")
+    code = (
+        "import sys, migrator, migrator.cli; migrator.cli.build_parser(); "
+        "assert 'torch' not in sys.modules; migrator.validate; assert 'torch' in sys.modules"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

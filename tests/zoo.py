@@ -55,34 +55,108 @@ def _small(name: str, **kwargs) -> Spec:
 
 SAMPLES = {
     "torchvision": [
-        *(Spec(name) for name in (
-            # the first four were once broken by the migration
-            "fcn_resnet50", "deeplabv3_resnet50", "retinanet_resnet50_fpn", "fcos_resnet50_fpn",
-            "retinanet_resnet50_fpn_v2", "lraspp_mobilenet_v3_large",
-            "deeplabv3_mobilenet_v3_large", "resnet18", "resnext50_32x4d",
-            "mobilenet_v2", "mobilenet_v3_small", "mnasnet0_5", "efficientnet_b0",
-            "efficientnet_v2_s", "regnet_y_400mf", "regnet_x_400mf", "shufflenet_v2_x0_5",
-            "squeezenet1_0", "squeezenet1_1", "densenet121", "googlenet",
-            "convnext_tiny", "swin_t", "swin_v2_t", "vit_b_16", "quantized_resnet18",
-            "quantized_mobilenet_v3_large", "quantized_shufflenet_v2_x0_5", "r3d_18",
-            "swin3d_t")),
+        *(
+            Spec(name)
+            for name in (
+                # the first four were once broken by the migration
+                "fcn_resnet50",
+                "deeplabv3_resnet50",
+                "retinanet_resnet50_fpn",
+                "fcos_resnet50_fpn",
+                "retinanet_resnet50_fpn_v2",
+                "lraspp_mobilenet_v3_large",
+                "deeplabv3_mobilenet_v3_large",
+                "resnet18",
+                "resnext50_32x4d",
+                "mobilenet_v2",
+                "mobilenet_v3_small",
+                "mnasnet0_5",
+                "efficientnet_b0",
+                "efficientnet_v2_s",
+                "regnet_y_400mf",
+                "regnet_x_400mf",
+                "shufflenet_v2_x0_5",
+                "squeezenet1_0",
+                "squeezenet1_1",
+                "densenet121",
+                "googlenet",
+                "convnext_tiny",
+                "swin_t",
+                "swin_v2_t",
+                "vit_b_16",
+                "quantized_resnet18",
+                "quantized_mobilenet_v3_large",
+                "quantized_shufflenet_v2_x0_5",
+                "r3d_18",
+                "swin3d_t",
+            )
+        ),
         Spec("inception_v3", {"aux_logits": False}, (3, 96, 96)),  # the aux head needs 299
     ],
     "timm": [
-        *(_small(name) for name in (
-            "resnet18", "resnet50", "resnet26d", "convnext_atto", "efficientnet_b0",
-            "mobilenetv3_small_100", "mobilenetv4_conv_small", "regnetx_002", "dla34",
-            "hrnet_w18_small", "ghostnet_100", "rexnet_100", "cspresnet50", "res2net50_14w_8s",
-            "skresnet18", "resnest14d", "nf_resnet26", "repvgg_a0", "mobileone_s0",
-            "poolformer_s12", "mobilevit_xxs", "edgenext_xx_small", "fastvit_t8",
-            "efficientvit_b0", "hgnetv2_b0", "lcnet_050", "densenet121", "dpn68",
-            "inception_next_atto", "starnet_s1", "ese_vovnet19b_dw", "gernet_s", "darknet17",
-            "davit_tiny", "focalnet_tiny_srf", "sequencer2d_s")),
-        *(_small(name, img_size=64) for name in (
-            "vit_tiny_patch16_224", "deit_tiny_patch16_224", "levit_128s", "coatnet_0_rw_224",
-            "maxvit_tiny_rw_224", "convit_tiny", "xcit_nano_12_p16_224", "pit_ti_224",
-            "mixer_s16_224", "resmlp_12_224", "twins_svt_small", "gcvit_xxtiny", "nest_tiny",
-            "hiera_tiny_224", "volo_d1_224", "coat_lite_tiny", "mvitv2_tiny")),
+        *(
+            _small(name)
+            for name in (
+                "resnet18",
+                "resnet50",
+                "resnet26d",
+                "convnext_atto",
+                "efficientnet_b0",
+                "mobilenetv3_small_100",
+                "mobilenetv4_conv_small",
+                "regnetx_002",
+                "dla34",
+                "hrnet_w18_small",
+                "ghostnet_100",
+                "rexnet_100",
+                "cspresnet50",
+                "res2net50_14w_8s",
+                "skresnet18",
+                "resnest14d",
+                "nf_resnet26",
+                "repvgg_a0",
+                "mobileone_s0",
+                "poolformer_s12",
+                "mobilevit_xxs",
+                "edgenext_xx_small",
+                "fastvit_t8",
+                "efficientvit_b0",
+                "hgnetv2_b0",
+                "lcnet_050",
+                "densenet121",
+                "dpn68",
+                "inception_next_atto",
+                "starnet_s1",
+                "ese_vovnet19b_dw",
+                "gernet_s",
+                "darknet17",
+                "davit_tiny",
+                "focalnet_tiny_srf",
+                "sequencer2d_s",
+            )
+        ),
+        *(
+            _small(name, img_size=64)
+            for name in (
+                "vit_tiny_patch16_224",
+                "deit_tiny_patch16_224",
+                "levit_128s",
+                "coatnet_0_rw_224",
+                "maxvit_tiny_rw_224",
+                "convit_tiny",
+                "xcit_nano_12_p16_224",
+                "pit_ti_224",
+                "mixer_s16_224",
+                "resmlp_12_224",
+                "twins_svt_small",
+                "gcvit_xxtiny",
+                "nest_tiny",
+                "hiera_tiny_224",
+                "volo_d1_224",
+                "coat_lite_tiny",
+                "mvitv2_tiny",
+            )
+        ),
         _small("beit_base_patch16_224", img_size=64, depth=2),
         _small("cait_xxs24_224", img_size=64, depth=2),
         _small("swin_tiny_patch4_window7_224", img_size=64, window_size=2),
@@ -96,6 +170,7 @@ video)."""
 
 
 # -- migration ------------------------------------------------------------------------------
+
 
 @dataclass
 class FixRun:
@@ -151,6 +226,7 @@ def unparsable(paths: list[Path]) -> list[str]:
 
 # -- the comparison -------------------------------------------------------------------------
 
+
 @dataclass
 class ModelResult:
     """One model on both sides; `problem` is None when the migrated model is bit-exact."""
@@ -187,15 +263,20 @@ class ZooRun:
     def problems(self) -> dict[str, str]:
         """Each failing model (or `<fix>`) with its first difference or error."""
         found = {m.name: m.problem for m in self.models if m.problem}
-        general = self.first.errors + self.unparsable + [
-            f"second fix changes {p}" for p in self.second.changed] + self.second.errors
+        general = (
+            self.first.errors
+            + self.unparsable
+            + [f"second fix changes {p}" for p in self.second.changed]
+            + self.second.errors
+        )
         if general:
             found["<fix>"] = "; ".join(general)
         return found
 
 
-def run_zoo(zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1,
-            prepare: bool = False) -> ZooRun:
+def run_zoo(
+    zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1, prepare: bool = False
+) -> ZooRun:
     """Copy and migrate `zoo` under `workdir`, build `specs` on both sides (two subprocesses at
     once) while a second `fix` runs on the migrated copy, and compare each model as soon as
     both sides saved it (then delete its tensors: the disk holds a few models at a time).
@@ -213,8 +294,10 @@ def run_zoo(zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1,
     spec_file.write_text(json.dumps([asdict(s) for s in specs]), encoding="utf-8")
     roots = {"original": None, "migrated": package.parent}
     with ThreadPoolExecutor(len(roots)) as pool:
-        sides = [pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare)
-                 for side, root in roots.items()]
+        sides = [
+            pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare)
+            for side, root in roots.items()
+        ]
         second = fix(folders, write=False, jobs=jobs)
         seconds["second fix"] = second.seconds
         models = [_compare_model(spec.name, workdir, package, sides) for spec in specs]
@@ -224,22 +307,25 @@ def run_zoo(zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1,
     return run
 
 
-def _run_side(zoo: str, root: Path | None, specs: list[Spec], spec_file: Path, out: Path,
-              prepare: bool) -> None:
+def _run_side(
+    zoo: str, root: Path | None, specs: list[Spec], spec_file: Path, out: Path, prepare: bool
+) -> None:
     """Run the worker over `specs`; when it dies (out of memory, a crash), the model it was on
     is recorded as failing and a new worker goes on with the next."""
     out.mkdir(parents=True)
     command = [sys.executable, __file__, "run", zoo, str(root or "-"), str(spec_file), str(out)]
     with (out / "worker.log").open("ab") as log:
-        while code := subprocess.run(command + (["--prepare"] if prepare else []), stdout=log,
-                                     stderr=subprocess.STDOUT).returncode:
+        while code := subprocess.run(
+            command + (["--prepare"] if prepare else []), stdout=log, stderr=subprocess.STDOUT
+        ).returncode:
             dead = next((s for s in specs if not _summary_file(out, s.name).exists()), None)
             if dead is None:
                 raise RuntimeError(f"the worker for {out.name} exited with {code}: see {log.name}")
             log.write(f"died (exit status {code})\n".encode())
             log.flush()
-            _write_summary(out, dead.name, {"package": None,
-                                            "error": f"the worker died (exit status {code})"})
+            _write_summary(
+                out, dead.name, {"package": None, "error": f"the worker died (exit status {code})"}
+            )
 
 
 def _summary_file(out: Path, name: str) -> Path:
@@ -264,8 +350,9 @@ def _compare_model(name: str, workdir: Path, migrated_package: Path, sides: list
         if all(f.done() for f in sides):
             raise RuntimeError(f"the workers exited without saving {name}")
         time.sleep(0.1)
-    original, migrated = (json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-                          for folder in folders)
+    original, migrated = (
+        json.loads((folder / "summary.json").read_text(encoding="utf-8")) for folder in folders
+    )
     result = ModelResult(name, original, migrated)
     if result.comparable:
         result.problem = _problem(folders, migrated, migrated_package)
@@ -290,8 +377,10 @@ def _problem(folders: list[Path], migrated: dict, migrated_package: Path) -> str
     torch.set_num_threads(1)  # hundreds of small comparisons: a thread pool costs 20 x more
     try:
         for part in _COMPARED:
-            expected, actual = (torch.load(folder / f"{part}.pt", weights_only=True, mmap=True)
-                                for folder in folders)
+            expected, actual = (
+                torch.load(folder / f"{part}.pt", weights_only=True, mmap=True)
+                for folder in folders
+            )
             if why := difference(expected, actual):
                 return f"{part}: {why}"
     finally:
@@ -308,8 +397,10 @@ def difference(expected, actual, where: str = "") -> str | None:
         if not isinstance(actual, torch.Tensor):
             return f"{where or 'value'}: a tensor became {type(actual).__name__}"
         if (expected.dtype, expected.shape) != (actual.dtype, actual.shape):
-            return (f"{where or 'tensor'}: {expected.dtype} {tuple(expected.shape)} became "
-                    f"{actual.dtype} {tuple(actual.shape)}")
+            return (
+                f"{where or 'tensor'}: {expected.dtype} {tuple(expected.shape)} became "
+                f"{actual.dtype} {tuple(actual.shape)}"
+            )
         if torch.equal(expected, actual):
             return None
         gap = (expected.double() - actual.double()).abs().nan_to_num(float("inf")).max()
@@ -339,6 +430,7 @@ def _shape(value) -> str:
 
 
 # -- the worker (a subprocess per side) -----------------------------------------------------
+
 
 def _shim_torchvision() -> object:
     """Let PyPI's CUDA-built torchvision import on CPU torch: define its `nms` ops (with a
@@ -419,8 +511,12 @@ def _complete(zoo_module, zoo: str, spec: Spec) -> Spec:
     else:
         config = zoo_module.models.get_pretrained_cfg(spec.name)
         default = Spec(spec.name, {}, tuple(config.input_size))
-    return Spec(spec.name, {**default.kwargs, **spec.kwargs}, tuple(spec.input or default.input),
-                default.kind)
+    return Spec(
+        spec.name,
+        {**default.kwargs, **spec.kwargs},
+        tuple(spec.input or default.input),
+        default.kind,
+    )
 
 
 def _build(zoo_module, zoo: str, spec: Spec):
@@ -542,8 +638,13 @@ def _prepare_counts(model) -> dict:
         reused.setdefault(copy.original, list(calls.get(copy.original, [])))
         reused[copy.original] += calls.get(copy.copy, [])
     sites += [[f"reused {module}", sources] for module, sources in reused.items()]
-    return {"converted": len(report.converted), "copies": len(report.copies),
-            "left": len(report.left), "shared": len(report.shared), "sites": sites}
+    return {
+        "converted": len(report.converted),
+        "copies": len(report.copies),
+        "left": len(report.left),
+        "shared": len(report.shared),
+        "sites": sites,
+    }
 
 
 def silent(run: ZooRun, near: int = 2) -> list[str]:
@@ -563,14 +664,20 @@ def silent(run: ZooRun, near: int = 2) -> list[str]:
     for model in run.models:
         for what, sources in model.migrated.get("prepare", {}).get("sites", []):
             places = [_place(s) for s in sources]
-            places = [(path, line) for path, line in places
-                      if any(path.is_relative_to(folder) for folder in folders)]
+            places = [
+                (path, line)
+                for path, line in places
+                if any(path.is_relative_to(folder) for folder in folders)
+            ]
             if places and not any(
-                    any(line - k in lines.get(str(path), ()) for k in range(near + 1))
-                    or (_module(path, run.package), _function_at(path, line)) in helpers
-                    for path, line in places):
-                found.append(f"{model.name}: {what} at "
-                             f"{', '.join(f'{p.relative_to(run.package.parent)}:{n}' for p, n in places)}")
+                any(line - k in lines.get(str(path), ()) for k in range(near + 1))
+                or (_module(path, run.package), _function_at(path, line)) in helpers
+                for path, line in places
+            ):
+                found.append(
+                    f"{model.name}: {what} at "
+                    f"{', '.join(f'{p.relative_to(run.package.parent)}:{n}' for p, n in places)}"
+                )
     return sorted(set(found))
 
 
@@ -585,14 +692,21 @@ def _place(source: str) -> tuple[Path, int]:
 
 def _module(path: Path, package: Path) -> str:
     return ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(
-        ".__init__")
+        ".__init__"
+    )
 
 
 def _function_at(path: Path, line: int) -> str:
     """The module-level function whose body holds `line` ('' if none)."""
     tree = _parsed(path)
-    return next((node.name for node in tree.body if isinstance(node, ast.FunctionDef)
-                 and node.lineno <= line <= node.end_lineno), "")
+    return next(
+        (
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.lineno <= line <= node.end_lineno
+        ),
+        "",
+    )
 
 
 @lru_cache(maxsize=None)
@@ -618,15 +732,18 @@ def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) ->
         summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder)
         summary["seconds"] = time.perf_counter() - start
         _write_summary(Path(out), spec.name, summary)
-        print(f"{'ok' if summary['error'] is None else 'FAILED'} {summary['seconds']:.2f}s",
-              flush=True)
+        print(
+            f"{'ok' if summary['error'] is None else 'FAILED'} {summary['seconds']:.2f}s",
+            flush=True,
+        )
 
 
 def list_specs(zoo: str) -> list[Spec]:
     """The default spec of every model `zoo` lists (in a subprocess: the parent never imports
     the zoo)."""
-    text = subprocess.run([sys.executable, __file__, "list", zoo], check=True,
-                          capture_output=True, text=True).stdout
+    text = subprocess.run(
+        [sys.executable, __file__, "list", zoo], check=True, capture_output=True, text=True
+    ).stdout
     return [Spec(**s) for s in json.loads(text.splitlines()[-1])]
 
 

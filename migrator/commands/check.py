@@ -21,17 +21,31 @@ HELP = "report every finding (path:line:col: CODE message) without changing file
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_arguments(parser)
-    parser.add_argument("--output-format", "--format", dest="format", choices=FORMATS,
-                        default="text",
-                        help="text (default: path:line:col: CODE message), grouped (by file), "
-                             "json, sarif (SARIF 2.1.0) or github (GitHub Actions annotations)")
-    parser.add_argument("--statistics", action="store_true",
-                        help="print a count of the findings per code instead of each finding")
-    parser.add_argument("--report-unused-noqa", action="store_true",
-                        help="report each suppression comment that suppresses nothing (MIG100)")
-    parser.add_argument("--add-noqa", action="store_true",
-                        help="write `# noqa: CODE` on the line of every finding reported, to "
-                             "adopt migrator on existing code; exit 0 unless a file fails")
+    parser.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=FORMATS,
+        default="text",
+        help="text (default: path:line:col: CODE message), grouped (by file), "
+        "json, sarif (SARIF 2.1.0) or github (GitHub Actions annotations)",
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print a count of the findings per code instead of each finding",
+    )
+    parser.add_argument(
+        "--report-unused-noqa",
+        action="store_true",
+        help="report each suppression comment that suppresses nothing (MIG100)",
+    )
+    parser.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="write `# noqa: CODE` on the line of every finding reported, to "
+        "adopt migrator on existing code; exit 0 unless a file fails",
+    )
     add_noise_arguments(parser)
     add_jobs_argument(parser)
     add_override_arguments(parser)
@@ -51,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     found, findings, errors, noqa = 0, [], [], NoqaWriter(args)
     with Progress("check") as bar:
         raw = sys.stdin.buffer.read() if stdin else None
-        for outcome in outcomes(args, settings, raw, rewrite=False, progress=bar,
-                                report_unused=args.report_unused_noqa):
+        for outcome in outcomes(
+            args, settings, raw, rewrite=False, progress=bar, report_unused=args.report_unused_noqa
+        ):
             say_verbose(args, outcome, bar)
             if isinstance(outcome, runner.Failed):
                 bar.print(outcome.error, file=sys.stderr)
@@ -90,8 +105,11 @@ class NoqaWriter:
         text = with_noqa(outcome.source.text, outcome.findings)
         try:
             if text is None:
-                raise SourceError(outcome.path, outcome.findings[0].line,
-                                  "a `# noqa` comment would change the code here; add it by hand")
+                raise SourceError(
+                    outcome.path,
+                    outcome.findings[0].line,
+                    "a `# noqa` comment would change the code here; add it by hand",
+                )
             write_source(outcome.source, text)
         except SourceError as exc:
             bar.print(exc, file=sys.stderr)

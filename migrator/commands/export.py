@@ -7,18 +7,29 @@ import argparse
 import sys
 
 from migrator.prove.targets import TargetError
-from migrator.commands.options import (add_chain_arguments, add_target_arguments, chain_options,
-                                       targets_from_args)
+from migrator.commands.options import (
+    add_chain_arguments,
+    add_target_arguments,
+    chain_options,
+    targets_from_args,
+)
 
 HELP = "write the float and QDQ ONNX models and the observer report of a model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="FILE.py:NAME",
-                        help="a model class or a callable returning a model or "
-                             "(model, example_inputs)")
-    parser.add_argument("-o", "--output", required=True, metavar="DIR",
-                        help="folder for <name>.float.onnx, <name>.qdq.onnx and the reports")
+    parser.add_argument(
+        "target",
+        metavar="FILE.py:NAME",
+        help="a model class or a callable returning a model or (model, example_inputs)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="folder for <name>.float.onnx, <name>.qdq.onnx and the reports",
+    )
     add_target_arguments(parser)
     add_chain_arguments(parser)
 
@@ -41,8 +52,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"migrator export: {exc}", file=sys.stderr)
         return 2
     if built.inputs is None:
-        print(f"migrator export: {target.label}: no example inputs: pass --input SHAPE, return "
-              "(model, example_inputs), or define example_inputs()", file=sys.stderr)
+        print(
+            f"migrator export: {target.label}: no example inputs: pass --input SHAPE, return "
+            "(model, example_inputs), or define example_inputs()",
+            file=sys.stderr,
+        )
         return 2
     report = write_export(built.model, built.inputs, args.output, name=target.label, **options)
     print(report.to_table())

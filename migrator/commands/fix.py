@@ -29,20 +29,31 @@ HELP = "rewrite functionals, operators and reused modules into named modules, in
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_arguments(parser)
     parser.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if any file would change (findings left do "
-                             "not count); with --diff, print the diff too")
-    parser.add_argument("--verify", action="store_true",
-                        help="before writing, verify every [[tool.migrator.verify]] target that "
-                             "uses a changed file (state_dict, fx graph, export, outputs); write "
-                             "only the files passing targets cover")
-    parser.add_argument("--write-unverified", action="store_true",
-                        help="with --verify, also write the changed files no verify target "
-                             "covers (left unwritten otherwise)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if any file would change (findings left do "
+        "not count); with --diff, print the diff too",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="before writing, verify every [[tool.migrator.verify]] target that "
+        "uses a changed file (state_dict, fx graph, export, outputs); write "
+        "only the files passing targets cover",
+    )
+    parser.add_argument(
+        "--write-unverified",
+        action="store_true",
+        help="with --verify, also write the changed files no verify target "
+        "covers (left unwritten otherwise)",
+    )
     add_observer_arguments(parser, exclude_flag="--exclude-module")
-    parser.add_argument("--report", metavar="FILE.md",
-                        help="also write a Markdown review report: each file's diff and the "
-                             "findings left")
+    parser.add_argument(
+        "--report",
+        metavar="FILE.md",
+        help="also write a Markdown review report: each file's diff and the findings left",
+    )
     add_noise_arguments(parser)
     add_jobs_argument(parser)
     add_override_arguments(parser)
@@ -87,14 +98,20 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
         return None
     if not targets:
-        print("migrator fix --verify: nothing to verify: add [[tool.migrator.verify]] entries to "
-              "pyproject.toml", file=sys.stderr)
+        print(
+            "migrator fix --verify: nothing to verify: add [[tool.migrator.verify]] entries to "
+            "pyproject.toml",
+            file=sys.stderr,
+        )
         return None
     from migrator.commands.options import report_setup_errors, run_chains
     from migrator.prove.verify import format_text, verify_rewrites
 
-    rewrites = {o.path: (o.source.text, o.new_text) for o in outcomes
-                if isinstance(o, runner.Processed) and o.changed and o.new_text is not None}
+    rewrites = {
+        o.path: (o.source.text, o.new_text)
+        for o in outcomes
+        if isinstance(o, runner.Processed) and o.changed and o.new_text is not None
+    }
     ops_file = _ops_module_file(config)
     if rewrites and ops_file is not None and not ops_file.exists():
         rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
@@ -173,7 +190,8 @@ class Fixer:
         if not self.args.quiet:
             print(self.summary.line(verb), file=sys.stderr)
         if self.report and not self._write_report(
-                self.report.render(self.summary, verb, verification)):
+            self.report.render(self.summary, verb, verification)
+        ):
             return 2
         if self.summary.errors or any(result.error for result in verification):
             return 2
@@ -223,8 +241,10 @@ class Fixer:
         try:
             Path(self.args.report).write_text(text, encoding="utf-8")
         except OSError as exc:
-            print(f"migrator: cannot write the report {self.args.report}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"migrator: cannot write the report {self.args.report}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return False
         return True
 

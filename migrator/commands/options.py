@@ -12,13 +12,23 @@ from migrator.prove.targets import Target, TargetError, parse_input, parse_kwarg
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", action="append", default=[], metavar="SHAPE",
-                        help="example input shape such as 1x3x224x224, or 1x128:int64 with its "
-                             "own dtype; repeat for several inputs")
-    parser.add_argument("--dtype", default="float32",
-                        help="dtype of the --input tensors (default: float32)")
-    parser.add_argument("--kwargs", default="{}", metavar="JSON",
-                        help="keyword arguments for the class or callable, as a JSON object")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="SHAPE",
+        help="example input shape such as 1x3x224x224, or 1x128:int64 with its "
+        "own dtype; repeat for several inputs",
+    )
+    parser.add_argument(
+        "--dtype", default="float32", help="dtype of the --input tensors (default: float32)"
+    )
+    parser.add_argument(
+        "--kwargs",
+        default="{}",
+        metavar="JSON",
+        help="keyword arguments for the class or callable, as a JSON object",
+    )
 
 
 def targets_from_args(args: argparse.Namespace, specs: list[str]) -> list[Target]:
@@ -29,18 +39,37 @@ def targets_from_args(args: argparse.Namespace, specs: list[str]) -> list[Target
 
 
 def add_chain_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--exclude") -> None:
-    parser.add_argument(exclude_flag, dest="exclude_modules", action="append", default=[],
-                        metavar="MODULE",
-                        help="leave this module (and the modules under it) in float, e.g. "
-                             "layer1.0.relu_1; repeatable")
-    parser.add_argument("--module-dtype", action="append", default=[], metavar="MODULE=DTYPE",
-                        help="activation dtype for one module: int8 (default), uint8 or int16")
-    parser.add_argument("--calibration-batches", type=int, default=None, metavar="N",
-                        help="calibrate on N random batches shaped like the example inputs "
-                             "(default: the example inputs themselves)")
-    parser.add_argument("--qdq-steps", type=float, default=1.0, metavar="S",
-                        help="allowed QDQ ONNX error, in quantisation steps of each output's "
-                             "scale (default: 1)")
+    parser.add_argument(
+        exclude_flag,
+        dest="exclude_modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="leave this module (and the modules under it) in float, e.g. "
+        "layer1.0.relu_1; repeatable",
+    )
+    parser.add_argument(
+        "--module-dtype",
+        action="append",
+        default=[],
+        metavar="MODULE=DTYPE",
+        help="activation dtype for one module: int8 (default), uint8 or int16",
+    )
+    parser.add_argument(
+        "--calibration-batches",
+        type=int,
+        default=None,
+        metavar="N",
+        help="calibrate on N random batches shaped like the example inputs "
+        "(default: the example inputs themselves)",
+    )
+    parser.add_argument(
+        "--qdq-steps",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="allowed QDQ ONNX error, in quantisation steps of each output's scale (default: 1)",
+    )
 
 
 def chain_options(args: argparse.Namespace) -> dict:
@@ -51,19 +80,30 @@ def chain_options(args: argparse.Namespace) -> dict:
         if not sep or not module or not dtype:
             raise TargetError(f"--module-dtype {item!r}: expected MODULE=DTYPE")
         dtypes[module] = dtype
-    return {"exclude": tuple(args.exclude_modules), "module_dtypes": dtypes,
-            "calibration": args.calibration_batches, "qdq_steps": args.qdq_steps}
+    return {
+        "exclude": tuple(args.exclude_modules),
+        "module_dtypes": dtypes,
+        "calibration": args.calibration_batches,
+        "qdq_steps": args.qdq_steps,
+    }
 
 
-def add_observer_arguments(parser: argparse.ArgumentParser,
-                           exclude_flag: str = "--exclude") -> None:
+def add_observer_arguments(
+    parser: argparse.ArgumentParser, exclude_flag: str = "--exclude"
+) -> None:
     """`--observers` / `--onnx` (run the chain after verifying) and the chain options."""
-    parser.add_argument("--observers", action="store_true",
-                        help="then run the quantization chain on each migrated model: pt2e "
-                             "observers, calibration, conversion to QDQ ...")
-    parser.add_argument("--onnx", action="store_true",
-                        help="... and the float and QDQ ONNX round trip under onnxruntime "
-                             "(either flag runs the whole chain and prints one table)")
+    parser.add_argument(
+        "--observers",
+        action="store_true",
+        help="then run the quantization chain on each migrated model: pt2e "
+        "observers, calibration, conversion to QDQ ...",
+    )
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="... and the float and QDQ ONNX round trip under onnxruntime "
+        "(either flag runs the whole chain and prints one table)",
+    )
     add_chain_arguments(parser, exclude_flag)
 
 
@@ -85,8 +125,9 @@ def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str
 
     by_label = {target.label: target for target in targets}
     names = [label.rpartition(":")[2] for label in by_label]
-    short = {label: name if names.count(name) == 1 else label
-             for label, name in zip(by_label, names)}
+    short = {
+        label: name if names.count(name) == 1 else label for label, name in zip(by_label, names)
+    }
     rows, timings, ok = [], [], True
     for result in results:
         equivalence = _equivalence_cell(result)

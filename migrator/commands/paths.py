@@ -14,11 +14,19 @@ from migrator.runner import STDIN
 
 
 def add_path_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH",
-                        help="files or folders; `-` reads the source from stdin")
-    parser.add_argument("--stdin-filename", metavar="NAME",
-                        help="with `-`: the file name shown in messages and matched against the "
-                             "settings and `exclude`")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=["."],
+        metavar="PATH",
+        help="files or folders; `-` reads the source from stdin",
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="with `-`: the file name shown in messages and matched against the "
+        "settings and `exclude`",
+    )
 
 
 def reads_stdin(args: argparse.Namespace) -> bool | None:
@@ -36,11 +44,27 @@ def reads_stdin(args: argparse.Namespace) -> bool | None:
     return None
 
 
-def outcomes(args: argparse.Namespace, settings: Settings, raw: bytes | None, *, rewrite: bool,
-             progress: Progress, report_unused: bool = False) -> Iterable[runner.Outcome]:
+def outcomes(
+    args: argparse.Namespace,
+    settings: Settings,
+    raw: bytes | None,
+    *,
+    rewrite: bool,
+    progress: Progress,
+    report_unused: bool = False,
+) -> Iterable[runner.Outcome]:
     """The run's outcomes: of `raw`, the source read from stdin, or of the paths."""
     if raw is not None:
-        return [runner.run_stdin(raw, args.stdin_filename, settings, rewrite=rewrite,
-                                 report_unused=report_unused)]
-    return runner.run(args.paths, settings, rewrite=rewrite, jobs=args.jobs, progress=progress,
-                      report_unused=report_unused)
+        return [
+            runner.run_stdin(
+                raw, args.stdin_filename, settings, rewrite=rewrite, report_unused=report_unused
+            )
+        ]
+    return runner.run(
+        args.paths,
+        settings,
+        rewrite=rewrite,
+        jobs=args.jobs,
+        progress=progress,
+        report_unused=report_unused,
+    )

@@ -12,23 +12,38 @@ import argparse
 import sys
 
 from migrator.prove.targets import TargetError, config_targets
-from migrator.commands.options import (add_observer_arguments, add_target_arguments,
-                                       chain_options, report_setup_errors, run_chains,
-                                       targets_from_args)
+from migrator.commands.options import (
+    add_observer_arguments,
+    add_target_arguments,
+    chain_options,
+    report_setup_errors,
+    run_chains,
+    targets_from_args,
+)
 from migrator.config import ConfigError, add_config_argument, load
 
-HELP = ("prove migrated source equivalent to the original at a git revision: state_dict, fx "
-        "graph, exported ATen graph and bit-identical outputs")
+HELP = (
+    "prove migrated source equivalent to the original at a git revision: state_dict, fx "
+    "graph, exported ATen graph and bit-identical outputs"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="*", metavar="FILE.py:NAME",
-                        help="a model class (constructed without arguments, or with --kwargs) or "
-                             "a callable returning a model or (model, example_inputs); default: "
-                             "the [[tool.migrator.verify]] entries of pyproject.toml")
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="FILE.py:NAME",
+        help="a model class (constructed without arguments, or with --kwargs) or "
+        "a callable returning a model or (model, example_inputs); default: "
+        "the [[tool.migrator.verify]] entries of pyproject.toml",
+    )
     add_target_arguments(parser)
-    parser.add_argument("--base", default="HEAD", metavar="REV",
-                        help="git revision holding the original source (default: HEAD)")
+    parser.add_argument(
+        "--base",
+        default="HEAD",
+        metavar="REV",
+        help="git revision holding the original source (default: HEAD)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     add_observer_arguments(parser)
     add_config_argument(parser)
@@ -46,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"migrator verify: {exc}", file=sys.stderr)
         return 2
     if not targets:
-        print("migrator verify: nothing to verify: name a target (path/to/file.py:Model) or add "
-              "[[tool.migrator.verify]] entries to pyproject.toml", file=sys.stderr)
+        print(
+            "migrator verify: nothing to verify: name a target (path/to/file.py:Model) or add "
+            "[[tool.migrator.verify]] entries to pyproject.toml",
+            file=sys.stderr,
+        )
         return 2
 
     from migrator.prove.load import Side

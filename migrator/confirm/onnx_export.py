@@ -70,7 +70,9 @@ def export_qdq(converted: GraphModule, captured: Captured, path: Path) -> OnnxFi
     return export_program(program, captured.trace_inputs, path)
 
 
-def export_program(program: torch.export.ExportedProgram, inputs: tuple[Any, ...], path: Path) -> OnnxFile:
+def export_program(
+    program: torch.export.ExportedProgram, inputs: tuple[Any, ...], path: Path
+) -> OnnxFile:
     """Write `program` to `path` as ONNX with module-named nodes; failures name op and module."""
     with _quiet_exporter():
         try:

@@ -105,7 +105,9 @@ def output_tolerances(converted: GraphModule, steps: float = 1.0) -> list[Tolera
     tolerances = []
     for node in _pytree.tree_leaves(output.args[0]):
         scale = _dequantize_scale(node) if isinstance(node, Node) else None
-        tolerances.append(Tolerance.for_float() if scale is None else Tolerance.for_steps(scale, steps))
+        tolerances.append(
+            Tolerance.for_float() if scale is None else Tolerance.for_steps(scale, steps)
+        )
     return tolerances
 
 
@@ -136,7 +138,10 @@ def run_onnx(path: Path | str, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
 
 
 def compare(
-    path: Path | str, inputs: Sequence[Any], expected: Sequence[torch.Tensor], tolerances: Sequence[Tolerance]
+    path: Path | str,
+    inputs: Sequence[Any],
+    expected: Sequence[torch.Tensor],
+    tolerances: Sequence[Tolerance],
 ) -> RoundTrip:
     """Run `path` on `inputs` and compare every output with `expected` under its tolerance."""
     actual = run_onnx(path, inputs)

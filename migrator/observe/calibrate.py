@@ -30,7 +30,9 @@ def _random_like(inputs: tuple[Any, ...], generator: torch.Generator) -> tuple[A
     return tuple(draw(x) for x in inputs)
 
 
-def calibration_batches(example_inputs: tuple[Any, ...], calibration: Calibration) -> Iterator[tuple[Any, ...]]:
+def calibration_batches(
+    example_inputs: tuple[Any, ...], calibration: Calibration
+) -> Iterator[tuple[Any, ...]]:
     """The batches `calibration` stands for, each as a tuple of positional inputs."""
     if calibration is None:
         yield example_inputs
@@ -44,7 +46,9 @@ def calibration_batches(example_inputs: tuple[Any, ...], calibration: Calibratio
         for batch in calibration():
             yield as_tuple(batch)
     else:
-        raise TypeError(f"calibration must be None, an int or a callable, not {type(calibration).__name__}")
+        raise TypeError(
+            f"calibration must be None, an int or a callable, not {type(calibration).__name__}"
+        )
 
 
 def calibrate(prepared: torch.nn.Module, batches: Iterable[tuple[Any, ...]]) -> int:

@@ -35,7 +35,9 @@ class Captured:
 def batch_dynamic_shapes(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     """Mark dim 0 of every tensor input as one shared dynamic batch dimension."""
     batch = torch.export.Dim(BATCH_DIM_NAME)
-    return tuple({0: batch} if isinstance(x, torch.Tensor) and x.dim() > 0 else None for x in inputs)
+    return tuple(
+        {0: batch} if isinstance(x, torch.Tensor) and x.dim() > 0 else None for x in inputs
+    )
 
 
 def _trace_inputs(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -22,7 +22,16 @@ from migrator.observe.pt2e import (
 )
 
 Member = Union[Node, tuple[Node, Node]]
-_SPEC_FIELDS = ("dtype", "is_dynamic", "quant_min", "quant_max", "qscheme", "ch_axis", "scale", "zero_point")
+_SPEC_FIELDS = (
+    "dtype",
+    "is_dynamic",
+    "quant_min",
+    "quant_max",
+    "qscheme",
+    "ch_axis",
+    "scale",
+    "zero_point",
+)
 """What torchao compares before sharing implicitly: equal in both specs, or in neither."""
 _MISSING = object()
 
@@ -71,7 +80,10 @@ def sharing_groups(model: GraphModule) -> list[SharingGroup]:
         return spec
 
     def same_parameters(a: Member, b: Member) -> bool:
-        return all(getattr(concrete(a), f, _MISSING) == getattr(concrete(b), f, _MISSING) for f in _SPEC_FIELDS)
+        return all(
+            getattr(concrete(a), f, _MISSING) == getattr(concrete(b), f, _MISSING)
+            for f in _SPEC_FIELDS
+        )
 
     for member, spec in specs.items():
         if isinstance(spec, SharedQuantizationSpec):

@@ -31,8 +31,12 @@ class Unit:
     def inputs(self) -> list[tuple[Node, Node]]:
         """Edges `(producer, consumer)` into the unit from outside it, in graph order."""
         members = set(self.nodes)
-        return [(producer, node) for node in self.nodes for producer in node.all_input_nodes
-                if producer not in members]
+        return [
+            (producer, node)
+            for node in self.nodes
+            for producer in node.all_input_nodes
+            if producer not in members
+        ]
 
     def outputs(self) -> list[Node]:
         """Nodes of the unit whose value is used outside it."""

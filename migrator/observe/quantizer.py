@@ -133,9 +133,14 @@ def _specs(unit: Unit, dtype: torch.dtype) -> tuple[dict, dict]:
     outputs = [node for node in unit.outputs() if _is_float_tensor(node)]
     inputs = {edge: _input_spec(edge[0], act) for edge in activations}
     if observation.how is Observe.WEIGHTED:
-        weight = weight_spec(torch.int16 if dtype == torch.int16 else torch.int8, observation.weight_axis)
-        inputs |= {edge: weight for edge in floats
-                   if unit.owns(edge[0]) and str(edge[0].target).endswith("weight")}
+        weight = weight_spec(
+            torch.int16 if dtype == torch.int16 else torch.int8, observation.weight_axis
+        )
+        inputs |= {
+            edge: weight
+            for edge in floats
+            if unit.owns(edge[0]) and str(edge[0].target).endswith("weight")
+        }
     if observation.how in (Observe.OWN_OUTPUT, Observe.WEIGHTED):
         return inputs, dict.fromkeys(outputs, act)
     if observation.how is Observe.FIXED_RANGE:
@@ -154,9 +159,13 @@ def _annotate(unit: Unit, dtype: torch.dtype) -> bool:
     """Annotate the unit's nodes by its policy; whether any of its outputs is observed."""
     inputs, outputs = _specs(unit, dtype)
     for node in unit.nodes:
-        edges = {producer: spec for (producer, consumer), spec in inputs.items() if consumer is node}
+        edges = {
+            producer: spec for (producer, consumer), spec in inputs.items() if consumer is node
+        }
         if edges or node in outputs:
-            node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(edges, outputs.get(node), _annotated=True)
+            node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
+                edges, outputs.get(node), _annotated=True
+            )
     return bool(outputs)
 
 
@@ -176,7 +185,9 @@ class ModuleQuantizer(Quantizer):
         self.module_dtypes = dict(module_dtypes or {})
         unknown = sorted(set(self.module_dtypes.values()) - DTYPES.keys())
         if unknown:
-            raise ValueError(f"unsupported dtype {', '.join(unknown)}; choose from {', '.join(DTYPES)}")
+            raise ValueError(
+                f"unsupported dtype {', '.join(unknown)}; choose from {', '.join(DTYPES)}"
+            )
         self.groups: list[SharingGroup] = []
         self.observer_of: dict = {}
         self.left_in_float: list[LeftInFloat] = []
@@ -200,7 +211,10 @@ class ModuleQuantizer(Quantizer):
                 reason = NO_SHARED_INPUT
             if reason is not None:
                 self.left_in_float.append(
-                    LeftInFloat(unit.module, op_name(outputs[0]), source_location(outputs[0]), reason))
+                    LeftInFloat(
+                        unit.module, op_name(outputs[0]), source_location(outputs[0]), reason
+                    )
+                )
         return model
 
     def _float_reason(self, unit: Unit, outputs: list[Node]) -> str | None:
@@ -224,7 +238,9 @@ class ModuleQuantizer(Quantizer):
                 if observer is not None and not issubclass(observer, ObserverBase):
                     raise TypeError(f"{node.name}: {observer.__name__} is not a torchao observer")
 
-    def prepare_obs_or_fq_callback(self, model: GraphModule, edge_or_node_to_obs_or_fq: dict) -> None:
+    def prepare_obs_or_fq_callback(
+        self, model: GraphModule, edge_or_node_to_obs_or_fq: dict
+    ) -> None:
         """Record the sharing groups and the observer torchao made for every edge and node."""
         self.groups = sharing_groups(model)
         self.observer_of = dict(edge_or_node_to_obs_or_fq)

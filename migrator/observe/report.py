@@ -77,13 +77,25 @@ class ObserverReport:
         return json.dumps(self.to_dict(), indent=2)
 
     def to_table(self) -> str:
-        headers = ["group", "observer", "observes", "source", "dtype", "qscheme", "scale", "zero point"]
+        headers = [
+            "group",
+            "observer",
+            "observes",
+            "source",
+            "dtype",
+            "qscheme",
+            "scale",
+            "zero point",
+        ]
         summary = f"{self.observer_count} observers for {self.group_count} sharing groups"
         lines = [summary, render_table(headers, [r.row() for r in self.observers])]
         lines += [f"problem: {p}" for p in self.problems]
         if self.left_in_float:
             rows = [[r.module or "model", r.op, r.source, r.reason] for r in self.left_in_float]
-            lines += [f"left in float: {len(rows)} ops", render_table(["module", "op", "source", "reason"], rows)]
+            lines += [
+                f"left in float: {len(rows)} ops",
+                render_table(["module", "op", "source", "reason"], rows),
+            ]
         return "\n".join(lines)
 
 
@@ -93,6 +105,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
@@ -144,7 +157,9 @@ def observer_report(prepared: GraphModule, quantizer: ModuleQuantizer) -> Observ
         sources = _unique(source_location(site) for _, site in located)
         inserted = observers & instances.keys()
         if not inserted:
-            problems.append(f"sharing group {index} ({', '.join(observes)}) has no observer in the graph")
+            problems.append(
+                f"sharing group {index} ({', '.join(observes)}) has no observer in the graph"
+            )
         for key in inserted:
             served.add(key)
             scale, zero_point, calibrated = _qparams(instances[key])

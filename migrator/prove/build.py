@@ -42,8 +42,9 @@ def build(target: Target, side: Side, seed: int) -> Built:
         if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
             made, inputs = made
         if not isinstance(made, torch.nn.Module):
-            raise LoadError(f"{where}: gives {type(made).__name__}, expected a model or "
-                            "(model, example_inputs)")
+            raise LoadError(
+                f"{where}: gives {type(made).__name__}, expected a model or (model, example_inputs)"
+            )
         if target.inputs:
             inputs = make_inputs(target.inputs)
         elif inputs is None and callable(getattr(module, "example_inputs", None)):
@@ -59,8 +60,10 @@ def make_inputs(specs: Iterable[InputSpec], seed: int = 0) -> tuple[torch.Tensor
         for spec in specs:
             dtype = getattr(torch, spec.dtype, None)
             if not isinstance(dtype, torch.dtype):
-                raise LoadError(f"unknown dtype {spec.dtype!r} (use a torch dtype name: float32, "
-                                "int64, bool...)")
+                raise LoadError(
+                    f"unknown dtype {spec.dtype!r} (use a torch dtype name: float32, "
+                    "int64, bool...)"
+                )
             if dtype == torch.bool:
                 tensors.append(torch.rand(spec.shape) < 0.5)
             elif dtype.is_floating_point or dtype.is_complex:

@@ -29,8 +29,11 @@ Status = Literal["pass", "fail", "skip"]
 PASS: Status = "pass"
 FAIL: Status = "fail"
 SKIP: Status = "skip"
-_STRIDE_IS_KERNEL = frozenset(f"{kind}_pool{n}d{suffix}" for kind, suffix in (
-    ("max", ""), ("max", "_with_indices"), ("avg", "")) for n in (1, 2, 3))
+_STRIDE_IS_KERNEL = frozenset(
+    f"{kind}_pool{n}d{suffix}"
+    for kind, suffix in (("max", ""), ("max", "_with_indices"), ("avg", ""))
+    for n in (1, 2, 3)
+)
 
 
 @dataclass
@@ -56,6 +59,7 @@ class _Ref:
 
 # --------------------------------------------------------------------------- (1) state_dict
 
+
 def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
     """Load the original's weights into the migrated model with strict=True, then compare keys
     (in order), shapes and values."""
@@ -72,12 +76,18 @@ def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> Ch
     for key, tensor in expected.items():
         if tensor.shape != actual[key].shape or not torch.equal(tensor, actual[key]):
             return CheckResult("state_dict", FAIL, f"`{key}` differs after loading", figures)
-    return CheckResult("state_dict", PASS, f"{figures['tensors']} tensors "
-                       f"({figures['values']} values): keys, order, shapes and values equal "
-                       "after a strict load", figures)
+    return CheckResult(
+        "state_dict",
+        PASS,
+        f"{figures['tensors']} tensors "
+        f"({figures['values']} values): keys, order, shapes and values equal "
+        "after a strict load",
+        figures,
+    )
 
 
 # --------------------------------------------------------------------------- (2) fx graph
+
 
 def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
     """The migrated model traces, and (prepared, so what its source still calls as functions
@@ -87,37 +97,53 @@ def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> Chec
         try:
             expected = prepare_model(original)
         except TraceFailure as exc:
-            return CheckResult("fx graph", SKIP, f"fx cannot trace the original: {exc.reason} "
-                               f"(at {exc.location})")
+            return CheckResult(
+                "fx graph", SKIP, f"fx cannot trace the original: {exc.reason} (at {exc.location})"
+            )
         try:
             actual = prepare_model(migrated)
         except TraceFailure as exc:
-            return CheckResult("fx graph", FAIL, f"the original traces, the migrated model does "
-                               f"not: {exc.reason} (at {exc.location})")
+            return CheckResult(
+                "fx graph",
+                FAIL,
+                f"the original traces, the migrated model does "
+                f"not: {exc.reason} (at {exc.location})",
+            )
     expected_rows, actual_rows = _fx_rows(expected), _fx_rows(actual)
     report = prepare_report(actual)
-    figures = {"nodes": len(actual_rows),
-               "modules": sum(1 for n in actual.graph.nodes if n.op == "call_module"),
-               "prepared_at_runtime": len(report.converted) + len(report.copies)}
+    figures = {
+        "nodes": len(actual_rows),
+        "modules": sum(1 for n in actual.graph.nodes if n.op == "call_module"),
+        "prepared_at_runtime": len(report.converted) + len(report.copies),
+    }
     mismatch = _first_mismatch(expected_rows, actual_rows)
     if mismatch is not None:
-        detail = (f"node {mismatch} differs: prepared original has "
-                  f"{_describe_fx(expected, mismatch)}, migrated has {_describe_fx(actual, mismatch)}")
+        detail = (
+            f"node {mismatch} differs: prepared original has "
+            f"{_describe_fx(expected, mismatch)}, migrated has {_describe_fx(actual, mismatch)}"
+        )
         return CheckResult("fx graph", FAIL, detail, figures)
     detail = f"{figures['nodes']} nodes ({figures['modules']} module calls) equal"
     if figures["prepared_at_runtime"]:
-        detail += (f"; {figures['prepared_at_runtime']} op(s) or reused module(s) the migrated "
-                   "source leaves (see its findings) were prepared at runtime:")
+        detail += (
+            f"; {figures['prepared_at_runtime']} op(s) or reused module(s) the migrated "
+            "source leaves (see its findings) were prepared at runtime:"
+        )
     return CheckResult("fx graph", PASS, detail, figures, _prepared_notes(report))
 
 
 def _prepared_notes(report) -> list[str]:
     """Where the migrated source still needed the preparer: file:line, op, module."""
-    notes = [f"{c.source}: {c.call} in `{c.module.rpartition('.')[0] or '<root>'}` -> module "
-             f"`{c.module}`" for c in report.converted]
+    notes = [
+        f"{c.source}: {c.call} in `{c.module.rpartition('.')[0] or '<root>'}` -> module "
+        f"`{c.module}`"
+        for c in report.converted
+    ]
     notes += [f"{c.source}: `{c.original}` called again -> copy `{c.copy}`" for c in report.copies]
-    notes += [f"{x.source}: {x.call} in `{x.owner or '<root>'}` left as a function: {x.reason}"
-              for x in report.left]
+    notes += [
+        f"{x.source}: {x.call} in `{x.owner or '<root>'}` left as a function: {x.reason}"
+        for x in report.left
+    ]
     return notes
 
 
@@ -128,8 +154,7 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
     for node in gm.graph.nodes:
         positions[node] = len(rows)
         # map_arg maps nodes to any value; its types allow only fx arguments
-        args, kwargs = map_arg((node.args, node.kwargs),
-                               lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
+        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
         if node.op == "call_module":
             args, kwargs = _bound(called_module(gm, node), args, kwargs)
         rows.append((node.op, _fx_target(gm, node, names), args, kwargs))
@@ -158,8 +183,9 @@ def _tensor_names(module: torch.nn.Module) -> dict[int, str]:
 def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
     if node.op == "call_module":
         module = called_module(gm, node)
-        weights = tuple(sorted(names.get(id(t), "?") for t in
-                               module.state_dict(keep_vars=True).values()))
+        weights = tuple(
+            sorted(names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values())
+        )
         return (_qualname(type(module)), _hyper_parameters(module), weights)
     if node.op == "get_attr":
         value = gm
@@ -183,8 +209,13 @@ def _qualname(obj: Any) -> str:
 
 def _hyper_parameters(module: torch.nn.Module) -> tuple:
     """The module's public plain attributes (`negative_slope`, `dim`, `inplace`...)."""
-    return tuple(sorted((k, _plain(v)) for k, v in vars(module).items()
-                        if not k.startswith("_") and k != "training"))
+    return tuple(
+        sorted(
+            (k, _plain(v))
+            for k, v in vars(module).items()
+            if not k.startswith("_") and k != "training"
+        )
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -227,26 +258,39 @@ def _describe_fx(gm: fx.GraphModule, position: int) -> str:
 
 # --------------------------------------------------------------------------- (3) export
 
-def check_export(original: torch.nn.Module, migrated: torch.nn.Module,
-                 inputs: tuple[Any, ...]) -> CheckResult:
+
+def check_export(
+    original: torch.nn.Module, migrated: torch.nn.Module, inputs: tuple[Any, ...]
+) -> CheckResult:
     """Both export with torch.export.export (eval mode) to the same ATen graph, names aside."""
     expected, expected_error = _export(original, inputs)
     actual, actual_error = _export(migrated, inputs)
     if expected is None:
-        return CheckResult("export", SKIP, f"torch.export cannot export the original: "
-                           f"{expected_error}")
+        return CheckResult(
+            "export", SKIP, f"torch.export cannot export the original: {expected_error}"
+        )
     if actual is None:
-        return CheckResult("export", FAIL, f"the original exports, the migrated model does not: "
-                           f"{actual_error}")
+        return CheckResult(
+            "export", FAIL, f"the original exports, the migrated model does not: {actual_error}"
+        )
     expected_rows, actual_rows = _aten_rows(expected), _aten_rows(actual)
     figures = {"aten_nodes": sum(1 for n in actual.graph.nodes if n.op == "call_function")}
     mismatch = _first_mismatch(expected_rows, actual_rows)
     if mismatch is not None:
-        return CheckResult("export", FAIL, f"ATen node {mismatch} differs: original has "
-                           f"{_describe_aten(expected, mismatch)}, migrated has "
-                           f"{_describe_aten(actual, mismatch)}", figures)
-    return CheckResult("export", PASS, f"{figures['aten_nodes']} ATen ops equal (functional, "
-                       "implicit ops decomposed)", figures)
+        return CheckResult(
+            "export",
+            FAIL,
+            f"ATen node {mismatch} differs: original has "
+            f"{_describe_aten(expected, mismatch)}, migrated has "
+            f"{_describe_aten(actual, mismatch)}",
+            figures,
+        )
+    return CheckResult(
+        "export",
+        PASS,
+        f"{figures['aten_nodes']} ATen ops equal (functional, implicit ops decomposed)",
+        figures,
+    )
 
 
 def _export(model: torch.nn.Module, inputs: tuple[Any, ...]):
@@ -274,7 +318,8 @@ def _implicit_decompositions():
     table = torch.export.default_decompositions()
     for op in list(table.keys()):
         if not torch._C._dispatch_has_kernel_for_dispatch_key(
-                op.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
+            op.name(), torch._C.DispatchKey.CompositeImplicitAutograd
+        ):
             del table[op]
     return table
 
@@ -283,8 +328,11 @@ def _aten_args(node: fx.Node, args: tuple) -> tuple:
     """Pooling's stride defaults to the kernel size: `max_pool2d(x, [2, 2])` (stride left out)
     is `max_pool2d(x, [2, 2], [2, 2])` (stride given, as nn.MaxPool2d does)."""
     packet = getattr(node.target, "overloadpacket", None)
-    if getattr(packet, "__name__", "") in _STRIDE_IS_KERNEL and len(args) > 1 and (
-            len(args) == 2 or args[2] == []):
+    if (
+        getattr(packet, "__name__", "") in _STRIDE_IS_KERNEL
+        and len(args) > 1
+        and (len(args) == 2 or args[2] == [])
+    ):
         return (args[0], args[1], args[1], *args[3:])
     return args
 
@@ -292,10 +340,15 @@ def _aten_args(node: fx.Node, args: tuple) -> tuple:
 def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
     signature = program.graph_signature
     weights = {"PARAMETER", "BUFFER"}
-    inputs = {spec.arg.name: (spec.kind.name, spec.target if spec.kind.name in weights else None)
-              for spec in signature.input_specs if hasattr(spec.arg, "name")}
-    outputs = tuple((spec.kind.name, spec.target if spec.kind.name == "BUFFER_MUTATION" else None)
-                    for spec in signature.output_specs)
+    inputs = {
+        spec.arg.name: (spec.kind.name, spec.target if spec.kind.name in weights else None)
+        for spec in signature.input_specs
+        if hasattr(spec.arg, "name")
+    }
+    outputs = tuple(
+        (spec.kind.name, spec.target if spec.kind.name == "BUFFER_MUTATION" else None)
+        for spec in signature.output_specs
+    )
     positions: dict[fx.Node, int] = {}
     rows: list[tuple] = []
     target: object
@@ -307,8 +360,7 @@ def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
             target = outputs
         else:
             target = str(node.target) if node.op == "call_function" else node.op
-        args, kwargs = map_arg((node.args, node.kwargs),
-                               lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
+        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
         rows.append((node.op, target, _aten_args(node, args), kwargs))
     return rows
 
@@ -330,8 +382,10 @@ def _describe_aten(program: torch.export.ExportedProgram, position: int) -> str:
 
 # --------------------------------------------------------------------------- (4) outputs
 
-def check_outputs(original: torch.nn.Module, migrated: torch.nn.Module,
-                  inputs: tuple[Any, ...]) -> CheckResult:
+
+def check_outputs(
+    original: torch.nn.Module, migrated: torch.nn.Module, inputs: tuple[Any, ...]
+) -> CheckResult:
     """Bit-identical outputs (torch.equal) in eval mode, and in train mode with the same seed."""
     parts: list[str] = []
     figures: dict[str, Any] = {}
@@ -344,16 +398,22 @@ def check_outputs(original: torch.nn.Module, migrated: torch.nn.Module,
             if expected_error and actual_error and expected_error == actual_error:
                 parts.append(f"{mode}: not compared, both raise {expected_error}")
                 continue
-            return CheckResult("outputs", FAIL, f"{mode} mode: original "
-                               f"{'raises ' + expected_error if expected_error else 'runs'}, "
-                               f"migrated {'raises ' + actual_error if actual_error else 'runs'}",
-                               figures)
+            return CheckResult(
+                "outputs",
+                FAIL,
+                f"{mode} mode: original "
+                f"{'raises ' + expected_error if expected_error else 'runs'}, "
+                f"migrated {'raises ' + actual_error if actual_error else 'runs'}",
+                figures,
+            )
         figures[f"{mode}_tensors"] = count_tensors(expected)
         found = difference(expected, actual)
         if found:
             return CheckResult("outputs", FAIL, f"{mode} mode (seed {seed}): {found}", figures)
-        parts.append(f"{mode}: {figures[f'{mode}_tensors']} tensor(s) bit-identical"
-                     + (f" (seed {seed})" if mode == "train" else ""))
+        parts.append(
+            f"{mode}: {figures[f'{mode}_tensors']} tensor(s) bit-identical"
+            + (f" (seed {seed})" if mode == "train" else "")
+        )
     original.eval()
     migrated.eval()
     if not figures:

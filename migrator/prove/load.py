@@ -43,7 +43,8 @@ class Side:
     label: str
     overlay: Mapping[Path, str | bytes] = field(default_factory=dict)
     imported: dict[Path, tuple[ModuleType, frozenset[Path]] | LoadError] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
     """Each file imported on this side (or why it could not be), with the overlay files used."""
 
     def __post_init__(self) -> None:
@@ -66,8 +67,9 @@ def git_side(file: Path, rev: str) -> Side:
     try:
         top = Path(_git(root, "rev-parse", "--show-toplevel").strip()).resolve()
     except LoadError as exc:
-        raise LoadError(f"no git revision to take the original from (--base {rev}): {exc}"
-                        ) from None
+        raise LoadError(
+            f"no git revision to take the original from (--base {rev}): {exc}"
+        ) from None
     relative = file.resolve().relative_to(top).as_posix()
     try:
         _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
@@ -90,8 +92,13 @@ def git_side(file: Path, rev: str) -> Side:
 
 def _git(cwd: Path, *args: str, text: bool = True) -> Any:
     try:
-        result = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True,
-                                stdin=subprocess.DEVNULL, timeout=_GIT_TIMEOUT, check=False)
+        result = subprocess.run(
+            ["git", "-C", str(cwd), *args],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise LoadError(f"git {args[0]} failed: {exc}") from None
     if result.returncode != 0:
@@ -139,22 +146,28 @@ def _import(file: Path, side: Side) -> tuple[ModuleType, frozenset[Path]]:
     private name, with its folder on sys.path."""
     root, module_name = import_root(file)
     importable = (file.name == "__init__.py" or file.stem.isidentifier()) and all(
-        part.isidentifier() for part in module_name.split("."))
+        part.isidentifier() for part in module_name.split(".")
+    )
     top = module_name.partition(".")[0] if importable else _FILE_MODULE
     with _isolated(root, top, side) as finder:
         try:
-            module = (importlib.import_module(module_name) if importable
-                      else _import_file(file, finder))
+            module = (
+                importlib.import_module(module_name) if importable else _import_file(file, finder)
+            )
         except Exception as exc:
-            raise LoadError(f"cannot import {file.name} ({side.label}): "
-                            f"{type(exc).__name__}: {exc}") from exc
+            raise LoadError(
+                f"cannot import {file.name} ({side.label}): {type(exc).__name__}: {exc}"
+            ) from exc
     return module, frozenset(finder.served)
 
 
 def _import_file(file: Path, finder: _OverlayFinder) -> ModuleType:
     source = finder.source(file)
-    loader = (importlib.machinery.SourceFileLoader(_FILE_MODULE, str(file)) if source is None
-              else _SourceLoader(source, f"{file}@{finder.side.label}"))
+    loader = (
+        importlib.machinery.SourceFileLoader(_FILE_MODULE, str(file))
+        if source is None
+        else _SourceLoader(source, f"{file}@{finder.side.label}")
+    )
     spec = importlib.util.spec_from_file_location(_FILE_MODULE, file, loader=loader)
     assert spec is not None  # a loader is given
     module = importlib.util.module_from_spec(spec)
@@ -234,9 +247,11 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
             return None
         loader = _SourceLoader(source, f"{spec.origin}@{self.side.label}")
         return importlib.util.spec_from_file_location(
-            fullname, spec.origin, loader=loader,
-            submodule_search_locations=spec.submodule_search_locations)
-
+            fullname,
+            spec.origin,
+            loader=loader,
+            submodule_search_locations=spec.submodule_search_locations,
+        )
 
     def _new_file_spec(self, fullname, path):
         """A module that exists only on this side (a file the rewrite adds)."""

@@ -63,13 +63,16 @@ class RuntimeCatalog:
                 self._operators[id(operator.function)] = Match(found, operator.symbol, "operator")
             if (found := catalog.by_inplace_operator(operator.inplace_symbol)) is not None:
                 self._operators[id(operator.inplace_function)] = Match(
-                    found, operator.inplace_symbol, "operator", inplace=True)
+                    found, operator.inplace_symbol, "operator", inplace=True
+                )
 
     def _add_function(self, target: object, match: Match) -> None:
         known = self._functions.get(id(target))
         if known is not None and known[1].op.args != match.op.args:
-            raise ValueError(f"{match.call} and {known[1].call} are one function with two "
-                             "signatures in the catalog")
+            raise ValueError(
+                f"{match.call} and {known[1].call} are one function with two "
+                "signatures in the catalog"
+            )
         if known is None:
             self._functions[id(target)] = (target, match)
 
@@ -157,15 +160,27 @@ def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound[Any]:
     """Sort the arguments of `node` (a call of `op`) by role; raise the `Refusal` when the call
     cannot become `op.module` with the same result. `follows_mode`: whether a `training` value
     follows the model's mode (fx records only the value of the mode it traced in)."""
-    bound = binder.bind(op, node.args, list(node.kwargs.items()), Predicates(
-        show=repr,
-        constant=lambda v: NOT_CONSTANT if _holds_node(v) else v,
-        unfixed=lambda v: "it is computed while tracing" if _holds_node(v) else None,
-        follows_mode=lambda v: isinstance(v, bool) and follows_mode(v),
-        unsplittable=lambda v: None if isinstance(v, (list, tuple)) else (
-            "the tensor sequence is not a literal one: its length is unknown"),
-        weight_refused=lambda op, v: None if isinstance(v, Node) and v.op == "get_attr" else (
-            "is not an attribute of the model")))
+    bound = binder.bind(
+        op,
+        node.args,
+        list(node.kwargs.items()),
+        Predicates(
+            show=repr,
+            constant=lambda v: NOT_CONSTANT if _holds_node(v) else v,
+            unfixed=lambda v: "it is computed while tracing" if _holds_node(v) else None,
+            follows_mode=lambda v: isinstance(v, bool) and follows_mode(v),
+            unsplittable=lambda v: (
+                None
+                if isinstance(v, (list, tuple))
+                else ("the tensor sequence is not a literal one: its length is unknown")
+            ),
+            weight_refused=lambda op, v: (
+                None
+                if isinstance(v, Node) and v.op == "get_attr"
+                else ("is not an attribute of the model")
+            ),
+        ),
+    )
     if isinstance(bound, Refusal):
         raise bound
     return bound
@@ -187,8 +202,11 @@ def forward_inputs(bound: Bound[Any]) -> tuple[Any, ...]:
     inputs = list(bound.inputs)
     while inputs and not inputs[-1].given:
         inputs.pop()
-    return tuple(v for item in inputs
-                 for v in (item.value if item.arg.role is Role.INPUTS else (item.value,)))
+    return tuple(
+        v
+        for item in inputs
+        for v in (item.value if item.arg.role is Role.INPUTS else (item.value,))
+    )
 
 
 def build_module(op: Op, bound: Bound[Any], root: torch.nn.Module) -> torch.nn.Module:

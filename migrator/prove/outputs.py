@@ -31,8 +31,9 @@ def preserved_buffers(model: torch.nn.Module) -> Iterator[None]:
                 buffer.copy_(value)
 
 
-def run_seeded(model: torch.nn.Module, inputs: tuple[Any, ...], seed: int = 0,
-               keep_buffers: bool = True) -> Any:
+def run_seeded(
+    model: torch.nn.Module, inputs: tuple[Any, ...], seed: int = 0, keep_buffers: bool = True
+) -> Any:
     """`model(*inputs)` without gradients, the global RNG seeded with `seed` and left as found."""
     with torch.random.fork_rng(), torch.no_grad():
         torch.manual_seed(seed)
@@ -49,13 +50,17 @@ def difference(expected: Any, actual: Any, where: str = "output") -> str | None:
         if not isinstance(actual, torch.Tensor):
             return f"{where}: expected a tensor, got {type(actual).__name__}"
         if expected.shape != actual.shape or expected.dtype != actual.dtype:
-            return (f"{where}: expected {expected.dtype} {tuple(expected.shape)}, got "
-                    f"{actual.dtype} {tuple(actual.shape)}")
+            return (
+                f"{where}: expected {expected.dtype} {tuple(expected.shape)}, got "
+                f"{actual.dtype} {tuple(actual.shape)}"
+            )
         if torch.equal(expected, actual):
             return None
         delta = (expected.double() - actual.double()).abs().nan_to_num(float("inf"))
-        return (f"{where}: {int((expected != actual).sum())} of {expected.numel()} values differ "
-                f"(max abs diff {delta.max().item():.3g})")
+        return (
+            f"{where}: {int((expected != actual).sum())} of {expected.numel()} values differ "
+            f"(max abs diff {delta.max().item():.3g})"
+        )
     if isinstance(expected, (list, tuple)):
         if type(expected) is not type(actual) or len(expected) != len(actual):
             return f"{where}: expected {type(expected).__name__} of {len(expected)}, got {actual!r:.80}"

@@ -23,8 +23,16 @@ from torch.fx import Node
 from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES, Op, Role
 from migrator.graph import as_tuple, called_module, describe_source, owning_module
-from migrator.prove.ops import (Match, bind, build_module, forward_inputs, resolve,
-                                runtime_catalog, scalar_nodes, training_value)
+from migrator.prove.ops import (
+    Match,
+    bind,
+    build_module,
+    forward_inputs,
+    resolve,
+    runtime_catalog,
+    scalar_nodes,
+    training_value,
+)
 from migrator.prove.outputs import difference, run_seeded
 from migrator.prove.trace import SOURCE, PrepareError, TraceFailure, trace
 from migrator.refusal import Refusal
@@ -77,17 +85,24 @@ class PrepareReport:
     shared: list[Shared] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"{len(self.converted)} op(s) turned into modules, {len(self.copies)} module "
-                 f"call(s) given a copy"]
+        lines = [
+            f"{len(self.converted)} op(s) turned into modules, {len(self.copies)} module "
+            f"call(s) given a copy"
+        ]
         if self.left:
             lines.append(f"left as functions ({len(self.left)}):")
-            lines += [f"  {x.source}: {x.call} in `{x.owner or '<root>'}`: {x.reason}"
-                      for x in self.left]
+            lines += [
+                f"  {x.source}: {x.call} in `{x.owner or '<root>'}`: {x.reason}" for x in self.left
+            ]
         if self.shared:
-            lines.append(f"modules with parameters or buffers called at several sites, not "
-                         f"copied (a copy would untie their weights) ({len(self.shared)}):")
-            lines += [f"  `{x.module}` ({x.cls}) called {x.calls} times: {', '.join(x.sources)}"
-                      for x in self.shared]
+            lines.append(
+                f"modules with parameters or buffers called at several sites, not "
+                f"copied (a copy would untie their weights) ({len(self.shared)}):"
+            )
+            lines += [
+                f"  `{x.module}` ({x.cls}) called {x.calls} times: {', '.join(x.sources)}"
+                for x in self.shared
+            ]
         return "\n".join(lines)
 
 
@@ -99,10 +114,13 @@ class _TraceOptions(TypedDict):
     concrete_args: dict[str, Any] | None
 
 
-def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | None = None,
-                  module_classes_to_exclude: Iterable[type] | None = None,
-                  concrete_args: dict[str, Any] | None = None,
-                  example_inputs: Any = None) -> fx.GraphModule:
+def prepare_model(
+    model: torch.nn.Module,
+    modules_to_exclude: Iterable[Any] | None = None,
+    module_classes_to_exclude: Iterable[type] | None = None,
+    concrete_args: dict[str, Any] | None = None,
+    example_inputs: Any = None,
+) -> fx.GraphModule:
     """A GraphModule computing what `model` computes, with every catalog op a module used once.
 
     `modules_to_exclude` (qualified names or module objects) and `module_classes_to_exclude`
@@ -112,9 +130,11 @@ def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | No
     be converted is warned about (`PrepareWarning`) and kept in `gm.meta["migrator_prepare"]`.
     Raises `TraceFailure` when fx cannot trace the model.
     """
-    options = _TraceOptions(modules_to_exclude=modules_to_exclude or (),
-                            module_classes_to_exclude=module_classes_to_exclude or (),
-                            concrete_args=concrete_args)
+    options = _TraceOptions(
+        modules_to_exclude=modules_to_exclude or (),
+        module_classes_to_exclude=module_classes_to_exclude or (),
+        concrete_args=concrete_args,
+    )
     gm = trace(model, **options)
     gm.training = model.training
     report = PrepareReport()
@@ -125,8 +145,9 @@ def prepare_model(model: torch.nn.Module, modules_to_exclude: Iterable[Any] | No
     gm.recompile()
     gm.meta[REPORT] = report
     if report.left or report.shared:
-        warnings.warn(f"prepare_model({type(model).__name__}): {report}", PrepareWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"prepare_model({type(model).__name__}): {report}", PrepareWarning, stacklevel=2
+        )
     if example_inputs is not None:
         _self_check(model, gm, as_tuple(example_inputs))
     return gm
@@ -161,13 +182,21 @@ class _Namer:
             n += 1
 
 
-def _convert_ops(gm: fx.GraphModule, model: torch.nn.Module, options: _TraceOptions, namer: _Namer,
-                 report: PrepareReport) -> None:
+def _convert_ops(
+    gm: fx.GraphModule,
+    model: torch.nn.Module,
+    options: _TraceOptions,
+    namer: _Namer,
+    report: PrepareReport,
+) -> None:
     ops = runtime_catalog()
     graph = gm.graph
     scalars = scalar_nodes(graph.nodes)
-    matches = [(n, m) for n in graph.nodes
-               if (m := ops.match(n)) is not None and not _on_scalars(n, m, scalars)]
+    matches = [
+        (n, m)
+        for n in graph.nodes
+        if (m := ops.match(n)) is not None and not _on_scalars(n, m, scalars)
+    ]
     following = _training_following_mode(model, options, matches)
     for node, match in matches:
         owner = owning_module(node)
@@ -213,7 +242,8 @@ def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, bound) -> 
 def _on_scalars(node: Node, match: Match, scalars: set[Node]) -> bool:
     """An operator on sizes or other plain numbers, not on tensors."""
     return match.kind == "operator" and all(
-        not isinstance(a, Node) or a in scalars for a in node.args)
+        not isinstance(a, Node) or a in scalars for a in node.args
+    )
 
 
 def _has_training(op: Op) -> bool:
@@ -224,8 +254,9 @@ def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
     return model.get_submodule(path) if path else model
 
 
-def _training_following_mode(model: torch.nn.Module, options: _TraceOptions,
-                             matches: list[tuple[Node, Match]]) -> set[Node]:
+def _training_following_mode(
+    model: torch.nn.Module, options: _TraceOptions, matches: list[tuple[Node, Match]]
+) -> set[Node]:
     """Nodes whose `training` argument is `self.training`: traced again in the other mode, the
     same call (same position among such calls) gets the other value."""
     here = [(n, m) for n, m in matches if _has_training(m.op)]
@@ -241,13 +272,17 @@ def _training_following_mode(model: torch.nn.Module, options: _TraceOptions,
         for module, mode in modes.items():
             module.training = mode
     ops = runtime_catalog()
-    there = [n for n in other.graph.nodes
-             if (m := ops.match(n)) is not None and _has_training(m.op)]
+    there = [
+        n for n in other.graph.nodes if (m := ops.match(n)) is not None and _has_training(m.op)
+    ]
     if [n.target for n, _ in here] != [n.target for n in there]:
         return set()
-    return {node for (node, match), twin in zip(here, there)
-            if training_value(match.op, node) is model.training
-            and training_value(match.op, twin) is (not model.training)}
+    return {
+        node
+        for (node, match), twin in zip(here, there)
+        if training_value(match.op, node) is model.training
+        and training_value(match.op, twin) is (not model.training)
+    }
 
 
 def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
@@ -255,20 +290,30 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
     out-of-place result instead. Refuses unless that tensor is the fresh output of a module and
     nothing but such modules read it before (any other reader may hold a view of it)."""
     target = node.args[0] if node.args else None
-    if not (isinstance(target, Node) and target.op == "call_module"
-            and _fresh_output(called_module(gm, target))):
-        raise Refusal("MIG108", "changes in place a tensor that may be shared (not the fresh output of "
-                      "a module)")
+    if not (
+        isinstance(target, Node)
+        and target.op == "call_module"
+        and _fresh_output(called_module(gm, target))
+    ):
+        raise Refusal(
+            "MIG108",
+            "changes in place a tensor that may be shared (not the fresh output of a module)",
+        )
     later = set()
     cursor = node.next
     while cursor.op != "root":
         later.add(cursor)
         cursor = cursor.next
     for reader in target.users:
-        if reader is not node and reader not in later and not (
-                reader.op == "call_module" and _fresh_output(called_module(gm, reader))):
-            raise Refusal("MIG108", "changes in place a tensor read before by an op that may hold a view "
-                          "of it")
+        if (
+            reader is not node
+            and reader not in later
+            and not (reader.op == "call_module" and _fresh_output(called_module(gm, reader)))
+        ):
+            raise Refusal(
+                "MIG108",
+                "changes in place a tensor read before by an op that may hold a view of it",
+            )
     return [reader for reader in target.users if reader in later]
 
 
@@ -282,7 +327,9 @@ def _fresh_output(module: torch.nn.Module) -> bool:
 @cache
 def _known_classes() -> dict[type, str]:
     """Module classes `catalog.fresh_output` knows, with their qualified names there."""
-    return {cls: name for name in catalog.output_known_modules() if (cls := resolve(name)) is not None}
+    return {
+        cls: name for name in catalog.output_known_modules() if (cls := resolve(name)) is not None
+    }
 
 
 def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:
@@ -311,9 +358,13 @@ def _self_check(model: torch.nn.Module, gm: fx.GraphModule, inputs: tuple[Any, .
     try:
         actual = run_seeded(gm, inputs)
     except Exception as exc:  # the prepared model's modules may raise anything
-        raise PrepareError(f"the prepared {type(model).__name__} fails on the example inputs: "
-                           f"{type(exc).__name__}: {exc}") from exc
+        raise PrepareError(
+            f"the prepared {type(model).__name__} fails on the example inputs: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     found = difference(expected, actual)
     if found:
-        raise PrepareError(f"the prepared {type(model).__name__} does not reproduce the original "
-                           f"on the example inputs: {found}")
+        raise PrepareError(
+            f"the prepared {type(model).__name__} does not reproduce the original "
+            f"on the example inputs: {found}"
+        )

@@ -58,8 +58,9 @@ def parse_input(text: str, dtype: str = "float32") -> InputSpec:
     return InputSpec(tuple(int(n) for n in shape.split("x")), own_dtype or dtype)
 
 
-def parse_target(spec: str, root: Path, inputs: tuple[InputSpec, ...] = (),
-                 kwargs: dict | None = None) -> Target:
+def parse_target(
+    spec: str, root: Path, inputs: tuple[InputSpec, ...] = (), kwargs: dict | None = None
+) -> Target:
     """`path/to/file.py:Name` (path relative to `root`)."""
     path, sep, attribute = spec.rpartition(":")
     if not sep or not path.endswith(".py") or not _ATTRIBUTE.match(attribute):
@@ -86,19 +87,26 @@ def config_targets(config: Config) -> list[Target]:
     for number, entry in enumerate(config.verify, 1):
         where = f"{config.path}: [[tool.migrator.verify]] entry {number}"
         if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
-            raise TargetError(f"{where}: needs `target = \"path/to/file.py:Name\"`")
+            raise TargetError(f'{where}: needs `target = "path/to/file.py:Name"`')
         unknown = set(entry) - ENTRY_KEYS
         if unknown:
-            raise TargetError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: "
-                              f"{', '.join(sorted(ENTRY_KEYS))})")
+            raise TargetError(
+                f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: "
+                f"{', '.join(sorted(ENTRY_KEYS))})"
+            )
         shapes = entry.get("inputs", [])
         shapes = [shapes] if isinstance(shapes, str) else shapes
         dtype = entry.get("dtype", "float32")
         kwargs = entry.get("kwargs", {})
-        if not (isinstance(shapes, list) and all(isinstance(s, str) for s in shapes)
-                and isinstance(dtype, str) and isinstance(kwargs, dict)):
-            raise TargetError(f"{where}: `inputs` must be shape strings, `dtype` a string and "
-                              "`kwargs` a table")
+        if not (
+            isinstance(shapes, list)
+            and all(isinstance(s, str) for s in shapes)
+            and isinstance(dtype, str)
+            and isinstance(kwargs, dict)
+        ):
+            raise TargetError(
+                f"{where}: `inputs` must be shape strings, `dtype` a string and `kwargs` a table"
+            )
         try:
             inputs = tuple(parse_input(s, dtype) for s in shapes)
             targets.append(parse_target(entry["target"], config.root, inputs, kwargs))

@@ -42,8 +42,12 @@ def is_op_module(module: torch.nn.Module) -> bool:
     cls = type(module)
     if cls in classes:
         return True
-    return (cls.__name__ in copied_names and not module._modules and not module._parameters
-            and not module._buffers)
+    return (
+        cls.__name__ in copied_names
+        and not module._modules
+        and not module._parameters
+        and not module._buffers
+    )
 
 
 def _is_user_file(filename: str) -> bool:
@@ -72,8 +76,9 @@ class Tracer(fx.Tracer):
     """fx tracer keeping catalog op modules and excluded modules as leaves, and recording, per
     node, the user source line that created it."""
 
-    def __init__(self, modules_to_exclude: Iterable[Any] = (),
-                 module_classes_to_exclude: Iterable[type] = ()) -> None:
+    def __init__(
+        self, modules_to_exclude: Iterable[Any] = (), module_classes_to_exclude: Iterable[type] = ()
+    ) -> None:
         super().__init__()
         excluded = list(modules_to_exclude or ())
         self.excluded_names = {m for m in excluded if isinstance(m, str)}
@@ -83,8 +88,12 @@ class Tracer(fx.Tracer):
         """Modules being traced through, outermost first (left as is when tracing fails)."""
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
-        if (module_qualified_name in self.excluded_names or id(m) in self.excluded_ids
-                or isinstance(m, self.excluded_classes) or is_op_module(m)):
+        if (
+            module_qualified_name in self.excluded_names
+            or id(m) in self.excluded_ids
+            or isinstance(m, self.excluded_classes)
+            or is_op_module(m)
+        ):
             return True
         return super().is_leaf_module(m, module_qualified_name)
 
@@ -103,9 +112,12 @@ class Tracer(fx.Tracer):
         return proxy
 
 
-def trace(model: torch.nn.Module, modules_to_exclude: Iterable[Any] = (),
-          module_classes_to_exclude: Iterable[type] = (),
-          concrete_args: dict[str, Any] | None = None) -> fx.GraphModule:
+def trace(
+    model: torch.nn.Module,
+    modules_to_exclude: Iterable[Any] = (),
+    module_classes_to_exclude: Iterable[type] = (),
+    concrete_args: dict[str, Any] | None = None,
+) -> fx.GraphModule:
     """`model` as a GraphModule (leaves shared with `model`); raises `TraceFailure`."""
     tracer = Tracer(modules_to_exclude, module_classes_to_exclude)
     try:
@@ -127,9 +139,11 @@ def _failure(model: torch.nn.Module, tracer: Tracer, exc: Exception) -> TraceFai
     location = describe_source(source)
     reason = " ".join(f"{type(exc).__name__}: {exc}".split())
     exclude = f'modules_to_exclude=["{path}"] or ' if path else ""
-    message = (f"torch.fx cannot trace {module} at {describe_source(source, with_code=True)}\n"
-               f"  fx says: {reason}\n"
-               f"  ways out: pass the value that decides it with concrete_args={{...}}; keep the "
-               f"module as a leaf with {exclude}module_classes_to_exclude=[{cls.__name__}]; or "
-               f"move the code into a function registered with torch.fx.wrap")
+    message = (
+        f"torch.fx cannot trace {module} at {describe_source(source, with_code=True)}\n"
+        f"  fx says: {reason}\n"
+        f"  ways out: pass the value that decides it with concrete_args={{...}}; keep the "
+        f"module as a leaf with {exclude}module_classes_to_exclude=[{cls.__name__}]; or "
+        f"move the code into a function registered with torch.fx.wrap"
+    )
     return TraceFailure(message, path, location, reason)

@@ -71,14 +71,21 @@ class ValidationResult:
         return json.dumps(self.to_dict(), indent=2)
 
     def __str__(self) -> str:
-        lines = [f"validate {self.model}: {self.modules_called} leaf module(s) called, "
-                 f"{self.graph_nodes} graph node(s)"]
+        lines = [
+            f"validate {self.model}: {self.modules_called} leaf module(s) called, "
+            f"{self.graph_nodes} graph node(s)"
+        ]
         if self.reused_modules:
             lines.append(f"  leaf modules called more than once ({len(self.reused_modules)}):")
             for m in self.reused_modules:
-                fix = ("has parameters or buffers: share it on purpose or create one per call"
-                       if m.stateful else "stateless: give each call its own copy")
-                lines.append(f"    `{'`, `'.join(m.paths)}` ({m.cls}) called {m.calls} times; {fix}")
+                fix = (
+                    "has parameters or buffers: share it on purpose or create one per call"
+                    if m.stateful
+                    else "stateless: give each call its own copy"
+                )
+                lines.append(
+                    f"    `{'`, `'.join(m.paths)}` ({m.cls}) called {m.calls} times; {fix}"
+                )
         if self.functional_ops:
             lines.append(f"  ops without a module ({len(self.functional_ops)}):")
             for op in self.functional_ops:
@@ -92,10 +99,15 @@ class ValidationResult:
         return "\n".join(lines)
 
 
-def validate(model: torch.nn.Module, example_inputs: Any, *, verbose: bool = True,
-             modules_to_exclude: Iterable[Any] | None = None,
-             module_classes_to_exclude: Iterable[type] | None = None,
-             concrete_args: dict[str, Any] | None = None) -> ValidationResult:
+def validate(
+    model: torch.nn.Module,
+    example_inputs: Any,
+    *,
+    verbose: bool = True,
+    modules_to_exclude: Iterable[Any] | None = None,
+    module_classes_to_exclude: Iterable[type] | None = None,
+    concrete_args: dict[str, Any] | None = None,
+) -> ValidationResult:
     """Report leaf modules called more than once (by running `model` once on `example_inputs`:
     on meta tensors, or for real with its buffers and the RNG left as they were) and catalog ops
     without a module (from the fx graph). Prints the report unless `verbose=False`."""
@@ -138,14 +150,17 @@ def _count_calls(model: torch.nn.Module, inputs: tuple[Any, ...], result: Valida
         if counts[key] > 1:
             stateful = bool(module._parameters or module._buffers)
             result.reused_modules.append(
-                ReusedModule(tuple(paths[key]), type(module).__name__, counts[key], stateful))
+                ReusedModule(tuple(paths[key]), type(module).__name__, counts[key], stateful)
+            )
 
 
 def _run_on_meta(model: torch.nn.Module, inputs: tuple[Any, ...]) -> None:
     """Run the model's own modules with weights, buffers and inputs swapped for meta tensors:
     every module call happens (and is hooked) but nothing is computed or changed."""
-    state = {name: t.to("meta") for name, t in
-             itertools.chain(model.named_parameters(), model.named_buffers())}
+    state = {
+        name: t.to("meta")
+        for name, t in itertools.chain(model.named_parameters(), model.named_buffers())
+    }
     meta_inputs = tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) else x, inputs)
     with torch.no_grad():
         torch.func.functional_call(model, state, meta_inputs)
@@ -161,10 +176,14 @@ def _list_functional_ops(gm: torch.fx.GraphModule, result: ValidationResult) -> 
         if match is None:
             continue
         if match.kind == "operator" and all(
-                not isinstance(a, torch.fx.Node) or a in scalars for a in node.args):
+            not isinstance(a, torch.fx.Node) or a in scalars for a in node.args
+        ):
             continue
         source = node.meta.get(SOURCE)
         located = describe_source(source, with_code=True)
         location, _, code = located.partition(": `")
-        result.functional_ops.append(FunctionalOp(match.call, match.op.module_name,
-                                                  owning_module(node), location, code.rstrip("`")))
+        result.functional_ops.append(
+            FunctionalOp(
+                match.call, match.op.module_name, owning_module(node), location, code.rstrip("`")
+            )
+        )

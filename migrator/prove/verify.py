@@ -78,8 +78,10 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
         return result
     reference, inputs = built.model, built.inputs
     if inputs is None:
-        result.error = ("no example inputs: pass --input SHAPE, set `inputs` in the config "
-                        "entry, return (model, example_inputs), or define example_inputs()")
+        result.error = (
+            "no example inputs: pass --input SHAPE, set `inputs` in the config "
+            "entry, return (model, example_inputs), or define example_inputs()"
+        )
         return result
     try:
         built = build(target, migrated, MIGRATED_SEED)
@@ -105,8 +107,7 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     return result
 
 
-def verify_base(targets: Iterable[Target], migrated: Side,
-                rev: str = "HEAD") -> list[TargetResult]:
+def verify_base(targets: Iterable[Target], migrated: Side, rev: str = "HEAD") -> list[TargetResult]:
     """Each target's file at git revision `rev` (the original) against `migrated` (the working
     tree)."""
     results = []
@@ -120,8 +121,9 @@ def verify_base(targets: Iterable[Target], migrated: Side,
     return results
 
 
-def verify_rewrites(rewrites: Mapping[Path, tuple[str, str]],
-                    targets: Iterable[Target]) -> RewriteVerification:
+def verify_rewrites(
+    rewrites: Mapping[Path, tuple[str, str]], targets: Iterable[Target]
+) -> RewriteVerification:
     """Verify every target whose file is rewritten or imports a rewritten file, with all files
     at their old text (original) and at their new text (migrated); nothing is written."""
     rewrites = {Path(p).resolve(): texts for p, texts in rewrites.items()}
@@ -131,8 +133,12 @@ def verify_rewrites(rewrites: Mapping[Path, tuple[str, str]],
     results = [verify_target(t, original, migrated) for t in affected]
     used = [{t.file.resolve(), *map(Path, r.overridden)} for t, r in zip(affected, results)]
     failing = set().union(*(files for files, r in zip(used, results) if not r.ok))
-    return RewriteVerification(results, migrated, frozenset(failing & rewrites.keys()),
-                               frozenset(set(rewrites).difference(*used)))
+    return RewriteVerification(
+        results,
+        migrated,
+        frozenset(failing & rewrites.keys()),
+        frozenset(set(rewrites).difference(*used)),
+    )
 
 
 def _uses_overlay(target: Target, side: Side) -> bool:
@@ -154,8 +160,9 @@ def _guarded(name: str, check, *args) -> CheckResult:
     try:
         return check(*args)
     except Exception as exc:  # a check that crashes did not pass
-        return CheckResult(name, FAIL, f"check crashed: {type(exc).__name__}: "
-                           f"{' '.join(str(exc).split())[:300]}")
+        return CheckResult(
+            name, FAIL, f"check crashed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        )
 
 
 def format_text(results: list[TargetResult]) -> str:
@@ -165,19 +172,22 @@ def format_text(results: list[TargetResult]) -> str:
     lines = []
     for result in results:
         inputs = f", inputs {result.inputs}" if result.inputs else ""
-        lines.append(f"{result.target}  (original: {result.original}, migrated: "
-                     f"{result.migrated}{inputs})")
+        lines.append(
+            f"{result.target}  (original: {result.original}, migrated: {result.migrated}{inputs})"
+        )
         for check in result.checks:
             lines.append(f"  {check.name:<10}  {check.status.upper():<4}  {check.detail}")
             lines += [f"{'':<18}{note}" for note in check.notes]
         lines.append(f"  => {'PASS' if result.ok else 'FAIL'}")
         lines.append("")
     failed = sum(not r.ok for r in results)
-    lines.append(f"{len(results)} target(s) verified: {len(results) - failed} passed, "
-                 f"{failed} failed")
+    lines.append(
+        f"{len(results)} target(s) verified: {len(results) - failed} passed, {failed} failed"
+    )
     return "\n".join(lines)
 
 
 def format_json(results: list[TargetResult]) -> str:
-    return json.dumps({"ok": all(r.ok for r in results),
-                       "targets": [r.to_dict() for r in results]}, indent=2)
+    return json.dumps(
+        {"ok": all(r.ok for r in results), "targets": [r.to_dict() for r in results]}, indent=2
+    )

@@ -30,21 +30,30 @@ def may_have_work(text: str) -> bool:
     """Cheap filter: only a class with its own `forward` can hold work, or code that walks a
     module's children; migrator's own op modules (and the copies `ops_module` makes of them)
     are never rewritten."""
-    return ((("class" in text and "def forward" in text) or walks_children(text))
-            and "\n__migrator_ops__ = True" not in text)
+    return (
+        ("class" in text and "def forward" in text) or walks_children(text)
+    ) and "\n__migrator_ops__ = True" not in text
 
 
 def skip_lines(source: str) -> set[int]:
     """Line numbers carrying a `# migrator: skip` comment."""
     if "migrator" not in source:
         return set()
-    return {i for i, line in enumerate(source.split("\n"), 1)
-            if "#" in line and SKIP_PRAGMA.search(line[line.index("#"):])}
+    return {
+        i
+        for i, line in enumerate(source.split("\n"), 1)
+        if "#" in line and SKIP_PRAGMA.search(line[line.index("#") :])
+    }
 
 
-def analyze(source: str, path: str, project: Project, tree: ast.Module | None = None,
-            ops_module: str = "migrator.nn",
-            disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
+def analyze(
+    source: str,
+    path: str,
+    project: Project,
+    tree: ast.Module | None = None,
+    ops_module: str = "migrator.nn",
+    disable: frozenset[str] = frozenset(),
+) -> tuple[Plan, list[Finding]]:
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
     return ProjectAnalysis(project, ops_module).file(source, path, tree, disable)
 
@@ -57,8 +66,13 @@ class ProjectAnalysis:
         self.project = project
         self.ops_module = ops_module
 
-    def file(self, source: str, path: str, tree: ast.Module | None = None,
-             disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
+    def file(
+        self,
+        source: str,
+        path: str,
+        tree: ast.Module | None = None,
+        disable: frozenset[str] = frozenset(),
+    ) -> tuple[Plan, list[Finding]]:
         """Plan the rewrite of one file and list its findings."""
         project = self.project
         tree = tree or ast.parse(source)
@@ -66,8 +80,9 @@ class ProjectAnalysis:
         project.analyzed.add(info.names.module)
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.created.pop(cls.qualname, None)
-        ctx = FileContext(path, source, info, project, self.ops_module, Positions(source),
-                          disable=disable)
+        ctx = FileContext(
+            path, source, info, project, self.ops_module, Positions(source), disable=disable
+        )
         ctx.skip = skip_lines(source)
         find_shared(ctx)
         ctx.suppress = suppressions(source)
@@ -85,8 +100,11 @@ class ProjectAnalysis:
         """Work out the rewrite of another file of the project (not torch's own sources), so the
         names it creates in base classes are known to the file at hand."""
         module = info.names.module
-        if (module in self.project.analyzed or info.source is None
-                or module.split(".")[0] == "torch"):
+        if (
+            module in self.project.analyzed
+            or info.source is None
+            or module.split(".")[0] == "torch"
+        ):
             return
         if may_have_work(info.source):
             self.file(info.source, str(info.path), info.tree)

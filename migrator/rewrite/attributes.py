@@ -52,11 +52,15 @@ class ClassAttributes:
                 func = stmt.value.func
                 if isinstance(func, ast.Attribute) and func.attr == "__init__":
                     owner = func.value
-                    if (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
-                            and owner.func.id == "super"):
+                    if (
+                        isinstance(owner, ast.Call)
+                        and isinstance(owner.func, ast.Name)
+                        and owner.func.id == "super"
+                    ):
                         return i
                     if self.ctx.info.names.resolve(owner) or (
-                            isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes):
+                        isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes
+                    ):
                         return i
         return None
 
@@ -69,9 +73,13 @@ class ClassAttributes:
                     targets, value = node.targets, node.value
                 elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
                     targets, value = [node.target], getattr(node, "value", None)
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                      and node.func.attr in ("register_buffer", "register_parameter")
-                      and node.args and isinstance(node.args[0], ast.Constant)):
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("register_buffer", "register_parameter")
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
                     self.tensor_attrs.add(str(node.args[0].value))
                 for target in targets:
                     if not self_attr(target):
@@ -109,9 +117,13 @@ class ClassAttributes:
     def module_attrs(self) -> set[str]:
         """Attributes that hold modules: assigned a call (not a parameter), another name for
         one (`self.b = self.a`), or set elsewhere."""
-        attrs = {a for a, info in self.attrs.items()
-                 if isinstance(info.value, (ast.Call, ast.IfExp))
-                 and a not in self.tensor_attrs and a not in self.plain_attrs}
+        attrs = {
+            a
+            for a, info in self.attrs.items()
+            if isinstance(info.value, (ast.Call, ast.IfExp))
+            and a not in self.tensor_attrs
+            and a not in self.plain_attrs
+        }
         attrs |= set(self.aliases()) | set(self.inherited_modules())
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
 
@@ -123,20 +135,30 @@ class ClassAttributes:
             for base in self.family.ancestors(self.cls):
                 init = base.methods().get("__init__")
                 for node in ast.walk(init) if init is not None else ():
-                    if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.IfExp)):
+                    if isinstance(node, ast.Assign) and isinstance(
+                        node.value, (ast.Call, ast.IfExp)
+                    ):
                         for target in node.targets:
-                            if (self_attr(target) and target.attr not in self.attrs
-                                    and target.attr not in self.assigned_elsewhere
-                                    and _value_kind(node.value, base.file.names.resolve) is None):
+                            if (
+                                self_attr(target)
+                                and target.attr not in self.attrs
+                                and target.attr not in self.assigned_elsewhere
+                                and _value_kind(node.value, base.file.names.resolve) is None
+                            ):
                                 self._inherited.setdefault(target.attr, base)
         return self._inherited
 
     def aliases(self) -> dict[str, str]:
         """`self.b = self.a` in `__init__` (b assigned once), where a holds a module: b -> a."""
-        return {a: info.value.attr for a, info in self.attrs.items()
-                if self_attr(info.value) and info.count == 1 and info.value.attr in self.attrs
-                and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
-                and info.value.attr not in self.tensor_attrs}
+        return {
+            a: info.value.attr
+            for a, info in self.attrs.items()
+            if self_attr(info.value)
+            and info.count == 1
+            and info.value.attr in self.attrs
+            and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
+            and info.value.attr not in self.tensor_attrs
+        }
 
 
 _PLAIN_CALLS = frozenset("float int bool str len round".split())
@@ -147,11 +169,16 @@ def _value_kind(value: ast.expr, resolve) -> str | None:
     made by a builtin or `math`) or None (anything else: a module when it is a call)."""
     made_by = resolve(value.func if isinstance(value, ast.Call) else value)
     if made_by in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") or (
-            isinstance(value, ast.Call) and made_by and made_by.startswith("torch.")
-            and not made_by.startswith("torch.nn.") and made_by not in NOT_TENSOR_TORCH):
+        isinstance(value, ast.Call)
+        and made_by
+        and made_by.startswith("torch.")
+        and not made_by.startswith("torch.nn.")
+        and made_by not in NOT_TENSOR_TORCH
+    ):
         return "tensor"
-    if isinstance(value, ast.Call) and ((isinstance(value.func, ast.Name) and made_by is None
-                                         and value.func.id in _PLAIN_CALLS)
-                                        or (made_by or "").startswith("math.")):
+    if isinstance(value, ast.Call) and (
+        (isinstance(value.func, ast.Name) and made_by is None and value.func.id in _PLAIN_CALLS)
+        or (made_by or "").startswith("math.")
+    ):
         return "plain"
     return None

@@ -28,8 +28,9 @@ from migrator.rewrite.walk import header_lines
 class ClassAnalysis:
     """Analysis of one `nn.Module` subclass."""
 
-    def __init__(self, ctx: FileContext, cls: ClassInfo, family: Family,
-                 analysis: WorksOut) -> None:
+    def __init__(
+        self, ctx: FileContext, cls: ClassInfo, family: Family, analysis: WorksOut
+    ) -> None:
         self.ctx = ctx
         self.cls = cls
         self.family = family
@@ -58,35 +59,63 @@ class ClassAnalysis:
             placement.record_runs(method, module_attrs)
             if self.ctx.skip.intersection(header_lines(method)):
                 continue
-            tensors = TensorNames(method, [v.node for v in self.ctx.visits(method)],
-                                  partial(self.ctx.info.names.resolve,
-                                          shadowed=self.ctx.locals_of(method)), module_attrs,
-                                  self.attributes.tensor_attrs)
-            Scanner(self.ctx, method, times, tensors, called, attrs=self.attributes.attrs,
-                    order=order, sites=reused, hyper=hyper, creator=creator).scan()
+            tensors = TensorNames(
+                method,
+                [v.node for v in self.ctx.visits(method)],
+                partial(self.ctx.info.names.resolve, shadowed=self.ctx.locals_of(method)),
+                module_attrs,
+                self.attributes.tensor_attrs,
+            )
+            Scanner(
+                self.ctx,
+                method,
+                times,
+                tensors,
+                called,
+                attrs=self.attributes.attrs,
+                order=order,
+                sites=reused,
+                hyper=hyper,
+                creator=creator,
+            ).scan()
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()
         placement.place(creator.registrations)
 
-    def _unknown_callees(self, reached: list[ast.FunctionDef],
-                         path: dict[str, ast.FunctionDef]) -> set[str]:
+    def _unknown_callees(
+        self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]
+    ) -> set[str]:
         """Attributes called as `self.x(...)` on the forward path that are neither methods (of
         this class or a base found) nor known values: modules made elsewhere (a subclass's
         `__init__`, a setter), whose calls count as reuse all the same (MIG104 when several)."""
         methods = set(path).union(*(base.methods() for base in self.family.ancestors(self.cls)))
-        known = methods | MODULE_ATTRIBUTES | self.attributes.tensor_attrs | self.attributes.plain_attrs
-        return {v.node.func.attr for method in reached for v in self.ctx.visits(method)
-                if isinstance(v.node, ast.Call) and self_attr(v.node.func)
-                and v.node.func.attr not in known}
+        known = (
+            methods | MODULE_ATTRIBUTES | self.attributes.tensor_attrs | self.attributes.plain_attrs
+        )
+        return {
+            v.node.func.attr
+            for method in reached
+            for v in self.ctx.visits(method)
+            if isinstance(v.node, ast.Call)
+            and self_attr(v.node.func)
+            and v.node.func.attr not in known
+        }
 
-    def _method_calls(self, methods: dict[str, ast.FunctionDef]
-                      ) -> Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]]:
+    def _method_calls(
+        self, methods: dict[str, ast.FunctionDef]
+    ) -> Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]]:
         """The (method name, call node) of each call of one of `methods` in a method."""
+
         def calls(method: ast.FunctionDef) -> list[tuple[str, ast.AST]]:
-            return [(v.node.func.attr, v.node) for v in self.ctx.visits(method)
-                    if isinstance(v.node, ast.Call) and self_attr(v.node.func)
-                    and v.node.func.attr in methods]
+            return [
+                (v.node.func.attr, v.node)
+                for v in self.ctx.visits(method)
+                if isinstance(v.node, ast.Call)
+                and self_attr(v.node.func)
+                and v.node.func.attr in methods
+            ]
+
         return calls
 
     def _check_signature(self, forward: ast.FunctionDef) -> None:
@@ -98,9 +127,14 @@ class ClassAnalysis:
             self.ctx.report(forward, "MIG201", "forward is annotated to return a dict")
             return
         for node in (v.node for v in self.ctx.visits(forward)):
-            if isinstance(node, ast.Return) and (isinstance(node.value, ast.Dict) or (
-                    isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-                    and node.value.func.id == "dict")):
+            if isinstance(node, ast.Return) and (
+                isinstance(node.value, ast.Dict)
+                or (
+                    isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id == "dict"
+                )
+            ):
                 self.ctx.report(node, "MIG201", "forward returns a dict")
 
 

@@ -30,9 +30,12 @@ def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
     config = cst.PartialParserConfig(default_indent=_default_indent(source))
-    parts = (regions(plan, tree or ast.parse(source), lines) if "\r" not in source
-             else [Region(1, len(lines), False)])  # lines as LibCST and `ast` count them
-    wrappers = [_parse(source[starts[r.start - 1]:starts[r.end]], r, config) for r in parts]
+    parts = (
+        regions(plan, tree or ast.parse(source), lines)
+        if "\r" not in source
+        else [Region(1, len(lines), False)]
+    )  # lines as LibCST and `ast` count them
+    wrappers = [_parse(source[starts[r.start - 1] : starts[r.end]], r, config) for r in parts]
     replaces = {(r.kind, r.span): r for r in plan.replaces}
     comments: dict[str, list[str]] = {}
     for region, wrapper in zip(parts, wrappers):
@@ -40,9 +43,17 @@ def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
     import_names = dict(plan.import_names)
     out, done = [], 0
     for region, wrapper in zip(parts, wrappers):
-        code = wrapper.visit(_Apply(plan, replaces, comments, import_names, _offset(region),
-                                    imports=region.start == 1 and not region.indented)).code
-        out += [source[done:starts[region.start - 1]], code.removeprefix(_STAND_IN)]
+        code = wrapper.visit(
+            _Apply(
+                plan,
+                replaces,
+                comments,
+                import_names,
+                _offset(region),
+                imports=region.start == 1 and not region.indented,
+            )
+        ).code
+        out += [source[done : starts[region.start - 1]], code.removeprefix(_STAND_IN)]
         done = starts[region.end]
     return "".join(out) + source[done:]
 
@@ -71,8 +82,12 @@ class _MoveComments(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, replaces: dict[tuple[ReplaceKind, Span], Replace],
-                 comments: dict[str, list[str]], offset: int) -> None:
+    def __init__(
+        self,
+        replaces: dict[tuple[ReplaceKind, Span], Replace],
+        comments: dict[str, list[str]],
+        offset: int,
+    ) -> None:
         super().__init__()
         self.replaces = replaces
         self.comments = comments
@@ -80,13 +95,25 @@ class _MoveComments(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         pos = self.get_metadata(PositionProvider, node)
-        replace = self.replaces.get(("call", (pos.start.line + self.offset, pos.start.column,
-                                              pos.end.line + self.offset, pos.end.column)))
+        replace = self.replaces.get(
+            (
+                "call",
+                (
+                    pos.start.line + self.offset,
+                    pos.start.column,
+                    pos.end.line + self.offset,
+                    pos.end.column,
+                ),
+            )
+        )
         if replace is None:
             return
         kept = {id(arg) for ref, _ in replace.inputs for *_, arg in _resolve(ref, node) if arg}
-        kept |= {id(_resolve(ref.inner, node)[0][2]) for ref, _ in replace.inputs
-                 if ref.inner is not None}
+        kept |= {
+            id(_resolve(ref.inner, node)[0][2])
+            for ref, _ in replace.inputs
+            if ref.inner is not None
+        }
         found: list[str] = []
         for arg in node.args:
             if id(arg) not in kept:
@@ -107,9 +134,15 @@ class _CommentCollector(cst.CSTVisitor):
 class _Apply(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, plan: Plan, replaces: dict[tuple[ReplaceKind, Span], Replace],
-                 comments: dict[str, list[str]], import_names: dict[str, list[str]],
-                 offset: int, imports: bool) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        replaces: dict[tuple[ReplaceKind, Span], Replace],
+        comments: dict[str, list[str]],
+        import_names: dict[str, list[str]],
+        offset: int,
+        imports: bool,
+    ) -> None:
         super().__init__()
         self.plan = plan
         self.comments = comments
@@ -122,8 +155,12 @@ class _Apply(cst.CSTTransformer):
 
     def _span(self, node: cst.CSTNode) -> Span:
         pos = self.get_metadata(PositionProvider, node)
-        return (pos.start.line + self.offset, pos.start.column, pos.end.line + self.offset,
-                pos.end.column)
+        return (
+            pos.start.line + self.offset,
+            pos.start.column,
+            pos.end.line + self.offset,
+            pos.end.column,
+        )
 
     def _take(self, kind: ReplaceKind, node: cst.CSTNode) -> Replace | None:
         return self.replaces.get((kind, self._span(node)))
@@ -135,8 +172,9 @@ class _Apply(cst.CSTTransformer):
             return updated
         return _call(replace, updated).with_changes(lpar=updated.lpar, rpar=updated.rpar)
 
-    def leave_BinaryOperation(self, original: cst.BinaryOperation,
-                              updated: cst.BinaryOperation) -> cst.BaseExpression:
+    def leave_BinaryOperation(
+        self, original: cst.BinaryOperation, updated: cst.BinaryOperation
+    ) -> cst.BaseExpression:
         replace = self._take("binop", original)
         if replace is None:
             return updated
@@ -149,12 +187,17 @@ class _Apply(cst.CSTTransformer):
         return updated.with_changes(attr=cst.Name(replace.attr))
 
     # -- statements ----------------------------------------------------------------------------
-    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.BaseSmallStatement:
+    def leave_AugAssign(
+        self, original: cst.AugAssign, updated: cst.AugAssign
+    ) -> cst.BaseSmallStatement:
         replace = self._take("augassign", original)
         if replace is None:
             return updated
-        return cst.Assign(targets=[cst.AssignTarget(updated.target.deep_clone())],
-                          value=_call(replace, updated), semicolon=updated.semicolon)
+        return cst.Assign(
+            targets=[cst.AssignTarget(updated.target.deep_clone())],
+            value=_call(replace, updated),
+            semicolon=updated.semicolon,
+        )
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
         if not isinstance(original.value, cst.Call):
@@ -166,11 +209,15 @@ class _Apply(cst.CSTTransformer):
         # `x.add_(y)`: only a local name is rebound
         assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
         assert isinstance(call.func.value, cst.Name)
-        return cst.Assign(targets=[cst.AssignTarget(call.func.value.deep_clone())],
-                          value=_call(replace, call), semicolon=updated.semicolon)
+        return cst.Assign(
+            targets=[cst.AssignTarget(call.func.value.deep_clone())],
+            value=_call(replace, call),
+            semicolon=updated.semicolon,
+        )
 
-    def leave_IndentedBlock(self, original: cst.IndentedBlock,
-                            updated: cst.IndentedBlock) -> cst.IndentedBlock:
+    def leave_IndentedBlock(
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
         body = self._with_inserts(original.body, updated.body)
         return updated.with_changes(body=body) if body is not None else updated
 
@@ -211,7 +258,8 @@ class _Apply(cst.CSTTransformer):
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         head = [*updated.names[:-1], last.with_changes(comma=comma)]
         return updated.with_changes(
-            names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:])
+            names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:]
+        )
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.imports and self.plan.imports):
@@ -227,10 +275,15 @@ def _import_position(body: Sequence[cst.CSTNode]) -> int:
     at = 0
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
             at = i + 1
-        elif i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
-                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString):
+        elif (
+            i == 0
+            and isinstance(stmt, cst.SimpleStatementLine)
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.SimpleString)
+        ):
             at = 1
         elif at or not isinstance(stmt, cst.SimpleStatementLine):
             break
@@ -246,12 +299,17 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
             arg = cst.Arg(value=value, star=star)
             if source is not None and _multiline(source.comma):
                 # keep the line break and comment that follow a kept argument
-                arg = arg.with_changes(comma=source.comma, whitespace_after_arg=getattr(
-                    source, "whitespace_after_arg", arg.whitespace_after_arg))
+                arg = arg.with_changes(
+                    comma=source.comma,
+                    whitespace_after_arg=getattr(
+                        source, "whitespace_after_arg", arg.whitespace_after_arg
+                    ),
+                )
             if keyword:
-                arg = arg.with_changes(keyword=cst.Name(keyword),
-                                       equal=cst.AssignEqual(cst.SimpleWhitespace(""),
-                                                             cst.SimpleWhitespace("")))
+                arg = arg.with_changes(
+                    keyword=cst.Name(keyword),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                )
             args.append(arg)
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if isinstance(node, cst.BinaryOperation):  # a line break (and comment) at the operator stays
@@ -261,17 +319,24 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
             if isinstance(space, cst.ParenthesizedWhitespace):
                 comma = cst.Comma(whitespace_after=space)
                 break
-    args = [a if isinstance(a.comma, cst.Comma) else a.with_changes(comma=comma)
-            for a in args[:-1]] + args[-1:]
-    if (isinstance(node, cst.Call) and args and isinstance(args[-1].comma, cst.Comma)
-            and isinstance(node.args[-1].comma, cst.Comma)):
+    args = [
+        a if isinstance(a.comma, cst.Comma) else a.with_changes(comma=comma) for a in args[:-1]
+    ] + args[-1:]
+    if (
+        isinstance(node, cst.Call)
+        and args
+        and isinstance(args[-1].comma, cst.Comma)
+        and isinstance(node.args[-1].comma, cst.Comma)
+    ):
         closing = node.args[-1].comma.whitespace_after  # the indent before `)` stays
         kept = args[-1].comma.whitespace_after
         if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(
-                kept, cst.ParenthesizedWhitespace):
+            kept, cst.ParenthesizedWhitespace
+        ):
             kept = kept.with_changes(indent=closing.indent, last_line=closing.last_line)
-            args[-1] = args[-1].with_changes(comma=args[-1].comma.with_changes(
-                whitespace_after=kept))
+            args[-1] = args[-1].with_changes(
+                comma=args[-1].comma.with_changes(whitespace_after=kept)
+            )
     call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
@@ -300,12 +365,14 @@ def _list_layout(call: cst.Call, items: cst.BaseExpression) -> cst.Call:
 
 
 def _multiline(comma: cst.Comma | cst.MaybeSentinel) -> bool:
-    return isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after,
-                                                       cst.ParenthesizedWhitespace)
+    return isinstance(comma, cst.Comma) and isinstance(
+        comma.whitespace_after, cst.ParenthesizedWhitespace
+    )
 
 
-def _resolve(ref: InputRef, node: cst.CSTNode) -> list[tuple[cst.BaseExpression, Literal["", "*"],
-                                                         cst.Arg | cst.BaseElement | None]]:
+def _resolve(
+    ref: InputRef, node: cst.CSTNode
+) -> list[tuple[cst.BaseExpression, Literal["", "*"], cst.Arg | cst.BaseElement | None]]:
     """The expressions an input reference names in `node`, each with its star ('' or '*') and
     the argument or list element it came from (None for operands and receivers)."""
     kind = ref.kind
@@ -330,7 +397,7 @@ def _resolve(ref: InputRef, node: cst.CSTNode) -> list[tuple[cst.BaseExpression,
         arg = next(a for a in node.args if a.keyword and a.keyword.value == ref.keyword)
         return [(arg.value, "", arg)]
     assert ref.inner is not None  # "elements" and "star" are those of an argument
-    (value, _, source), = _resolve(ref.inner, node)
+    ((value, _, source),) = _resolve(ref.inner, node)
     if kind == "elements":
         assert isinstance(value, (cst.List, cst.Tuple))
         return [(element.value, "", element) for element in value.elements]

@@ -84,12 +84,31 @@ class FileContext:
             self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
         return self._locals[id(func)]
 
-    def report(self, node: Located, code: str, message: str, *, op: str = "", module: str = "",
-               attr: str = "", reason: str = "") -> None:
+    def report(
+        self,
+        node: Located,
+        code: str,
+        message: str,
+        *,
+        op: str = "",
+        module: str = "",
+        attr: str = "",
+        reason: str = "",
+    ) -> None:
         """A finding at `node`; the keywords are `Finding`'s structured fields."""
-        self.findings.append(Finding(self.path, node.lineno,
-                                     self.positions.column(node.lineno, node.col_offset), code,
-                                     message, op, module, attr, reason))
+        self.findings.append(
+            Finding(
+                self.path,
+                node.lineno,
+                self.positions.column(node.lineno, node.col_offset),
+                code,
+                message,
+                op,
+                module,
+                attr,
+                reason,
+            )
+        )
 
     def suppressed(self, node: Located, code: str) -> bool:
         """Is `code` suppressed on the line of `node` (where its finding would be)?"""
@@ -113,7 +132,7 @@ class FileContext:
     def module_ref(self, qualname: str) -> str:
         """How this file can name a class, adding the fewest imports needed."""
         if qualname.startswith("migrator.nn."):
-            qualname = self.ops_module + qualname[len("migrator.nn"):]
+            qualname = self.ops_module + qualname[len("migrator.nn") :]
         names = self.info.names
         spelled = names.alias_for(qualname)
         if spelled:
@@ -144,8 +163,12 @@ class FileContext:
         raise Refusal("MIG109", f"no free name to import `{qualname}` under")
 
     def _pending_names(self) -> set[str]:
-        return {n for table in (self.from_imports, self.plan.import_names)
-                for names in table.values() for n in names}
+        return {
+            n
+            for table in (self.from_imports, self.plan.import_names)
+            for names in table.values()
+            for n in names
+        }
 
     def _add_plain(self, module: str) -> None:
         if module not in self.plain_imports:
@@ -154,10 +177,14 @@ class FileContext:
     def finish(self) -> None:
         self.plan.imports = [f"import {m}" for m in self.plain_imports] + [
             f"from {module} import {', '.join(sorted(names))}"
-            for module, names in self.from_imports.items()]
+            for module, names in self.from_imports.items()
+        ]
         self.findings.sort()
 
 
 def self_attr(node: object) -> TypeGuard[ast.Attribute]:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )

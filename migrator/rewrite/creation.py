@@ -16,15 +16,17 @@ from migrator.rewrite.taken import TakenNames
 
 # Reading these in a method means the class's behaviour depends on its set of submodules.
 _SUBMODULE_VIEWS = frozenset("children named_children modules named_modules _modules".split())
-_CONTAINERS = frozenset(f"torch.nn.{c}" for c in
-                       "Sequential ModuleList ModuleDict ParameterList ParameterDict".split())
+_CONTAINERS = frozenset(
+    f"torch.nn.{c}" for c in "Sequential ModuleList ModuleDict ParameterList ParameterDict".split()
+)
 
 
 class ModuleCreator:
     """Plans the new modules of one class."""
 
-    def __init__(self, ctx: FileContext, attributes: ClassAttributes, family: Family,
-                 names: TakenNames) -> None:
+    def __init__(
+        self, ctx: FileContext, attributes: ClassAttributes, family: Family, names: TakenNames
+    ) -> None:
         self.ctx = ctx
         self.attributes = attributes
         self.family = family
@@ -40,13 +42,17 @@ class ModuleCreator:
         cls = self.attributes.cls
         made = self.ctx.project.find_class(op.module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
-            raise Refusal("MIG116", f"the module it would become, `{op.module_name}`, is this "
-                                     f"class{'' if made is cls else ' or a subclass of it'}: "
-                                     "creating it in `__init__` would recurse; left as is")
+            raise Refusal(
+                "MIG116",
+                f"the module it would become, `{op.module_name}`, is this "
+                f"class{'' if made is cls else ' or a subclass of it'}: "
+                "creating it in `__init__` would recurse; left as is",
+            )
         module = self.ctx.module_ref(op.module)
         name = self.names.new(op.key)
-        self.registrations.append(Registration(key, f"self.{name} = {module}({', '.join(ctor)})",
-                                               deps))
+        self.registrations.append(
+            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+        )
         return name
 
     def copy(self, original: InitAttr, key: Key) -> str:
@@ -61,21 +67,27 @@ class ModuleCreator:
         """Raise a refusal when `__init__` has no safe place for a new module."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
-            raise Refusal("MIG117", f"{shared}: a module made here would run at each of their "
-                                    "call sites; left as is")
+            raise Refusal(
+                "MIG117",
+                f"{shared}: a module made here would run at each of their call sites; left as is",
+            )
         container = self._container()
         if container:
-            raise Refusal("MIG109", f"{container}: a new submodule would join the modules it "
-                                    "goes through")
+            raise Refusal(
+                "MIG109", f"{container}: a new submodule would join the modules it goes through"
+            )
         init, super_index = self.attributes.init, self.attributes.super_index
         if init is None:
             return
         if super_index is None:
-            raise Refusal("MIG109", "`__init__` has no `super().__init__()` call to create the "
-                                     "module after")
+            raise Refusal(
+                "MIG109", "`__init__` has no `super().__init__()` call to create the module after"
+            )
         if init.body[super_index].lineno == init.lineno:
-            raise Refusal("MIG109", "`__init__` is written on one line: put its body on lines "
-                                     "of its own first")
+            raise Refusal(
+                "MIG109",
+                "`__init__` is written on one line: put its body on lines of its own first",
+            )
 
     def _container(self) -> str | None:
         """Why a new submodule would change behaviour: the class is a torch.nn container, or
@@ -94,8 +106,12 @@ class ModuleCreator:
         for method in self.attributes.methods.values():
             for visit in self.ctx.visits(method):
                 node = visit.node
-                if (isinstance(node, ast.Attribute) and node.attr in _SUBMODULE_VIEWS
-                        and isinstance(node.value, ast.Name) and node.value.id == "self"
-                        and method.name != "__init__"):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in _SUBMODULE_VIEWS
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and method.name != "__init__"
+                ):
                     return f"`{method.name}` goes through `self.{node.attr}`"
         return None

@@ -13,15 +13,21 @@ from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
 
 
-def plan_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
-              disable: frozenset[str] = frozenset()) -> tuple[Plan, list[Finding]]:
+def plan_text(
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str = "migrator.nn",
+    disable: frozenset[str] = frozenset(),
+) -> tuple[Plan, list[Finding]]:
     """The rewrite plan and findings for one file's text (raises SyntaxError, also for a file
     with no work). Fixes whose code is in `disable` are neither planned nor reported."""
     return _planned(text, path, project, ops_module, disable)[1:]
 
 
-def _planned(text: str, path: str, project: Project, ops_module: str,
-             disable: frozenset[str]) -> tuple[ast.Module, Plan, list[Finding]]:
+def _planned(
+    text: str, path: str, project: Project, ops_module: str, disable: frozenset[str]
+) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
         tree = ast.parse(text)
@@ -30,14 +36,24 @@ def _planned(text: str, path: str, project: Project, ops_module: str,
         return tree, *analyze(text, path, project, tree, ops_module, disable)
 
 
-def check_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
-               disable: frozenset[str] = frozenset()) -> list[Finding]:
+def check_text(
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str = "migrator.nn",
+    disable: frozenset[str] = frozenset(),
+) -> list[Finding]:
     """Findings for one file's text (raises SyntaxError)."""
     return plan_text(text, path, project, ops_module, disable)[1]
 
 
-def fix_text(text: str, path: str, project: Project, ops_module: str = "migrator.nn",
-             disable: frozenset[str] = frozenset()) -> tuple[str, list[Finding]]:
+def fix_text(
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str = "migrator.nn",
+    disable: frozenset[str] = frozenset(),
+) -> tuple[str, list[Finding]]:
     """(rewritten text, findings) for one file's text (raises SyntaxError)."""
     tree, plan, findings = _planned(text, path, project, ops_module, disable)
     if not plan:

@@ -82,8 +82,12 @@ class Family:
             family.append(current)
             todo += [c for b in current.bases if (c := self.project.find_class(b, current.file))]
         members, subclasses = set(family), self._subclasses_of()
-        derived = {other for member in family for other in subclasses.get(member, ())
-                   if other not in members}
+        derived = {
+            other
+            for member in family
+            for other in subclasses.get(member, ())
+            if other not in members
+        }
         return family + sorted(derived, key=self._order.__getitem__)
 
     def subclasses_in_file(self, cls: ClassInfo) -> list[ClassInfo]:

@@ -16,8 +16,13 @@ from migrator.rewrite.project import FileInfo
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import walk
 
-def report_helper_ops(ctx: FileContext, owner: str, methods: dict[str, ast.FunctionDef],
-                      reached: list[ast.FunctionDef]) -> None:
+
+def report_helper_ops(
+    ctx: FileContext,
+    owner: str,
+    methods: dict[str, ast.FunctionDef],
+    reached: list[ast.FunctionDef],
+) -> None:
     """Report the ops of the helpers that the forward-path `reached` methods of class `owner`
     call (and the helpers those call, in the same file)."""
     todo = [(f, m) for m in reached for f in _called(ctx, ctx.info, m, methods)]
@@ -30,31 +35,44 @@ def report_helper_ops(ctx: FileContext, owner: str, methods: dict[str, ast.Funct
             continue
         ctx.helpers_seen.add(id(function))
         for label, node in ops_in(ctx.info, function):
-            ctx.report(node, "MIG115", f"{label} is in `{function.name}`, which forward reaches "
-                                       f"from `{owner}`: ops in functions outside the class are "
-                                       "not rewritten yet; left as is", op=label.strip("`"))
+            ctx.report(
+                node,
+                "MIG115",
+                f"{label} is in `{function.name}`, which forward reaches "
+                f"from `{owner}`: ops in functions outside the class are "
+                "not rewritten yet; left as is",
+                op=label.strip("`"),
+            )
         todo += [(f, function) for f in _called(ctx, ctx.info, function, {})]
 
 
-def _report_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef,
-                      caller: ast.FunctionDef) -> None:
+def _report_elsewhere(
+    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, caller: ast.FunctionDef
+) -> None:
     """A helper in another file: one finding at each call of it on the forward path."""
     found = [label for label, _ in ops_in(info, function)]
     if not found:
         return
     for node in ast.walk(caller):
-        if isinstance(node, ast.Call) and _target(ctx, ctx.info, node, caller, {}) == (info, function):
+        if isinstance(node, ast.Call) and _target(ctx, ctx.info, node, caller, {}) == (
+            info,
+            function,
+        ):
             if id(node) in ctx.helpers_seen:
                 continue
             ctx.helpers_seen.add(id(node))
-            ctx.report(node, "MIG115",
-                       f"`{ctx.text(node.func)}` (in `{info.names.module}`) runs {len(found)} "
-                       f"op(s) forward reaches ({', '.join(sorted(set(found)))}): ops in "
-                       "functions outside the class are not rewritten yet; left as is")
+            ctx.report(
+                node,
+                "MIG115",
+                f"`{ctx.text(node.func)}` (in `{info.names.module}`) runs {len(found)} "
+                f"op(s) forward reaches ({', '.join(sorted(set(found)))}): ops in "
+                "functions outside the class are not rewritten yet; left as is",
+            )
 
 
-def _called(ctx: FileContext, info: FileInfo, caller: ast.FunctionDef,
-            methods: dict[str, ast.FunctionDef]) -> Iterator[tuple[FileInfo, ast.FunctionDef]]:
+def _called(
+    ctx: FileContext, info: FileInfo, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+) -> Iterator[tuple[FileInfo, ast.FunctionDef]]:
     for node in ast.walk(caller):
         if isinstance(node, ast.Call):
             target = _target(ctx, info, node, caller, methods)
@@ -62,8 +80,13 @@ def _called(ctx: FileContext, info: FileInfo, caller: ast.FunctionDef,
                 yield target
 
 
-def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.FunctionDef,
-            methods: dict[str, ast.FunctionDef]) -> tuple[FileInfo, ast.FunctionDef] | None:
+def _target(
+    ctx: FileContext,
+    info: FileInfo,
+    call: ast.Call,
+    caller: ast.FunctionDef,
+    methods: dict[str, ast.FunctionDef],
+) -> tuple[FileInfo, ast.FunctionDef] | None:
     """The helper function a call runs: a static or class method of the class, or a
     module-level function of this file or of another file of the project."""
     func = call.func
@@ -79,12 +102,15 @@ def _target(ctx: FileContext, info: FileInfo, call: ast.Call, caller: ast.Functi
 
 def unbound(method: ast.FunctionDef) -> bool:
     """A static or class method: it has no `self` to hold modules."""
-    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
-               for d in method.decorator_list)
+    return any(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+        for d in method.decorator_list
+    )
 
 
-def ops_in(info: FileInfo, function: ast.FunctionDef
-           ) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
+def ops_in(
+    info: FileInfo, function: ast.FunctionDef
+) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
     number, `end + 1`, is taken for a count)."""
@@ -95,20 +121,32 @@ def ops_in(info: FileInfo, function: ast.FunctionDef
             qualname = info.names.resolve(node.func)
             if qualname and catalog.by_function(qualname):
                 yield qualname.replace("torch.nn.functional.", "F."), node
-            elif isinstance(node.func, ast.Attribute) and (
-                    catalog.by_method(node.func.attr) or catalog.by_inplace_method(node.func.attr)
-            ) and not tensors.is_plain(node.func.value):
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and (catalog.by_method(node.func.attr) or catalog.by_inplace_method(node.func.attr))
+                and not tensors.is_plain(node.func.value)
+            ):
                 yield f".{node.func.attr}()", node
         elif isinstance(node, (ast.BinOp, ast.AugAssign)):
             operator = catalog.operator_of(type(node.op))
             if operator is None:
                 continue
-            operands = ((node.left, node.right) if isinstance(node, ast.BinOp)
-                        else (node.target, node.value))
+            operands = (
+                (node.left, node.right)
+                if isinstance(node, ast.BinOp)
+                else (node.target, node.value)
+            )
             symbol = operator.symbol if isinstance(node, ast.BinOp) else operator.inplace_symbol
-            found = (catalog.by_operator(symbol) if isinstance(node, ast.BinOp)
-                     else catalog.by_inplace_operator(symbol))
-            if found and (any(tensors.is_tensor(o) for o in operands) or (
+            found = (
+                catalog.by_operator(symbol)
+                if isinstance(node, ast.BinOp)
+                else catalog.by_inplace_operator(symbol)
+            )
+            if found and (
+                any(tensors.is_tensor(o) for o in operands)
+                or (
                     not any(is_container(o) or isinstance(o, ast.Constant) for o in operands)
-                    and any(tensors.unknown(o) for o in operands))):
+                    and any(tensors.unknown(o) for o in operands)
+                )
+            ):
                 yield f"`{symbol}`", node

@@ -39,8 +39,11 @@ class HyperParameters:
             raise Refusal("MIG101", reason)
         text = self.ctx.text(node)
         if replace:  # constants shadowed in `__init__` are written out as their values
-            names = sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in replace),
-                           key=lambda n: (n.lineno, n.col_offset), reverse=True)
+            names = sorted(
+                (n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in replace),
+                key=lambda n: (n.lineno, n.col_offset),
+                reverse=True,
+            )
             if any(n.lineno != node.lineno for n in names) or node.lineno != node.end_lineno:
                 raise Refusal("MIG101", "a constant it uses means something else in `__init__`")
             start = self.ctx.positions.column(node.lineno, node.col_offset)
@@ -56,8 +59,11 @@ class HyperParameters:
         if literal(node):
             return None
         if isinstance(node, ast.Name):
-            return (None if node.id in self.ctx.info.names.constants
-                    else f"`{node.id}` is not a module-level constant")
+            return (
+                None
+                if node.id in self.ctx.info.names.constants
+                else f"`{node.id}` is not a module-level constant"
+            )
         if self_attr(node):
             attributes = self.attributes
             info = attributes.attrs.get(node.attr)

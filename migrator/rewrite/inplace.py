@@ -10,8 +10,9 @@ from typing import Callable
 _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contiguous".split())
 
 
-def inplace_unsafe(method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt,
-                   fresh: Callable[[ast.expr], bool]) -> str | None:
+def inplace_unsafe(
+    method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt, fresh: Callable[[ast.expr], bool]
+) -> str | None:
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
     assignment of the current value, which must allocate a new tensor that nothing else
@@ -36,8 +37,12 @@ def inplace_unsafe(method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt,
 
 
 def _assigns(stmt: ast.stmt, name: str) -> bool:
-    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name)
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id == name
+    )
 
 
 def _statements_before(func: ast.FunctionDef, stmt: ast.stmt):
@@ -67,15 +72,21 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
     """Whether `stmt` reads or stores `name` other than to look at its shape, size or type."""
     nodes = [stmt]
     if headers_only:
-        nodes = [getattr(stmt, f) for f in ("test", "iter", "target", "items", "subject")
-                 if getattr(stmt, f, None) is not None]
+        nodes = [
+            getattr(stmt, f)
+            for f in ("test", "iter", "target", "items", "subject")
+            if getattr(stmt, f, None) is not None
+        ]
     for root in nodes:
         parents = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(root):
             if isinstance(node, ast.Name) and node.id == name:
                 parent = parents.get(id(node))
-                if (isinstance(parent, ast.Attribute) and isinstance(node.ctx, ast.Load)
-                        and parent.attr in _BENIGN_ATTRIBUTES):
+                if (
+                    isinstance(parent, ast.Attribute)
+                    and isinstance(node.ctx, ast.Load)
+                    and parent.attr in _BENIGN_ATTRIBUTES
+                ):
                     continue
                 return True
     return False
@@ -87,7 +98,11 @@ def _mutates(stmt: ast.stmt, name: str) -> bool:
         return stmt.target.id == name
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
-        return (isinstance(func, ast.Attribute) and func.attr.endswith("_")
-                and not func.attr.endswith("__") and isinstance(func.value, ast.Name)
-                and func.value.id == name)
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr.endswith("_")
+            and not func.attr.endswith("__")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == name
+        )
     return False

@@ -38,7 +38,9 @@ class ModuleNames:
         base = parts[: len(parts) - drop] if drop <= len(parts) else []
         return ".".join(base + ([module] if module else []))
 
-    def resolve(self, node: ast.expr, shadowed: frozenset[str] | set[str] = frozenset()) -> str | None:
+    def resolve(
+        self, node: ast.expr, shadowed: frozenset[str] | set[str] = frozenset()
+    ) -> str | None:
         """Qualified name of `node` (a Name or dotted Attribute chain), or None."""
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
@@ -59,7 +61,7 @@ class ModuleNames:
         best: str | None = None
         for local, target in self.imports.items():
             if qualname == target or qualname.startswith(target + "."):
-                spelled = local + qualname[len(target):]
+                spelled = local + qualname[len(target) :]
                 if best is None or len(spelled) < len(best):
                     best = spelled
         return best
@@ -113,7 +115,8 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
                     for node in ast.walk(target):
                         if isinstance(node, ast.Name):
                             assigned.setdefault(node.id, []).append(
-                                value if isinstance(target, ast.Name) else None)
+                                value if isinstance(target, ast.Name) else None
+                            )
             elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
                 for part in ("body", "orelse", "finalbody"):
                     visit(getattr(stmt, part, []))
@@ -134,8 +137,10 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     return names
 
 
-def function_locals(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-                    nodes: Iterable[ast.AST] | None = None) -> set[str]:
+def function_locals(
+    func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    nodes: Iterable[ast.AST] | None = None,
+) -> set[str]:
     """Names a function binds itself (parameters, assignments, imports, nested defs).
     `nodes`: the nodes below `func`, when the caller has them already."""
     args = func.args

@@ -36,9 +36,11 @@ def post_order(func: ast.FunctionDef) -> dict[int, int]:
     return positions
 
 
-def entry_keys(methods: dict[str, ast.FunctionDef],
-               calls: Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]],
-               positions: Callable[[ast.FunctionDef], dict[int, int]]) -> dict[str, Key]:
+def entry_keys(
+    methods: dict[str, ast.FunctionDef],
+    calls: Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]],
+    positions: Callable[[ast.FunctionDef], dict[int, int]],
+) -> dict[str, Key]:
     """Method name -> key of its first run on the forward path (forward: the empty key).
     `calls(method)`: the (method name, call node) of the class's own methods it calls."""
     keys: dict[str, Key] = {"forward": ()}
@@ -58,9 +60,12 @@ def entry_keys(methods: dict[str, ast.FunctionDef],
 class ForwardOrder:
     """When the nodes of a class's methods run on its forward path."""
 
-    def __init__(self, methods: dict[str, ast.FunctionDef],
-                 calls: Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]],
-                 positions: Callable[[ast.FunctionDef], dict[int, int]]) -> None:
+    def __init__(
+        self,
+        methods: dict[str, ast.FunctionDef],
+        calls: Callable[[ast.FunctionDef], list[tuple[str, ast.AST]]],
+        positions: Callable[[ast.FunctionDef], dict[int, int]],
+    ) -> None:
         self._entries = entry_keys(methods, calls, positions)
         self._positions = positions
 

@@ -44,8 +44,17 @@ def _block(stmts: list[ast.stmt], wanted: set[int]) -> tuple[int | None, int | N
     return through, ended
 
 
-_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.Match, ast.FunctionDef,
-             ast.AsyncFunctionDef, ast.ClassDef)
+_COMPOUND = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Try,
+    ast.TryStar,
+    ast.Match,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+)
 
 
 def _expr(node: ast.AST, wanted: set[int]) -> int:

@@ -45,8 +45,9 @@ class Placement:
                 owner = node.func.value if isinstance(node.func, ast.Subscript) else node.func
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 owner = node.iter
-            if self_attr(owner) and (owner.attr in module_attrs
-                                     or owner.attr in self.attributes.attrs):
+            if self_attr(owner) and (
+                owner.attr in module_attrs or owner.attr in self.attributes.attrs
+            ):
                 self.runs.append((self.order.key(method, node), owner.attr))
 
     def place(self, registrations: list[Registration]) -> None:
@@ -57,11 +58,14 @@ class Placement:
         init, cls = self.attributes.init, self.attributes.cls
         if init is None:
             body = "".join(f"    {r.code}\n" for r in registrations)
-            first = next(s for s in cls.node.body
-                         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-            self.ctx.plan.insert_before(first.lineno,
-                                        "def __init__(self, *args, **kwargs):\n"
-                                        "    super().__init__(*args, **kwargs)\n" + body)
+            first = next(
+                s for s in cls.node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+            self.ctx.plan.insert_before(
+                first.lineno,
+                "def __init__(self, *args, **kwargs):\n"
+                "    super().__init__(*args, **kwargs)\n" + body,
+            )
             return
         attrs = self.attributes.attrs
         runs = sorted((key, attrs[attr].top_index) for key, attr in self.runs if attr in attrs)
@@ -71,8 +75,9 @@ class Placement:
             line, floor = self._line_for(registration, runs, floor)
             self.ctx.plan.insert_after(line, registration.code)
 
-    def _line_for(self, registration: Registration, runs: list[tuple[Key, int]],
-                  floor: int) -> tuple[int, int]:
+    def _line_for(
+        self, registration: Registration, runs: list[tuple[Key, int]], floor: int
+    ) -> tuple[int, int]:
         """(line of the `__init__` statement the registration goes after, the top-level index
         the next registration may not precede): after the existing module that runs before it,
         what its arguments read, and the modules created before it."""
@@ -95,10 +100,13 @@ def _unchanged_between(init: ast.FunctionDef, original: InitAttr, index: int) ->
     statement to the end of top-level statement `index` of `__init__`."""
     names = {n.id for n in ast.walk(original.value) if isinstance(n, ast.Name)} - {"self"}
     attrs = {n.attr for n in ast.walk(original.value) if self_attr(n)}
-    for stmt in init.body[original.top_index + 1:index + 1]:
+    for stmt in init.body[original.top_index + 1 : index + 1]:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and (
-                    node.id in names):
+            if (
+                isinstance(node, ast.Name)
+                and not isinstance(node.ctx, ast.Load)
+                and (node.id in names)
+            ):
                 return False
             if self_attr(node) and not isinstance(node.ctx, ast.Load) and node.attr in attrs:
                 return False

@@ -74,8 +74,13 @@ class Plan:
         self.inserts_before.setdefault(line, []).append(code)
 
     def __bool__(self) -> bool:
-        return bool(self.replaces or self.inserts or self.inserts_before or self.imports
-                    or self.import_names)
+        return bool(
+            self.replaces
+            or self.inserts
+            or self.inserts_before
+            or self.imports
+            or self.import_names
+        )
 
 
 class Positions:
@@ -98,13 +103,17 @@ class Positions:
         if first == last:
             line = self.lines[first]
             if line.isascii():
-                return line[node.col_offset:node.end_col_offset]
-            return line.encode()[node.col_offset:node.end_col_offset].decode()
-        head = self.lines[first].encode()[node.col_offset:].decode()
-        tail = self.lines[last].encode()[:node.end_col_offset].decode()
-        return "\n".join([head, *self.lines[first + 1:last], tail])
+                return line[node.col_offset : node.end_col_offset]
+            return line.encode()[node.col_offset : node.end_col_offset].decode()
+        head = self.lines[first].encode()[node.col_offset :].decode()
+        tail = self.lines[last].encode()[: node.end_col_offset].decode()
+        return "\n".join([head, *self.lines[first + 1 : last], tail])
 
     def span(self, node: Located) -> Span:
         assert node.end_lineno is not None and node.end_col_offset is not None  # parsed: set
-        return (node.lineno, self.column(node.lineno, node.col_offset),
-                node.end_lineno, self.column(node.end_lineno, node.end_col_offset))
+        return (
+            node.lineno,
+            self.column(node.lineno, node.col_offset),
+            node.end_lineno,
+            self.column(node.end_lineno, node.end_col_offset),
+        )

@@ -18,8 +18,13 @@ from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.rewrite.names import ModuleNames, collect, literal
 
 TORCH_MODULE = "torch.nn.Module"
-_NOT_MODULES = {"torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
-                "torch.nn.UninitializedBuffer", "torch.nn.parameter.Parameter"}
+_NOT_MODULES = {
+    "torch.nn.Parameter",
+    "torch.nn.Buffer",
+    "torch.nn.UninitializedParameter",
+    "torch.nn.UninitializedBuffer",
+    "torch.nn.parameter.Parameter",
+}
 _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
 _REGISTERS_STATE = {"register_buffer", "register_parameter"}
 
@@ -150,8 +155,9 @@ class Project:
         found = self._find(qualname, within, lambda info, name: info.classes.get(name))
         return found[1] if found else None
 
-    def find_function(self, qualname: str, within: FileInfo | None = None
-                      ) -> tuple[FileInfo, ast.FunctionDef] | None:
+    def find_function(
+        self, qualname: str, within: FileInfo | None = None
+    ) -> tuple[FileInfo, ast.FunctionDef] | None:
         """The module-level function named by a qualified name and the file that defines it,
         following re-exports (`from .pool1d import global_pool_nlc` in a package)."""
         return self._find(qualname, within, lambda info, name: info.functions().get(name))
@@ -169,8 +175,14 @@ class Project:
             return info, found
         if name in info.names.imports:
             return self._find(info.names.imports[name], None, pick, _depth + 1)
-        return next((f for star in info.names.stars
-                     if (f := self._find(f"{star}.{name}", None, pick, _depth + 1))), None)
+        return next(
+            (
+                f
+                for star in info.names.stars
+                if (f := self._find(f"{star}.{name}", None, pick, _depth + 1))
+            ),
+            None,
+        )
 
     def is_module(self, cls: ClassInfo, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether `cls` derives from `torch.nn.Module`, through classes that can be found."""
@@ -220,8 +232,9 @@ class Project:
             return False
         return None if None in verdicts else True
 
-    def value_stateless(self, value: ast.expr, file: FileInfo,
-                        plain: frozenset[str] = frozenset()) -> bool | None:
+    def value_stateless(
+        self, value: ast.expr, file: FileInfo, plain: frozenset[str] = frozenset()
+    ) -> bool | None:
         """Whether assigning `value` to an attribute adds no parameters or buffers (None:
         unknown). `plain` names hold plain values (parameters with literal defaults)."""
         if isinstance(value, ast.IfExp):
@@ -232,8 +245,19 @@ class Project:
             return self.stateless(file.names.resolve(value.func), file)
         if isinstance(value, ast.Name):
             return True if value.id in plain or value.id in file.names.constants else None
-        if isinstance(value, (ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.Compare,
-                              ast.BoolOp, ast.JoinedStr)):
+        if isinstance(
+            value,
+            (
+                ast.Constant,
+                ast.Tuple,
+                ast.List,
+                ast.BinOp,
+                ast.UnaryOp,
+                ast.Compare,
+                ast.BoolOp,
+                ast.JoinedStr,
+            ),
+        ):
             return True
         return None
 
@@ -246,25 +270,36 @@ def is_torch_module(qualname: str) -> bool:
     if qualname == TORCH_MODULE or qualname == "torch.nn.modules.module.Module":
         return True
     parts = qualname.split(".")
-    return (len(parts) == 3 and parts[:2] == ["torch", "nn"] and parts[2][:1].isupper()
-            and qualname not in _NOT_MODULES)
+    return (
+        len(parts) == 3
+        and parts[:2] == ["torch", "nn"]
+        and parts[2][:1].isupper()
+        and qualname not in _NOT_MODULES
+    )
 
 
 def _is_self_attr(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
     """Parameters that hold plain values: a literal default or a scalar annotation."""
     args = method.args
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
-                        args.defaults))
+    defaults = dict(
+        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
+    )
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     plain = {name for name, default in defaults.items() if literal(default)}
-    plain |= {a.arg for a in (*positional, *args.kwonlyargs) if a.annotation is not None
-              and ast.unparse(a.annotation) in ("int", "float", "bool", "str")}
+    plain |= {
+        a.arg
+        for a in (*positional, *args.kwonlyargs)
+        if a.annotation is not None and ast.unparse(a.annotation) in ("int", "float", "bool", "str")
+    }
     return frozenset(plain)
 
 

@@ -38,18 +38,23 @@ class Region:
 def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
     """The regions holding every change of `plan`, in file order, none overlapping."""
     finder = _Finder(tree, lines)
-    found = [finder.innermost(line) for line in
-             [r.span[0] for r in plan.replaces] + list(plan.inserts)]
+    found = [
+        finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
+    ]
     found += [finder.top(line) for line in plan.inserts_before]
-    found += [finder.innermost(node.lineno) for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module in plan.import_names]
+    found += [
+        finder.innermost(node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module in plan.import_names
+    ]
     if plan.imports:
         compound = next((g for g in finder.groups if not _simple(g)), finder.groups[-1])
         found.append(Region(1, finder.extend(compound[1]), False))
     merged: list[Region] = []
     for region in sorted(found, key=lambda r: (r.start, -r.end)):
-        if merged and (region.start <= merged[-1].end
-                       or region.indented and region.block == merged[-1].block):
+        if merged and (
+            region.start <= merged[-1].end or region.indented and region.block == merged[-1].block
+        ):
             last = merged[-1]
             merged[-1] = Region(last.start, max(last.end, region.end), last.indented, last.block)
         else:
@@ -116,13 +121,16 @@ class _Finder:
         with its neighbours."""
         stmt, start = body[i], _start(body[i])
         text = self.lines[start - 1]
-        return (len(text) - len(text.lstrip(" \t\f")) == stmt.col_offset
-                and (i == 0 or _end(body[i - 1]) < start)
-                and (i + 1 == len(body) or _start(body[i + 1]) > _end(stmt)))
+        return (
+            len(text) - len(text.lstrip(" \t\f")) == stmt.col_offset
+            and (i == 0 or _end(body[i - 1]) < start)
+            and (i + 1 == len(body) or _start(body[i + 1]) > _end(stmt))
+        )
 
     def extend(self, end: int) -> int:
         """`end` moved over the blank and comment-only lines that follow it."""
-        while end < len(self.lines) and (not (text := self.lines[end].strip())
-                                          or text.startswith("#")):
+        while end < len(self.lines) and (
+            not (text := self.lines[end].strip()) or text.startswith("#")
+        ):
             end += 1
         return end

@@ -16,8 +16,9 @@ from migrator.rewrite.plan import Replace
 class ReusedModules:
     """The call sites of one class's module attributes, and the splitting of reused ones."""
 
-    def __init__(self, ctx: FileContext, attributes: ClassAttributes,
-                 creator: ModuleCreator) -> None:
+    def __init__(
+        self, ctx: FileContext, attributes: ClassAttributes, creator: ModuleCreator
+    ) -> None:
         self.ctx = ctx
         self.attributes = attributes
         self.creator = creator
@@ -34,7 +35,9 @@ class ReusedModules:
         for alias, target in self.attributes.aliases().items():
             if alias in self.sites:
                 merged = self.sites.setdefault(target, []) + self.sites.pop(alias)
-                self.sites[target] = sorted(merged, key=lambda s: (s.func.lineno, s.func.col_offset))
+                self.sites[target] = sorted(
+                    merged, key=lambda s: (s.func.lineno, s.func.col_offset)
+                )
         for attr, sites in self.sites.items():
             times = _runs(sites)
             if times < 2:
@@ -55,16 +58,24 @@ class ReusedModules:
             sites = sorted(sites, key=lambda s: not s.skipped)  # a skipped call keeps the name
             for site in sites:
                 if self.ctx.suppressed(site.func, "MIG003"):  # marks the suppression used
-                    self.ctx.report(site.func, "MIG003", f"`self.{attr}`: split suppressed",
-                                    op=f"self.{attr}")
+                    self.ctx.report(
+                        site.func, "MIG003", f"`self.{attr}`: split suppressed", op=f"self.{attr}"
+                    )
             info = self.attributes.attrs[attr]
             for site in sites[1:]:
                 name = self.creator.copy(info, site.key)
-                self.ctx.plan.replaces.append(Replace("rename", self.ctx.positions.span(site.func),
-                                                      name))
-                self.ctx.report(site.func, "MIG003",
-                                f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
-                                f"becomes `self.{name}`", op=f"self.{attr}", module=kind, attr=name)
+                self.ctx.plan.replaces.append(
+                    Replace("rename", self.ctx.positions.span(site.func), name)
+                )
+                self.ctx.report(
+                    site.func,
+                    "MIG003",
+                    f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
+                    f"becomes `self.{name}`",
+                    op=f"self.{attr}",
+                    module=kind,
+                    attr=name,
+                )
 
     def _split_kind(self, attr: str, sites: list[Site]) -> str:
         """The label of the module a reused attribute holds; raises a refusal when it cannot be
@@ -73,27 +84,43 @@ class ReusedModules:
         inherited = self.attributes.inherited_modules()
         where = f"`self.{attr}` is called {_where(sites)}"
         if info is None and attr in inherited:
-            raise Refusal("MIG104", f"{where} but is created in base class "
-                                     f"`{inherited[attr].name}`: give this class "
-                                     "its own module for each site")
+            raise Refusal(
+                "MIG104",
+                f"{where} but is created in base class "
+                f"`{inherited[attr].name}`: give this class "
+                "its own module for each site",
+            )
         if info is None:
-            raise Refusal("MIG104", f"{where} but is not assigned in this class's `__init__`, so "
-                                     "its class cannot be known")
+            raise Refusal(
+                "MIG104",
+                f"{where} but is not assigned in this class's `__init__`, so "
+                "its class cannot be known",
+            )
         value = info.value
         verdict = self.ctx.project.value_stateless(value, self.ctx.info)
         label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
         if verdict is False:
-            raise Refusal("MIG103", f"{where} and `{label}` may hold parameters or buffers: copies "
-                                     "would untie its weights; give each site its own module")
+            raise Refusal(
+                "MIG103",
+                f"{where} and `{label}` may hold parameters or buffers: copies "
+                "would untie its weights; give each site its own module",
+            )
         if verdict is None:
-            raise Refusal("MIG104", f"{where} and the class of `{self.ctx.text(value)}` cannot be "
-                                     "known statically; split it by hand if it is stateless")
+            raise Refusal(
+                "MIG104",
+                f"{where} and the class of `{self.ctx.text(value)}` cannot be "
+                "known statically; split it by hand if it is stateless",
+            )
         if any(s.times >= MANY for s in sites):
-            raise Refusal("MIG105", f"{where}: one module object serves every iteration; unroll "
-                                     "the loop or use an nn.ModuleList")
+            raise Refusal(
+                "MIG105",
+                f"{where}: one module object serves every iteration; unroll "
+                "the loop or use an nn.ModuleList",
+            )
         if any(s.times > 1 for s in sites):
-            raise Refusal("MIG110", f"{where} inside a helper method that runs more than once per "
-                                     "forward")
+            raise Refusal(
+                "MIG110", f"{where} inside a helper method that runs more than once per forward"
+            )
         init = self.attributes.init
         assert init is not None  # it assigns `info`
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
@@ -111,7 +138,9 @@ def _where(sites: list[Site]) -> str:
     if len(sites) > 1:
         return f"at {len(sites)} sites"
     method = sites[0].method
-    return f"once in `{method.name if method else '?'}`, which runs {_runs(sites)} times per forward"
+    return (
+        f"once in `{method.name if method else '?'}`, which runs {_runs(sites)} times per forward"
+    )
 
 
 def _runs(sites: list[Site]) -> int:
@@ -131,5 +160,8 @@ def _runs(sites: list[Site]) -> int:
 
 
 def _one_line_suite(init: ast.FunctionDef, stmt: ast.stmt) -> bool:
-    return any(parent is not stmt and parent.lineno == stmt.lineno
-               for parent in ast.walk(init) if isinstance(parent, ast.stmt))
+    return any(
+        parent is not stmt and parent.lineno == stmt.lineno
+        for parent in ast.walk(init)
+        if isinstance(parent, ast.stmt)
+    )

@@ -20,12 +20,16 @@ def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     for overrides in [{}, *overriding]:
         for name, times in _counts(ctx, methods, overrides).items():
             most[name] = max(most.get(name, 0), times)
-    return {name: times for name, times in most.items()
-            if times > 0 and name != "__init__" and not unbound(methods[name])}
+    return {
+        name: times
+        for name, times in most.items()
+        if times > 0 and name != "__init__" and not unbound(methods[name])
+    }
 
 
-def inherited_reach(ctx: FileContext, cls: ClassInfo, family: Family
-                    ) -> tuple[dict[str, ast.FunctionDef], dict[str, int]]:
+def inherited_reach(
+    ctx: FileContext, cls: ClassInfo, family: Family
+) -> tuple[dict[str, ast.FunctionDef], dict[str, int]]:
     """For a class that inherits `forward`: the methods its forward path runs through (its own
     over those of its ancestors that can be found), and how many times each of its own methods
     that forward reaches (`forward_head` overriding a base's) runs per forward call. Empty when
@@ -38,13 +42,18 @@ def inherited_reach(ctx: FileContext, cls: ClassInfo, family: Family
     if "forward" not in methods:
         return {}, {}
     counts = _counts(ctx, methods, {})
-    return methods, {name: counts[name] for name, method in own.items()
-                     if counts[name] > 0 and name != "__init__" and not unbound(method)}
+    return methods, {
+        name: counts[name]
+        for name, method in own.items()
+        if counts[name] > 0 and name != "__init__" and not unbound(method)
+    }
 
 
-def _counts(ctx: FileContext, methods: dict[str, ast.FunctionDef],
-            overrides: dict[str, ast.FunctionDef]) -> dict[str, int]:
+def _counts(
+    ctx: FileContext, methods: dict[str, ast.FunctionDef], overrides: dict[str, ast.FunctionDef]
+) -> dict[str, int]:
     """Run counts of a class's `methods` when `overrides` replace some of them."""
+
     def target(name: str) -> tuple[str, str] | None:
         if name in overrides:
             return ("sub", name)
@@ -61,8 +70,12 @@ def _counts(ctx: FileContext, methods: dict[str, ast.FunctionDef],
             owner, name = node.func.value, node.func.attr
             if self_attr(node.func):
                 callee = target(name)
-            elif (key[0] == "sub" and isinstance(owner, ast.Call)
-                  and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+            elif (
+                key[0] == "sub"
+                and isinstance(owner, ast.Call)
+                and isinstance(owner.func, ast.Name)
+                and owner.func.id == "super"
+            ):
                 callee = ("own", name) if name in methods else None
             else:
                 continue
@@ -93,9 +106,15 @@ def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.
     current: ClassInfo | None = sub
     while current is not None and current is not cls:
         chain.append(current)
-        current = next((p for b in current.bases
-                        if (p := family.project.find_class(b, current.file))
-                        and (p is cls or family.derives(p, cls))), None)
+        current = next(
+            (
+                p
+                for b in current.bases
+                if (p := family.project.find_class(b, current.file))
+                and (p is cls or family.derives(p, cls))
+            ),
+            None,
+        )
     overrides: dict[str, ast.FunctionDef] = {}
     for link in reversed(chain):
         overrides.update(link.methods())

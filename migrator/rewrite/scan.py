@@ -27,10 +27,20 @@ class Scanner:
     `sites`, ops become modules that `creator` plans, with hyper-parameters that `hyper`
     resolves, at the places in forward's run that `order` tells."""
 
-    def __init__(self, ctx: FileContext, method: ast.FunctionDef, times: int,
-                 tensors: TensorNames, module_attrs: set[str], *, attrs: dict[str, InitAttr],
-                 order: ForwardOrder, sites: ReusedModules, hyper: HyperParameters,
-                 creator: ModuleCreator) -> None:
+    def __init__(
+        self,
+        ctx: FileContext,
+        method: ast.FunctionDef,
+        times: int,
+        tensors: TensorNames,
+        module_attrs: set[str],
+        *,
+        attrs: dict[str, InitAttr],
+        order: ForwardOrder,
+        sites: ReusedModules,
+        hyper: HyperParameters,
+        creator: ModuleCreator,
+    ) -> None:
         self.ctx = ctx
         self.method = method
         self.times = times
@@ -51,9 +61,15 @@ class Scanner:
                 # still a call of the module: reuse is counted
                 if isinstance(node, ast.Call) and self._module_call(node.func):
                     self.sites.add(
-                        Site(node.func.attr, node.func, self._times(visit),
-                             self.order.key(self.method, node), skipped=True,
-                             method=self.method))
+                        Site(
+                            node.func.attr,
+                            node.func,
+                            self._times(visit),
+                            self.order.key(self.method, node),
+                            skipped=True,
+                            method=self.method,
+                        )
+                    )
                 continue
             try:
                 if isinstance(node, ast.Call):
@@ -77,27 +93,45 @@ class Scanner:
         func = node.func
         if self._module_call(func):  # a call whose split is suppressed is left as a skipped one
             self.sites.add(
-                Site(func.attr, func, self._times(visit), self.order.key(self.method, node),
-                     method=self.method, skipped=self.ctx.suppressed(func, "MIG003")))
+                Site(
+                    func.attr,
+                    func,
+                    self._times(visit),
+                    self.order.key(self.method, node),
+                    method=self.method,
+                    skipped=self.ctx.suppressed(func, "MIG003"),
+                )
+            )
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
-        if isinstance(func, ast.Attribute) and self.tensors.unknown(func.value) and (
-                catalog.by_method(func.attr) or catalog.by_inplace_method(func.attr)):
+        if (
+            isinstance(func, ast.Attribute)
+            and self.tensors.unknown(func.value)
+            and (catalog.by_method(func.attr) or catalog.by_inplace_method(func.attr))
+        ):
             self._unproven(f".{func.attr}()", func.value)
         if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
             op = catalog.by_method(func.attr)
             if op is not None:
                 positional, keywords = _arguments(node)
-                self._convert(op, node, [(func.value, InputRef("receiver"))] + positional, keywords,
-                              visit, "MIG002", f".{func.attr}()")
+                self._convert(
+                    op,
+                    node,
+                    [(func.value, InputRef("receiver"))] + positional,
+                    keywords,
+                    visit,
+                    "MIG002",
+                    f".{func.attr}()",
+                )
             elif (op := catalog.by_inplace_method(func.attr)) is not None:
                 if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
-                    self._inplace(op, node, func.value, node.args, node.keywords, visit,
-                                  f".{func.attr}()")
+                    self._inplace(
+                        op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                    )
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
         operator = catalog.operator_of(type(node.op))
@@ -123,17 +157,28 @@ class Scanner:
     def _unproven(self, label: str, *operands: ast.expr) -> None:
         """An op that is a tensor op if an operand is a tensor, which cannot be proven either
         way (MIG114); operands proven plain, or strings and literals, are not tensor ops."""
-        if any(is_container(o) for o in operands) or not any(self.tensors.unknown(o)
-                                                           for o in operands):
+        if any(is_container(o) for o in operands) or not any(
+            self.tensors.unknown(o) for o in operands
+        ):
             return
         shown = next(self.ctx.text(o) for o in operands if self.tensors.unknown(o))
-        raise Refusal("MIG114", f"{label} on `{shown}`: it cannot be proven to be a tensor (nor "
-                                 "not to be one), so it is left as is; annotate it `Tensor` to "
-                                 "convert it")
+        raise Refusal(
+            "MIG114",
+            f"{label} on `{shown}`: it cannot be proven to be a tensor (nor "
+            "not to be one), so it is left as is; annotate it `Tensor` to "
+            "convert it",
+        )
 
-    def _inplace(self, op: Op, node: ast.Call | ast.AugAssign, target: ast.expr,
-                 args: list[ast.expr], keywords: list[ast.keyword], visit: Visit,
-                 label: str) -> None:
+    def _inplace(
+        self,
+        op: Op,
+        node: ast.Call | ast.AugAssign,
+        target: ast.expr,
+        args: list[ast.expr],
+        keywords: list[ast.keyword],
+        visit: Visit,
+        label: str,
+    ) -> None:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
         reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh)
@@ -143,11 +188,20 @@ class Scanner:
             return
         augmented = isinstance(node, ast.AugAssign)
         positional = [(target, InputRef("target" if augmented else "receiver"))]
-        positional += [(a, InputRef("right") if augmented else InputRef("arg", i))
-                       for i, a in enumerate(args)]
+        positional += [
+            (a, InputRef("right") if augmented else InputRef("arg", i)) for i, a in enumerate(args)
+        ]
         named = [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in keywords]
-        self._convert(op, node, positional, named,
-                      visit, "MIG002", label, kind="augassign" if augmented else "inplace")
+        self._convert(
+            op,
+            node,
+            positional,
+            named,
+            visit,
+            "MIG002",
+            label,
+            kind="augassign" if augmented else "inplace",
+        )
 
     def _fresh(self, value: ast.expr) -> bool:
         """Whether `value` is a call of a module, or of a catalog op (which `fix` turns into
@@ -167,13 +221,19 @@ class Scanner:
         op, receiver = (catalog.by_function(qualname) if qualname else None), []
         if op is None and isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
             op, receiver = catalog.by_method(func.attr), [func.value]
-        return op is not None and catalog.fresh_output(op.module,
-                                                       _op_inplace(op, value, receiver))
+        return op is not None and catalog.fresh_output(op.module, _op_inplace(op, value, receiver))
 
-    def _convert(self, op: Op, node: ast.Call | ast.BinOp | ast.AugAssign,
-                 positional: list[tuple[ast.expr, InputRef]],
-                 keywords: list[tuple[str | None, ast.expr, InputRef]], visit: Visit, code: str,
-                 label: str, kind: ReplaceKind = "call") -> None:
+    def _convert(
+        self,
+        op: Op,
+        node: ast.Call | ast.BinOp | ast.AugAssign,
+        positional: list[tuple[ast.expr, InputRef]],
+        keywords: list[tuple[str | None, ast.expr, InputRef]],
+        visit: Visit,
+        code: str,
+        label: str,
+        kind: ReplaceKind = "call",
+    ) -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
         (value, how the codemod finds it) pairs, keywords with their names."""
         if code in self.ctx.disable:
@@ -182,12 +242,17 @@ class Scanner:
             self.ctx.report(node, code, f"{label}: suppressed", op=label.strip("`"))
             return
         if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
-            raise Refusal("MIG107", f"{label}: arguments passed with * or ** cannot be split "
-                                     "statically")
+            raise Refusal(
+                "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
+            )
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
         hyper: dict[int, tuple[str, set[str]]] = {}
-        bound = bind(op, [v for v, _ in positional], [(k, v) for k, v, _ in keywords if k],
-                     self._predicates(hyper))
+        bound = bind(
+            op,
+            [v for v, _ in positional],
+            [(k, v) for k, v, _ in keywords if k],
+            self._predicates(hyper),
+        )
         if isinstance(bound, Refusal):
             if bound.code is None:
                 return
@@ -197,26 +262,49 @@ class Scanner:
         deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
         weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
         if visit.repeated:
-            raise Refusal("MIG105", f"{label} runs in a loop or comprehension: one module would "
-                                     "serve every iteration; left as is")
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop or comprehension: one module would "
+                "serve every iteration; left as is",
+            )
         if self.times > 1:
-            raise Refusal("MIG110", f"{label} is in `{self.method.name}`, which runs "
-                                     f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
-                                     " per forward; left as is")
+            raise Refusal(
+                "MIG110",
+                f"{label} is in `{self.method.name}`, which runs "
+                f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
+                " per forward; left as is",
+            )
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
-            self.sites.add(Site(
-                weight_module, node.func, self.times, self.order.key(self.method, node),
-                (replace, node, f"{label} -> `self.{weight_module}`, which owns that weight",
-                 label.strip("`")),
-                method=self.method))
+            self.sites.add(
+                Site(
+                    weight_module,
+                    node.func,
+                    self.times,
+                    self.order.key(self.method, node),
+                    (
+                        replace,
+                        node,
+                        f"{label} -> `self.{weight_module}`, which owns that weight",
+                        label.strip("`"),
+                    ),
+                    method=self.method,
+                )
+            )
             return
         name = self.creator.create(op, ctor, deps, self.order.key(self.method, node))
-        self.ctx.plan.replaces.append(Replace(kind, self.ctx.positions.span(node), name,
-                                              tuple(inputs)))
-        self.ctx.report(node, code, f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
-                        op=label.strip("`"), module=op.module, attr=name)
+        self.ctx.plan.replaces.append(
+            Replace(kind, self.ctx.positions.span(node), name, tuple(inputs))
+        )
+        self.ctx.report(
+            node,
+            code,
+            f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
+            op=label.strip("`"),
+            module=op.module,
+            attr=name,
+        )
 
     def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates[ast.expr]:
         """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in
@@ -232,11 +320,14 @@ class Scanner:
         def weight_refused(op: Op, value: ast.expr) -> str | None:
             if self._weight_owner(op, value):
                 return None
-            return f"would move into a new {op.module_name} and change its state_dict key; left as is"
+            return (
+                f"would move into a new {op.module_name} and change its state_dict key; left as is"
+            )
 
         def unsplittable(value: ast.expr) -> str | None:
             starred = isinstance(value, (ast.List, ast.Tuple)) and any(
-                isinstance(e, ast.Starred) for e in value.elts)
+                isinstance(e, ast.Starred) for e in value.elts
+            )
             return "starred items in the tensor list" if starred else None
 
         return Predicates(
@@ -245,24 +336,31 @@ class Scanner:
             unfixed=unfixed,
             follows_mode=lambda v: self_attr(v) and v.attr == "training",
             unsplittable=unsplittable,
-            weight_refused=weight_refused)
+            weight_refused=weight_refused,
+        )
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
         `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
-        if (isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value)):
+        if isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value):
             info = self.attrs.get(value.value.attr)
-            if (info and isinstance(info.value, ast.Call)
-                    and self.ctx.info.names.resolve(info.value.func) == op.module):
+            if (
+                info
+                and isinstance(info.value, ast.Call)
+                and self.ctx.info.names.resolve(info.value.func) == op.module
+            ):
                 return value.value.attr
         return None
 
 
-def _arguments(call: ast.Call) -> tuple[list[tuple[ast.expr, InputRef]],
-                                         list[tuple[str | None, ast.expr, InputRef]]]:
+def _arguments(
+    call: ast.Call,
+) -> tuple[list[tuple[ast.expr, InputRef]], list[tuple[str | None, ast.expr, InputRef]]]:
     """A call's positional and keyword arguments, each with how the codemod finds it."""
-    return ([(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
-            [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords])
+    return (
+        [(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
+        [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords],
+    )
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
@@ -290,7 +388,7 @@ def _op_inplace(op: Op, call: ast.Call, receiver: list[ast.expr]) -> bool | None
     if _starred(call.args, [k.arg for k in call.keywords]):
         return None
     given = [k.value for k in call.keywords if k.arg == "inplace"]
-    given += [*receiver, *call.args][names.index("inplace"):names.index("inplace") + 1]
+    given += [*receiver, *call.args][names.index("inplace") : names.index("inplace") + 1]
     return _literal_flag(given)
 
 
@@ -310,4 +408,4 @@ def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
     if _starred(ctor.args, [k.arg for k in ctor.keywords]):
         return None
     given = [k.value for k in ctor.keywords if k.arg == "inplace"]
-    return _literal_flag(given + ctor.args[position:position + 1])
+    return _literal_flag(given + ctor.args[position : position + 1])

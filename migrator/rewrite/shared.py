@@ -22,10 +22,14 @@ def find_shared(ctx: FileContext) -> None:
         passed: dict[str, list[tuple[ast.Attribute, bool]]] = {}
         for visit in ctx.visits(init):
             node = visit.node
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and self_attr(node.targets[0]) and isinstance(node.value, ast.Call)
-                    and (qualname := ctx.info.names.resolve(node.value.func))
-                    and ctx.project.find_class(qualname, ctx.info) is not None):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and self_attr(node.targets[0])
+                and isinstance(node.value, ast.Call)
+                and (qualname := ctx.info.names.resolve(node.value.func))
+                and ctx.project.find_class(qualname, ctx.info) is not None
+            ):
                 made[node.targets[0].attr] = qualname
             elif isinstance(node, ast.Call):
                 for value in [*node.args, *(k.value for k in node.keywords)]:
@@ -41,6 +45,10 @@ def find_shared(ctx: FileContext) -> None:
             if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
                 ctx.shared.setdefault(qualname, why)
             else:
-                ctx.report(node, "MIG117", f"{why}: ops migrator turns into modules inside "
-                                           f"`{qualname}` would run at each of their call sites; "
-                                           "give each its own instance")
+                ctx.report(
+                    node,
+                    "MIG117",
+                    f"{why}: ops migrator turns into modules inside "
+                    f"`{qualname}` would run at each of their call sites; "
+                    "give each its own instance",
+                )

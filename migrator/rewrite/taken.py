@@ -21,8 +21,9 @@ class WorksOut(Protocol):
 class TakenNames:
     """The names taken in one class, and new ones allocated there."""
 
-    def __init__(self, ctx: FileContext, cls: ClassInfo, family: Family,
-                 analysis: WorksOut) -> None:
+    def __init__(
+        self, ctx: FileContext, cls: ClassInfo, family: Family, analysis: WorksOut
+    ) -> None:
         self.ctx = ctx
         self.cls = cls
         self._taken = self._collect(family, analysis)
@@ -40,9 +41,12 @@ class TakenNames:
             taken |= created.get(cls.qualname, set())
             clash = sorted(own & created.get(cls.qualname, set())) if cls is not self.cls else []
             if clash and cls.file is not self.ctx.info:
-                self.ctx.report(self.cls.node, "MIG111",
-                                f"`self.{clash[0]}` is also the name of the module migrator creates "
-                                f"in base class `{cls.name}`; rename this attribute")
+                self.ctx.report(
+                    self.cls.node,
+                    "MIG111",
+                    f"`self.{clash[0]}` is also the name of the module migrator creates "
+                    f"in base class `{cls.name}`; rename this attribute",
+                )
             taken |= self._class_names(cls)
         for sub in family.subclasses_elsewhere(self.cls):
             taken |= self._class_names(sub)  # their names, not what migrator creates there
@@ -70,7 +74,9 @@ def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self`."""
     names: set[str] = set()
     for stmt in cls.body:
-        nodes = (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
+        nodes = (
+            (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
+        )
         for node in nodes:
             if isinstance(node, ast.Attribute) and self_attr(node):
                 names.add(node.attr)

@@ -15,32 +15,58 @@ from migrator import catalog
 
 # Tensor methods and attributes whose result is not a tensor.
 TUPLE_METHODS = frozenset("chunk split unbind tensor_split split_with_sizes".split())
-NOT_TENSOR_METHODS = catalog.SCALAR_METHODS | TUPLE_METHODS | frozenset("""
+NOT_TENSOR_METHODS = (
+    catalog.SCALAR_METHODS
+    | TUPLE_METHODS
+    | frozenset(
+        """
     storage_offset data_ptr is_complex is_signed type equal allclose numpy untyped_storage
-""".split())
+""".split()
+    )
+)
 NOT_TENSOR_ATTRIBUTES = catalog.SCALAR_ATTRIBUTES | {"grad_fn", "names"}
-NOT_TENSOR_TORCH = frozenset("""
+NOT_TENSOR_TORCH = frozenset(
+    """
     torch.is_tensor torch.numel torch.Size torch.device torch.dtype torch.no_grad torch.finfo
     torch.iinfo torch.is_grad_enabled torch.get_default_dtype torch.is_floating_point
     torch.enable_grad torch.set_grad_enabled torch.inference_mode torch.chunk torch.split
     torch.unbind torch.tensor_split torch.broadcast_shapes torch.jit.is_scripting
     torch.jit.is_tracing torch.compiler.is_compiling torch.is_autocast_enabled
-""".split())
-_SCALAR_ANNOTATIONS = frozenset("""int float bool str bytes list tuple dict set List Tuple Dict Set
-    Sequence Mapping Iterable Iterator Callable Any""".split())
-_TYPED_TENSORS = frozenset("""FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor
-    ShortTensor IntTensor LongTensor BoolTensor""".split())
-_NOT_TENSOR_LITERALS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp,
-                        ast.DictComp, ast.GeneratorExp, ast.JoinedStr)
+""".split()
+)
+_SCALAR_ANNOTATIONS = frozenset(
+    """int float bool str bytes list tuple dict set List Tuple Dict Set
+    Sequence Mapping Iterable Iterator Callable Any""".split()
+)
+_TYPED_TENSORS = frozenset(
+    """FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor
+    ShortTensor IntTensor LongTensor BoolTensor""".split()
+)
+_NOT_TENSOR_LITERALS = (
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.JoinedStr,
+)
 
 
 class TensorNames:
     """Flow-insensitive tensor knowledge for one function."""
 
-    def __init__(self, func: ast.FunctionDef, nodes: list[ast.AST],
-                 resolve: Callable[[ast.expr], str | None],
-                 module_attrs: set[str], tensor_attrs: set[str],
-                 first_is_tensor: bool = True) -> None:
+    def __init__(
+        self,
+        func: ast.FunctionDef,
+        nodes: list[ast.AST],
+        resolve: Callable[[ast.expr], str | None],
+        module_attrs: set[str],
+        tensor_attrs: set[str],
+        first_is_tensor: bool = True,
+    ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input)."""
         self.resolve = resolve
         self.module_attrs = module_attrs
@@ -68,9 +94,19 @@ class TensorNames:
         for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
-                if name in evidence and (node.attr in NOT_TENSOR_ATTRIBUTES - {"names"}
-                                         or node.attr in {"view", "reshape", "permute", "transpose",
-                                                          "size", "contiguous", "unsqueeze"}):
+                if name in evidence and (
+                    node.attr in NOT_TENSOR_ATTRIBUTES - {"names"}
+                    or node.attr
+                    in {
+                        "view",
+                        "reshape",
+                        "permute",
+                        "transpose",
+                        "size",
+                        "contiguous",
+                        "unsqueeze",
+                    }
+                ):
                     self.names.add(name)
             elif isinstance(node, ast.Call) and self._module_call(node):
                 for arg in node.args[:1]:
@@ -86,8 +122,9 @@ class TensorNames:
                 value = node.iter if isinstance(node, ast.For) else node.value
                 if value is None:
                     continue
-                targets = ([node.target] if isinstance(node, (ast.AnnAssign, ast.For))
-                           else node.targets)
+                targets = (
+                    [node.target] if isinstance(node, (ast.AnnAssign, ast.For)) else node.targets
+                )
                 for target in targets:
                     changed |= self._bind(target, value, iterating=isinstance(node, ast.For))
 
@@ -102,8 +139,11 @@ class TensorNames:
             elif self.is_tuple(value):
                 self.tuples.add(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)) and not iterating:
-            if (isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                    and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)):
+            if (
+                isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)
+            ):
                 for elt, part in zip(target.elts, value.elts):  # `q, k = self.a(x), self.b(x)`
                     self._bind(elt, part)
             elif self.is_tuple(value) or self.is_tensor(value):
@@ -118,15 +158,18 @@ class TensorNames:
         defaulted as one)."""
         bindings: dict[str, list[ast.expr | None]] = {}
         params = _parameters(func)
-        positional = params[:len(func.args.posonlyargs) + len(func.args.args)
-                            - (1 if _has_self(func) else 0)]
+        positional = params[
+            : len(func.args.posonlyargs) + len(func.args.args) - (1 if _has_self(func) else 0)
+        ]
         defaults = dict(zip(reversed([p.arg for p in positional]), reversed(func.args.defaults)))
-        defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults)
-                         if d is not None})
+        defaults.update(
+            {a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None}
+        )
         for param in params:
             default = defaults.get(param.arg)
             plain = _annotation_kind(param.annotation) == "other" or (
-                isinstance(default, ast.Constant) and default.value is not None)
+                isinstance(default, ast.Constant) and default.value is not None
+            )
             bindings[param.arg] = [ast.Constant(0) if plain else None]
         for a in (func.args.vararg, func.args.kwarg):
             if a:
@@ -138,8 +181,11 @@ class TensorNames:
                     self.containers.add(name)
         self._bound = set(bindings)
         # the largest consistent set: `n = 0` then `n += 1` is plain
-        self.plain = {name for name, values in bindings.items()
-                      if name not in self.names and None not in values}
+        self.plain = {
+            name
+            for name, values in bindings.items()
+            if name not in self.names and None not in values
+        }
         changed = True
         while changed:
             changed = False
@@ -168,14 +214,19 @@ class TensorNames:
             return bool(qualname) and not self.is_tensor(node)
         if isinstance(node, ast.Call):
             func = node.func
-            if (isinstance(func, ast.Name) and func.id in _PLAIN_BUILTINS
-                    and func.id not in self._bound):
+            if (
+                isinstance(func, ast.Name)
+                and func.id in _PLAIN_BUILTINS
+                and func.id not in self._bound
+            ):
                 return True
             if isinstance(func, ast.Attribute) and func.attr in catalog.SCALAR_METHODS:
                 return True
             qualname = self.resolve(func)
-            return bool(qualname and (qualname in NOT_TENSOR_TORCH
-                                      or qualname.split(".")[0] in _PLAIN_MODULES))
+            return bool(
+                qualname
+                and (qualname in NOT_TENSOR_TORCH or qualname.split(".")[0] in _PLAIN_MODULES)
+            )
         if isinstance(node, ast.Subscript):
             value = node.value
             if isinstance(value, ast.Name) and value.id in self.containers:
@@ -195,8 +246,12 @@ class TensorNames:
 
     def _module_call(self, node: ast.Call) -> bool:
         func = node.func
-        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id == "self" and func.attr in self.module_attrs)
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in self.module_attrs
+        )
 
     def is_tuple(self, node: ast.expr) -> bool:
         """Whether `node` is a tuple of tensors (chunk/split/unbind results, module outputs)."""
@@ -219,19 +274,29 @@ class TensorNames:
             func = node.func
             if self._module_call(node):
                 return True
-            if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
-                                                        and func.value.id == "self"):
+            if isinstance(func, ast.Attribute) and not (
+                isinstance(func.value, ast.Name) and func.value.id == "self"
+            ):
                 if self.is_tensor(func.value):
                     return func.attr not in NOT_TENSOR_METHODS
             qualname = self.resolve(func)
             if qualname and qualname.startswith("torch.") and qualname not in NOT_TENSOR_TORCH:
-                return not qualname.startswith(("torch.jit.", "torch.fx.", "torch.cuda.",
-                                                "torch.distributed.", "torch.compiler."))
+                return not qualname.startswith(
+                    (
+                        "torch.jit.",
+                        "torch.fx.",
+                        "torch.cuda.",
+                        "torch.distributed.",
+                        "torch.compiler.",
+                    )
+                )
             return False
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return node.attr in self.tensor_attrs
-            return node.attr in {"T", "mT", "H", "mH", "data", "real", "imag"} and self.is_tensor(node.value)
+            return node.attr in {"T", "mT", "H", "mH", "data", "real", "imag"} and self.is_tensor(
+                node.value
+            )
         if isinstance(node, ast.BinOp):
             if any(is_container(side) for side in (node.left, node.right)):
                 return False
@@ -245,9 +310,11 @@ class TensorNames:
         return False
 
 
-_PLAIN_BUILTINS = frozenset("""len int float bool str range round isinstance hasattr id list tuple dict set
+_PLAIN_BUILTINS = frozenset(
+    """len int float bool str range round isinstance hasattr id list tuple dict set
     sorted zip enumerate reversed any all
-    callable type repr format hash divmod""".split())
+    callable type repr format hash divmod""".split()
+)
 _PLAIN_MODULES = frozenset("math numbers typing warnings logging collections itertools".split())
 
 
@@ -271,12 +338,18 @@ def _bindings(node: ast.AST):
         yield node.target.id, ast.BinOp(node.target, node.op, node.value)
     elif isinstance(node, (ast.For, ast.AsyncFor)):
         iterable = node.iter
-        builtin = (iterable.func.id if isinstance(iterable, ast.Call)
-                   and isinstance(iterable.func, ast.Name) else None)
+        builtin = (
+            iterable.func.id
+            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+            else None
+        )
         if builtin == "range":
             yield from _targets(node.target, ast.Constant(0))
-        elif builtin == "enumerate" and isinstance(node.target, ast.Tuple) and len(
-                node.target.elts) == 2:  # `for i, item in enumerate(...)`: the index is plain
+        elif (
+            builtin == "enumerate"
+            and isinstance(node.target, ast.Tuple)
+            and len(node.target.elts) == 2
+        ):  # `for i, item in enumerate(...)`: the index is plain
             yield from _targets(node.target.elts[0], ast.Constant(0))
             yield from _targets(node.target.elts[1], None)
         else:
@@ -295,8 +368,11 @@ def _targets(target: ast.expr, value: ast.expr | None):
     if isinstance(target, ast.Name):
         yield target.id, value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        if (isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                and not any(isinstance(e, ast.Starred) for e in value.elts)):
+        if (
+            isinstance(value, (ast.Tuple, ast.List))
+            and len(value.elts) == len(target.elts)
+            and not any(isinstance(e, ast.Starred) for e in value.elts)
+        ):
             for elt, part in zip(target.elts, value.elts):
                 yield from _targets(elt, part)
             return
@@ -314,10 +390,14 @@ def _annotation_kind(annotation: ast.expr | None) -> str | None:
         return None
     text = ast.unparse(annotation).replace(" ", "")
     separator = "|"
-    for prefix, between in (("Optional[", "|"), ("typing.Optional[", "|"), ("Union[", ","),
-                            ("typing.Union[", ",")):
+    for prefix, between in (
+        ("Optional[", "|"),
+        ("typing.Optional[", "|"),
+        ("Union[", ","),
+        ("typing.Union[", ","),
+    ):
         if text.startswith(prefix) and text.endswith("]"):
-            text, separator = text[len(prefix):-1], between
+            text, separator = text[len(prefix) : -1], between
     alternatives = set(text.split(separator)) - {"None"}
     if len(alternatives) == 1:
         text = alternatives.pop()
@@ -331,4 +411,5 @@ def _annotation_kind(annotation: ast.expr | None) -> str | None:
 def is_container(node: ast.expr) -> bool:
     """A literal that is certainly not a tensor (list, tuple, string, ...)."""
     return isinstance(node, _NOT_TENSOR_LITERALS) or (
-        isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
+        isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+    )

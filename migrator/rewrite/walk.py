@@ -6,8 +6,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-_REPEATING = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda,
-              ast.FunctionDef, ast.AsyncFunctionDef)
+_REPEATING = (
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.Lambda,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +37,18 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
             stmt = node
         visits.append(Visit(node, stmt, repeated))
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            children = [(node.target, stmt, True), (node.iter, stmt, repeated),
-                        *((c, c, True) for c in node.body), *((c, c, repeated) for c in node.orelse)]
+            children = [
+                (node.target, stmt, True),
+                (node.iter, stmt, repeated),
+                *((c, c, True) for c in node.body),
+                *((c, c, repeated) for c in node.orelse),
+            ]
         elif isinstance(node, ast.While):
-            children = [(node.test, stmt, True), *((c, c, True) for c in node.body),
-                        *((c, c, repeated) for c in node.orelse)]
+            children = [
+                (node.test, stmt, True),
+                *((c, c, True) for c in node.body),
+                *((c, c, repeated) for c in node.orelse),
+            ]
         else:
             inner = repeated or isinstance(node, _REPEATING)
             children = []
@@ -50,8 +64,21 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
 
 def header_lines(stmt: ast.stmt) -> range:
     """Lines a `# migrator: skip` pragma on which applies to the statement's own expressions."""
-    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
-                         ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if isinstance(
+        stmt,
+        (
+            ast.If,
+            ast.For,
+            ast.AsyncFor,
+            ast.While,
+            ast.With,
+            ast.AsyncWith,
+            ast.Try,
+            ast.FunctionDef,
+            ast.AsyncFunctionDef,
+            ast.ClassDef,
+        ),
+    ):
         first = stmt.body[0].lineno if stmt.body else stmt.lineno + 1
         return range(stmt.lineno, max(first, stmt.lineno + 1))
     assert stmt.end_lineno is not None  # parsed: set

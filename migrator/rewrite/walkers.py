@@ -29,11 +29,17 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
             continue
         for visit in ctx.visits(scope):
             node = visit.node
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                    node.func.attr in _VIEWS and not node.args and not node.keywords):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and (node.func.attr in _VIEWS and not node.args and not node.keywords)
+            ):
                 walked = node.func.value
-            elif (isinstance(node, ast.Attribute) and node.attr == "_modules"
-                  and isinstance(node.ctx, ast.Load)):
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr == "_modules"
+                and isinstance(node.ctx, ast.Load)
+            ):
                 walked = node.value
             else:
                 continue
@@ -41,21 +47,33 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
                 continue
             seen.add(id(node))
             shown = ctx.text(walked)
-            ctx.report(node, "MIG113",
-                       f"`{ctx.text(node)}` runs the children of `{shown}` in registration order"
-                       f"{_origin(ctx, scope, walked, visit.stmt)}: modules migrator creates in "
-                       "it are registered where its forward runs them, but a slice of its "
-                       "children or a walk that stops at a given child may now take them in")
+            ctx.report(
+                node,
+                "MIG113",
+                f"`{ctx.text(node)}` runs the children of `{shown}` in registration order"
+                f"{_origin(ctx, scope, walked, visit.stmt)}: modules migrator creates in "
+                "it are registered where its forward runs them, but a slice of its "
+                "children or a walk that stops at a given child may now take them in",
+            )
 
 
-def _origin(ctx: FileContext, scope: ast.FunctionDef | ast.AsyncFunctionDef, walked: ast.expr,
-            stmt: ast.stmt) -> str:
+def _origin(
+    ctx: FileContext,
+    scope: ast.FunctionDef | ast.AsyncFunctionDef,
+    walked: ast.expr,
+    stmt: ast.stmt,
+) -> str:
     """Where the walked module comes from: ` (<how>, line N)`, or '' when not known."""
     if isinstance(walked, ast.Name):
         name = walked.id
-        assigned = [v.stmt for v in ctx.visits(scope)
-                    if isinstance(v.node, ast.Name) and v.node.id == name
-                    and isinstance(v.node.ctx, ast.Store) and v.stmt.lineno < stmt.lineno]
+        assigned = [
+            v.stmt
+            for v in ctx.visits(scope)
+            if isinstance(v.node, ast.Name)
+            and v.node.id == name
+            and isinstance(v.node.ctx, ast.Store)
+            and v.stmt.lineno < stmt.lineno
+        ]
         if assigned:
             return f" (`{name}` is assigned at line {assigned[-1].lineno})"
         args = scope.args
