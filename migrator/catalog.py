@@ -11,7 +11,8 @@ catalog does not create. A module is observed as a unit: the tensors it receives
 returns; its own parameters stay in float except a WEIGHTED module's `weight`.
 
 - OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
-  compute new values: add, sub, mul, div, matmul, bmm, pow, sdpa, mean, sum, gelu, silu,
+  compute new values: add, sub, mul, div, matmul, bmm, pow, exp, log, sqrt, rsqrt, erf, abs,
+  neg, square (each maps the input's range onto another), sdpa, mean, sum, gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -356,6 +357,22 @@ def _reduction(key: str, cls: str) -> Op:
     return Op(key, OPS + cls, args, (f"torch.{key}",), (key,), observed=OWN)
 
 
+def _unary(key: str, cls: str, *names: str, special: tuple[str, ...] = ()) -> Op:
+    """An elementwise `torch.<name>(input)` with its `.<name>()` and in-place `.<name>_()` forms
+    (`out=` does not fit and is left alone). The output is observed on its own: none of these
+    ops keeps its input's range."""
+    names = names or (key,)
+    return Op(
+        key,
+        OPS + cls,
+        (_x(),),
+        tuple(f"torch.{n}" for n in names) + special,
+        names,
+        inplace_methods=tuple(n + "_" for n in names),
+        observed=OWN,
+    )
+
+
 def _build() -> tuple[Op, ...]:
     ops: list[Op] = []
     # Activations with a torch.nn class.
@@ -684,6 +701,16 @@ def _build() -> tuple[Op, ...]:
             observed=OWN,
         )
     )
+    # Unary elementwise ops: exp/log/sqrt/rsqrt/erf compute new values, abs/neg/square map
+    # the input's range onto another one (neg flips it, abs and square fold it at zero).
+    ops.append(_unary("exp", "Exp"))
+    ops.append(_unary("log", "Log"))
+    ops.append(_unary("sqrt", "Sqrt"))
+    ops.append(_unary("rsqrt", "Rsqrt"))
+    ops.append(_unary("abs", "Abs", "abs", "absolute"))
+    ops.append(_unary("neg", "Neg", "neg", "negative"))
+    ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
+    ops.append(_unary("square", "Square"))
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
     ops.append(

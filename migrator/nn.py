@@ -51,6 +51,14 @@ __all__ = [
     "Pow",
     "Concat",
     "Stack",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Rsqrt",
+    "Abs",
+    "Neg",
+    "Erf",
+    "Square",
     "Mean",
     "Sum",
     "ScaledDotProductAttention",
@@ -233,6 +241,65 @@ class _ScriptableStack(Stack):
 
     def __prepare_scriptable__(self) -> torch.nn.Module:
         return self
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+class Exp(torch.nn.Module):
+    """``torch.exp(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.exp(x)
+
+
+class Log(torch.nn.Module):
+    """``torch.log(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+class Sqrt(torch.nn.Module):
+    """``torch.sqrt(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(x)
+
+
+class Rsqrt(torch.nn.Module):
+    """``torch.rsqrt(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.rsqrt(x)
+
+
+class Abs(torch.nn.Module):
+    """``torch.abs(x)`` (also ``torch.absolute``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.abs(x)
+
+
+class Neg(torch.nn.Module):
+    """``torch.neg(x)`` (also ``torch.negative``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.neg(x)
+
+
+class Erf(torch.nn.Module):
+    """``torch.erf(x)`` (also ``torch.special.erf``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.erf(x)
+
+
+class Square(torch.nn.Module):
+    """``torch.square(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.square(x)
 
 
 # ---------------------------------------------------------------- reductions
