@@ -12,7 +12,7 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
 
 - OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
   compute new values: add, sub, mul, div, matmul, bmm, pow, exp, log, sqrt, rsqrt, erf, abs,
-  neg, square (each maps the input's range onto another), sdpa, mean, sum, gelu, silu,
+  neg, square (each maps the input's range onto another), cumsum, sdpa, mean, sum, gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -24,14 +24,16 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
   channel shuffle, upsample (bicubic may overshoot: clamped to the input's range), pad
   (a non-zero constant fill outside the input's range is clamped).
-- SHARED_ACROSS: cat and stack: every input and the output share one observer.
+- SHARED_ACROSS: cat, stack, maximum, minimum, where: every float input and the output share
+  one observer (every output value is an input value).
 - FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
   softmax, softmin [0, 1]; tanh [-1, 1].
 - WEIGHTED: conv, transposed conv, linear, bilinear, embedding: the weight per-channel
   symmetric (along `weight_axis`, its output channels), activations and output per-tensor;
   the bias stays in float (torchao's convert takes it as float).
 - NOT_QUANTIZED, with a reason: floor division (floor turns an operand's rounding error into
-  a whole unit).
+  a whole unit), masked_fill (its fill value, -inf in attention masks, is outside any observed
+  range).
 
 Outside these modules, ops a model's own forward runs that only move values
 (`DATA_MOVEMENT_OPS`: reshape, permute, ...) share their input's observer; any other op stays
@@ -711,6 +713,48 @@ def _build() -> tuple[Op, ...]:
     ops.append(_unary("neg", "Neg", "neg", "negative"))
     ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
     ops.append(_unary("square", "Square"))
+    # Every output value of maximum / minimum is one of the inputs' values: one observer for
+    # both inputs and the output loses nothing.
+    for key, cls in (("maximum", "Maximum"), ("minimum", "Minimum")):
+        ops.append(_binary(key, cls, None, (key,), (key,), inplace_methods=False, observed=ACROSS))
+    # Only the three-argument where: `torch.where(condition)` does not fit and is left alone, and
+    # `x.where(condition, y)` is not listed (its receiver is `input`, not the first argument).
+    # Its output values are `input`'s or `other`'s: one observer for both and the output.
+    ops.append(
+        Op(
+            "where",
+            OPS + "Where",
+            (Arg("condition", Role.INPUT), _x(), Arg("other", Role.INPUT)),
+            ("torch.where",),
+            observed=ACROSS,
+        )
+    )
+    ops.append(
+        Op(
+            "masked_fill",
+            OPS + "MaskedFill",
+            (_x(), Arg("mask", Role.INPUT), _h("value")),
+            ("torch.masked_fill",),
+            ("masked_fill",),
+            inplace_methods=("masked_fill_",),
+            observed=Observation(
+                Observe.NOT_QUANTIZED,
+                reason="masked_fill: the fill value (-inf in attention masks) is outside any "
+                "observed range",
+            ),
+        )
+    )
+    ops.append(
+        Op(
+            "cumsum",
+            OPS + "CumSum",
+            (_x(), _h("dim"), Arg("dtype", Role.FIXED, None, keyword_only=True)),
+            ("torch.cumsum",),
+            ("cumsum",),
+            inplace_methods=("cumsum_",),
+            observed=OWN,
+        )
+    )
     ops.append(_reduction("mean", "Mean"))
     ops.append(_reduction("sum", "Sum"))
     ops.append(

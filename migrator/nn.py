@@ -59,6 +59,11 @@ __all__ = [
     "Neg",
     "Erf",
     "Square",
+    "Maximum",
+    "Minimum",
+    "Where",
+    "MaskedFill",
+    "CumSum",
     "Mean",
     "Sum",
     "ScaledDotProductAttention",
@@ -300,6 +305,55 @@ class Square(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.square(x)
+
+
+class Maximum(torch.nn.Module):
+    """``torch.maximum(x, y)``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(x, y)
+
+
+class Minimum(torch.nn.Module):
+    """``torch.minimum(x, y)``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.minimum(x, y)
+
+
+class Where(torch.nn.Module):
+    """``torch.where(condition, x, y)`` (the three-argument form)."""
+
+    def forward(self, condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.where(condition, x, y)
+
+
+class MaskedFill(torch.nn.Module):
+    """``x.masked_fill(mask, value)`` with a constant ``value``."""
+
+    def __init__(self, value: Union[int, float, bool]) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(mask, self.value)
+
+    def extra_repr(self) -> str:
+        return f"value={self.value!r}"
+
+
+class CumSum(torch.nn.Module):
+    """``torch.cumsum(x, dim)``."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}"
 
 
 # ---------------------------------------------------------------- reductions
