@@ -20,8 +20,9 @@ or as a leaf), ``torch.export.export`` and ``torch.onnx.export(dynamo=True)``.
 TorchScript (``torch.jit.script``) is supported with two limits, both due to
 TorchScript's static typing:
 
-* Binary ops (``Add`` ... ``Pow``) are typed ``Tensor x Tensor`` there.
-  Python-number operands (``2 + t``, ``t * 0.5``) work everywhere else.
+* Binary ops (``Add`` ... ``Pow``, ``Maximum``, ``Minimum``) and ``Where`` take
+  only tensors there.  Python-number operands (``2 + t``, ``t * 0.5``,
+  ``torch.where(c, t, 0.0)``) work everywhere else.
 * TorchScript has no ``*args``.  ``Concat`` and ``Stack`` take any number of
   tensors in eager / fx / export; when scripted they are swapped (through the
   ``__prepare_scriptable__`` hook) for a twin taking 1 to 8 positional tensors,
