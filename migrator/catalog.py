@@ -11,7 +11,8 @@ catalog does not create. A module is observed as a unit: the tensors it receives
 returns; its own parameters stay in float except a WEIGHTED module's `weight`.
 
 - OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
-  compute new values: add, sub, mul, div, matmul, bmm, pow, sdpa, mean, sum, gelu, silu,
+  compute new values: add, sub, mul, div, matmul, bmm, pow, exp, log, sqrt, rsqrt, erf, abs,
+  neg, square (each maps the input's range onto another), cumsum, sdpa, mean, sum, gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -23,14 +24,16 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
   channel shuffle, upsample (bicubic may overshoot: clamped to the input's range), pad
   (a non-zero constant fill outside the input's range is clamped).
-- SHARED_ACROSS: cat and stack: every input and the output share one observer.
+- SHARED_ACROSS: cat, stack, maximum, minimum, where: every float input and the output share
+  one observer (every output value is an input value).
 - FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
   softmax, softmin [0, 1]; tanh [-1, 1].
 - WEIGHTED: conv, transposed conv, linear, bilinear, embedding: the weight per-channel
   symmetric (along `weight_axis`, its output channels), activations and output per-tensor;
   the bias stays in float (torchao's convert takes it as float).
 - NOT_QUANTIZED, with a reason: floor division (floor turns an operand's rounding error into
-  a whole unit).
+  a whole unit), masked_fill (its fill value, -inf in attention masks, is outside any observed
+  range).
 
 Outside these modules, ops a model's own forward runs that only move values
 (`DATA_MOVEMENT_OPS`: reshape, permute, ...) share their input's observer; any other op stays
@@ -354,6 +357,22 @@ def _reduction(key: str, cls: str) -> Op:
         Arg("dtype", Role.FIXED, None, keyword_only=True),
     )
     return Op(key, OPS + cls, args, (f"torch.{key}",), (key,), observed=OWN)
+
+
+def _unary(key: str, cls: str, *names: str, special: tuple[str, ...] = ()) -> Op:
+    """An elementwise `torch.<name>(input)` with its `.<name>()` and in-place `.<name>_()` forms
+    (`out=` does not fit and is left alone). The output is observed on its own: none of these
+    ops keeps its input's range."""
+    names = names or (key,)
+    return Op(
+        key,
+        OPS + cls,
+        (_x(),),
+        tuple(f"torch.{n}" for n in names) + special,
+        names,
+        inplace_methods=tuple(n + "_" for n in names),
+        observed=OWN,
+    )
 
 
 def _build() -> tuple[Op, ...]:
@@ -681,6 +700,58 @@ def _build() -> tuple[Op, ...]:
             ("torch.clamp", "torch.clip"),
             ("clamp", "clip"),
             inplace_methods=("clamp_", "clip_"),
+            observed=OWN,
+        )
+    )
+    # Unary elementwise ops: exp/log/sqrt/rsqrt/erf compute new values, abs/neg/square map
+    # the input's range onto another one (neg flips it, abs and square fold it at zero).
+    ops.append(_unary("exp", "Exp"))
+    ops.append(_unary("log", "Log"))
+    ops.append(_unary("sqrt", "Sqrt"))
+    ops.append(_unary("rsqrt", "Rsqrt"))
+    ops.append(_unary("abs", "Abs", "abs", "absolute"))
+    ops.append(_unary("neg", "Neg", "neg", "negative"))
+    ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
+    ops.append(_unary("square", "Square"))
+    # Every output value of maximum / minimum is one of the inputs' values: one observer for
+    # both inputs and the output loses nothing.
+    for key, cls in (("maximum", "Maximum"), ("minimum", "Minimum")):
+        ops.append(_binary(key, cls, None, (key,), (key,), inplace_methods=False, observed=ACROSS))
+    # Only the three-argument where: `torch.where(condition)` does not fit and is left alone, and
+    # `x.where(condition, y)` is not listed (its receiver is `input`, not the first argument).
+    # Its output values are `input`'s or `other`'s: one observer for both and the output.
+    ops.append(
+        Op(
+            "where",
+            OPS + "Where",
+            (Arg("condition", Role.INPUT), _x(), Arg("other", Role.INPUT)),
+            ("torch.where",),
+            observed=ACROSS,
+        )
+    )
+    ops.append(
+        Op(
+            "masked_fill",
+            OPS + "MaskedFill",
+            (_x(), Arg("mask", Role.INPUT), _h("value")),
+            ("torch.masked_fill",),
+            ("masked_fill",),
+            inplace_methods=("masked_fill_",),
+            observed=Observation(
+                Observe.NOT_QUANTIZED,
+                reason="masked_fill: the fill value (-inf in attention masks) is outside any "
+                "observed range",
+            ),
+        )
+    )
+    ops.append(
+        Op(
+            "cumsum",
+            OPS + "CumSum",
+            (_x(), _h("dim"), Arg("dtype", Role.FIXED, None, keyword_only=True)),
+            ("torch.cumsum",),
+            ("cumsum",),
+            inplace_methods=("cumsum_",),
             observed=OWN,
         )
     )

@@ -20,8 +20,9 @@ or as a leaf), ``torch.export.export`` and ``torch.onnx.export(dynamo=True)``.
 TorchScript (``torch.jit.script``) is supported with two limits, both due to
 TorchScript's static typing:
 
-* Binary ops (``Add`` ... ``Pow``) are typed ``Tensor x Tensor`` there.
-  Python-number operands (``2 + t``, ``t * 0.5``) work everywhere else.
+* Binary ops (``Add`` ... ``Pow``, ``Maximum``, ``Minimum``) and ``Where`` take
+  only tensors there.  Python-number operands (``2 + t``, ``t * 0.5``,
+  ``torch.where(c, t, 0.0)``) work everywhere else.
 * TorchScript has no ``*args``.  ``Concat`` and ``Stack`` take any number of
   tensors in eager / fx / export; when scripted they are swapped (through the
   ``__prepare_scriptable__`` hook) for a twin taking 1 to 8 positional tensors,
@@ -51,6 +52,19 @@ __all__ = [
     "Pow",
     "Concat",
     "Stack",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Rsqrt",
+    "Abs",
+    "Neg",
+    "Erf",
+    "Square",
+    "Maximum",
+    "Minimum",
+    "Where",
+    "MaskedFill",
+    "CumSum",
     "Mean",
     "Sum",
     "ScaledDotProductAttention",
@@ -233,6 +247,114 @@ class _ScriptableStack(Stack):
 
     def __prepare_scriptable__(self) -> torch.nn.Module:
         return self
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+class Exp(torch.nn.Module):
+    """``torch.exp(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.exp(x)
+
+
+class Log(torch.nn.Module):
+    """``torch.log(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+class Sqrt(torch.nn.Module):
+    """``torch.sqrt(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(x)
+
+
+class Rsqrt(torch.nn.Module):
+    """``torch.rsqrt(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.rsqrt(x)
+
+
+class Abs(torch.nn.Module):
+    """``torch.abs(x)`` (also ``torch.absolute``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.abs(x)
+
+
+class Neg(torch.nn.Module):
+    """``torch.neg(x)`` (also ``torch.negative``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.neg(x)
+
+
+class Erf(torch.nn.Module):
+    """``torch.erf(x)`` (also ``torch.special.erf``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.erf(x)
+
+
+class Square(torch.nn.Module):
+    """``torch.square(x)``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.square(x)
+
+
+class Maximum(torch.nn.Module):
+    """``torch.maximum(x, y)``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(x, y)
+
+
+class Minimum(torch.nn.Module):
+    """``torch.minimum(x, y)``."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.minimum(x, y)
+
+
+class Where(torch.nn.Module):
+    """``torch.where(condition, x, y)`` (the three-argument form)."""
+
+    def forward(self, condition: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.where(condition, x, y)
+
+
+class MaskedFill(torch.nn.Module):
+    """``x.masked_fill(mask, value)`` with a constant ``value``."""
+
+    def __init__(self, value: Union[int, float, bool]) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(mask, self.value)
+
+    def extra_repr(self) -> str:
+        return f"value={self.value!r}"
+
+
+class CumSum(torch.nn.Module):
+    """``torch.cumsum(x, dim)``."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim!r}"
 
 
 # ---------------------------------------------------------------- reductions

@@ -81,6 +81,10 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
 
 
+BOOLEAN_INPUTS = ("condition", "mask")
+"""Forward inputs that are boolean tensors (where's condition, masked_fill's mask)."""
+
+
 class Unary(nn.Module):
     """Runs `self.m` on its input (export wants a fixed number of inputs: hence three classes)."""
 
@@ -126,14 +130,21 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     if module == f"{NN}Embedding":
         return (torch.randint(0, 10, (2, 5)),)
     rows = [op for op in CATALOG if op.module == module]
-    roles = [a.role for a in rows[0].args if a.default is REQUIRED] if rows else [Role.INPUT]
+    required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
+    roles = [a.role for a in required] if rows else [Role.INPUT]
     count = 2 if Role.INPUTS in roles else roles.count(Role.INPUT)
+    boolean = [a.name in BOOLEAN_INPUTS for a in required if a.role is Role.INPUT]
     rank = {"1d": 3, "3d": 5}.get(module[-2:], 4)
     shapes = SHAPES.get(
         module, [(2, 4) + (8,) * (rank - 2) if rank < 5 else (2, 4, 4, 4, 4)] * count
     )
     generator = torch.Generator().manual_seed(0)
-    return tuple(torch.rand(shape, generator=generator) + 0.5 for shape in shapes)
+    return tuple(
+        torch.rand(shape, generator=generator) > 0.5
+        if i < len(boolean) and boolean[i]
+        else torch.rand(shape, generator=generator) + 0.5
+        for i, shape in enumerate(shapes)
+    )
 
 
 def _observe(module: str):
