@@ -77,6 +77,8 @@ class HyperParameters:
             return None
         if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
             return None
+        if _float_of_string(node) and self.ctx.info.names.is_free("float"):
+            return None
         if isinstance(node, ast.BinOp):
             parts = [node.left, node.right]
         elif isinstance(node, ast.UnaryOp):
@@ -86,3 +88,23 @@ class HyperParameters:
         else:
             return "it is computed at run time"
         return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)
+
+
+def _float_of_string(node: ast.expr) -> bool:
+    """`float("-inf")`, `float("nan")`: the builtin on a string literal it accepts, a constant."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return False
+    arg = node.args[0]
+    if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+        return False
+    try:
+        float(arg.value)
+    except ValueError:
+        return False
+    return True
