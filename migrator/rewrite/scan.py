@@ -383,29 +383,23 @@ def _op_inplace(op: Op, call: ast.Call, receiver: list[ast.expr]) -> bool | None
     if dict(op.ctor_extra).get("inplace"):
         return True
     names = [a.name for a in op.args]
-    if "inplace" not in names:
-        return False
-    if _starred(call.args, [k.arg for k in call.keywords]):
-        return None
-    given = [k.value for k in call.keywords if k.arg == "inplace"]
-    given += [*receiver, *call.args][names.index("inplace") : names.index("inplace") + 1]
-    return _literal_flag(given)
-
-
-def _literal_flag(given: list[ast.expr]) -> bool | None:
-    """False when nothing is given, the literal's truth, or None for a computed value."""
-    if not given:
-        return False
-    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
+    return _inplace_at(call, names.index("inplace"), receiver) if "inplace" in names else False
 
 
 def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
     """The `inplace` a module is built with by `ctor` (a call of `cls`): False when it cannot be
     in place, None when that is not known statically."""
     position = catalog.inplace_position(cls)
-    if position is None:
-        return False
-    if _starred(ctor.args, [k.arg for k in ctor.keywords]):
+    return False if position is None else _inplace_at(ctor, position, [])
+
+
+def _inplace_at(call: ast.Call, position: int, leading: list[ast.expr]) -> bool | None:
+    """The `inplace` argument of `call`, by keyword or at `position` among `leading` and the
+    positional arguments: False when not given, its truth when a literal, else None."""
+    if _starred(call.args, [k.arg for k in call.keywords]):
         return None
-    given = [k.value for k in ctor.keywords if k.arg == "inplace"]
-    return _literal_flag(given + ctor.args[position : position + 1])
+    given = [k.value for k in call.keywords if k.arg == "inplace"]
+    given += [*leading, *call.args][position : position + 1]
+    if not given:
+        return False
+    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
