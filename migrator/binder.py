@@ -36,6 +36,8 @@ class Predicates(Generic[V]):
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
     weight_refused: Callable[[Op, V], str | None]
     """Why a learned weight cannot go to the op's module (None: it can)."""
+    gated: Callable[[V], tuple[V, V] | None] = lambda value: None
+    """`(v, d)` when the value is `v if self.training else d` (None: it is not)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ class Bound(Generic[V]):
     defaults the module does not share, then `Op.ctor_extra` (plain values)."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
+    module: str
+    """The module class the call becomes (`Op.module_for`)."""
+    key: str
+    """Base name of the attribute created for it."""
+    call: tuple[tuple[str, V], ...] = ()
+    """Hyper-parameters not fixed at `__init__` time, passed at call time: forward keywords
+    (`Arg.at_call`) with the call's values, in catalog order."""
     weight: V | None = None
     """The learned weight the module takes over (prelu), else None."""
 
@@ -92,6 +101,7 @@ def bind(
         return values
     inputs: list[Input[V]] = []
     ctor: list[tuple[str, object]] = []
+    call: list[tuple[str, V]] = []
     given: set[str] = set()
     weight: V | None = None
     module_defaults = dict(op.module_defaults)
@@ -111,7 +121,15 @@ def bind(
             inputs.append(Input(arg, value, True))
         elif arg.role is Role.HYPER:
             if passed:
+                gated = _gated(arg, value, predicates)
+                if gated is not None:
+                    ctor += [(arg.ctor_name, gated), (cast(str, arg.gate), True)]
+                    given.add(arg.ctor_name)
+                    continue
                 reason = predicates.unfixed(value)
+                if reason and arg.at_call:
+                    call.append((arg.name, value))
+                    continue
                 if reason:
                     return Refusal(
                         "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
@@ -137,4 +155,26 @@ def bind(
             if reason:
                 return Refusal("MIG106", f"weight `{shown}` {reason}")
             weight = value
-    return Bound(tuple(inputs), tuple(ctor) + op.ctor_extra, frozenset(given), weight)
+    module, key = op.module_for(bool(call))
+    return Bound(
+        tuple(inputs),
+        tuple(ctor) + op.ctor_extra,
+        frozenset(given),
+        module,
+        key,
+        tuple(call),
+        weight,
+    )
+
+
+def _gated(arg: Arg, value: V, predicates: Predicates[V]) -> V | None:
+    """`v` when `value` is `v if self.training else <the argument's default>`, `v` is fixed at
+    `__init__` time and the module can apply it in training mode only (`Arg.gate`)."""
+    found = predicates.gated(value) if arg.gate else None
+    if found is None:
+        return None
+    inner, otherwise = found
+    constant = predicates.constant(otherwise)
+    if constant is NOT_CONSTANT or type(constant) not in (int, float) or constant != arg.default:
+        return None
+    return None if predicates.unfixed(inner) else inner

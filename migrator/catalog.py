@@ -111,6 +111,12 @@ class Arg:
     ctor: str | None = None
     """Constructor keyword for a HYPER argument (defaults to `name`)."""
     keyword_only: bool = False
+    at_call: bool = False
+    """A HYPER argument the module (`Op.call_module` when set) also takes as a forward keyword
+    of the same name: a value not fixed at `__init__` time is passed at call time."""
+    gate: str | None = None
+    """For a HYPER argument: the module's constructor flag that applies it in training mode only
+    (its default in eval mode), so `v if self.training else <default>` becomes `v` and the flag."""
 
     @property
     def ctor_name(self) -> str:
@@ -146,6 +152,23 @@ class Op:
     (flatten, dropout in eval mode): an in-place op on that output is seen elsewhere."""
     observed: Observation = field(kw_only=True)
     """How the quantizer observes the module."""
+    call_module: str | None = None
+    """The module used instead of `module` when a call passes a hyper-parameter at call time
+    (`Arg.at_call`) that `module` cannot take (`nn.Upsample` takes no `size` in forward)."""
+    call_key: str | None = None
+    """`key` for `call_module`."""
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """`module`, and `call_module` when set."""
+        return (self.module,) + ((self.call_module,) if self.call_module else ())
+
+    def module_for(self, at_call: bool) -> tuple[str, str]:
+        """(module, key) of the module a call becomes: `call_module` when it passes
+        hyper-parameters at call time and has one."""
+        if at_call and self.call_module:
+            return self.call_module, self.call_key or self.key
+        return self.module, self.key
 
     @property
     def module_name(self) -> str:
@@ -199,8 +222,15 @@ def _x() -> Arg:
     return Arg("input", Role.INPUT)
 
 
-def _h(name: str, default: object = REQUIRED, ctor: str | None = None, kw: bool = False) -> Arg:
-    return Arg(name, Role.HYPER, default, ctor, kw)
+def _h(
+    name: str,
+    default: object = REQUIRED,
+    ctor: str | None = None,
+    kw: bool = False,
+    at_call: bool = False,
+    gate: str | None = None,
+) -> Arg:
+    return Arg(name, Role.HYPER, default, ctor, kw, at_call, gate)
 
 
 def _inplace() -> Arg:
@@ -352,7 +382,7 @@ def _binary(
 def _reduction(key: str, cls: str) -> Op:
     args = (
         _x(),
-        _h("dim", None),
+        _h("dim", None, at_call=True),
         _h("keepdim", False),
         Arg("dtype", Role.FIXED, None, keyword_only=True),
     )
@@ -575,10 +605,12 @@ def _build() -> tuple[Op, ...]:
             observed=SHARE,
         )
     )
+    # A size or scale factor known only at run time (read from another tensor) is passed to
+    # migrator's Interpolate at call time: nn.Upsample takes it only in its constructor.
     resize = (
         _x(),
-        _h("size", None),
-        _h("scale_factor", None),
+        _h("size", None, at_call=True),
+        _h("scale_factor", None, at_call=True),
         _h("mode", "nearest"),
         _h("align_corners", None),
         _h("recompute_scale_factor", None),
@@ -590,14 +622,26 @@ def _build() -> tuple[Op, ...]:
             resize + (Arg("antialias", Role.FIXED, False),),
             (F + "interpolate",),
             observed=SHARE,
+            call_module=OPS + "Interpolate",
+            call_key="interpolate",
         )
     )
-    ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",), observed=SHARE))
+    ops.append(
+        Op(
+            "upsample",
+            NN + "Upsample",
+            resize,
+            (F + "upsample",),
+            observed=SHARE,
+            call_module=OPS + "Interpolate",
+            call_key="interpolate",
+        )
+    )
     ops.append(
         Op(
             "pad",
             OPS + "Pad",
-            (_x(), _h("pad"), _h("mode", "constant"), _h("value", None)),
+            (_x(), _h("pad", at_call=True), _h("mode", "constant"), _h("value", None)),
             (F + "pad",),
             observed=SHARE,
         )
@@ -766,7 +810,7 @@ def _build() -> tuple[Op, ...]:
                 Arg("key", Role.INPUT),
                 Arg("value", Role.INPUT),
                 Arg("attn_mask", Role.INPUT, None),
-                _h("dropout_p", 0.0),
+                _h("dropout_p", 0.0, at_call=True, gate="dropout_train_only"),
                 _h("is_causal", False),
                 _h("scale", None, kw=True),
                 _h("enable_gqa", False, kw=True),
@@ -837,7 +881,7 @@ def by_inplace_method(name: str) -> Op | None:
 
 def replacing_modules() -> Iterator[str]:
     """Qualified names of every module class the catalog creates."""
-    return iter(sorted({op.module for op in CATALOG}))
+    return iter(sorted({m for op in CATALOG for m in op.modules}))
 
 
 # torch.nn classes that hold no parameters or buffers whatever their arguments: copies of such a
@@ -911,8 +955,9 @@ DATA_MOVEMENT_OPS: frozenset[str] = frozenset(
 def _observations() -> dict[str, Observation]:
     observations = dict(OTHER_MODULES)
     for op in CATALOG:
-        if observations.setdefault(op.module, op.observed) != op.observed:
-            raise ValueError(f"catalog rows of {op.module} are observed differently")
+        for module in op.modules:
+            if observations.setdefault(module, op.observed) != op.observed:
+                raise ValueError(f"catalog rows of {module} are observed differently")
     return observations
 
 
@@ -925,7 +970,7 @@ def inplace_position(module: str) -> int | None:
     parameters (its hyper-parameters, in catalog order), or None when it takes none."""
     for op in CATALOG:
         hyper = [a.ctor_name for a in op.args if a.role is Role.HYPER]
-        if op.module == module and "inplace" in hyper:
+        if module in op.modules and "inplace" in hyper:
             return hyper.index("inplace")
     return None
 
@@ -941,11 +986,51 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     then be rewritten out of place. Read by the static checker and the runtime preparer alike."""
     if module in OTHER_MODULES:
         return True
-    rows = [op for op in CATALOG if op.module == module]
+    rows = [op for op in CATALOG if module in op.modules]
     if not rows or any(op.aliases for op in rows):
         return False
     return inplace is False or inplace_position(module) is None
 
+
+# torch.nn classes that keep these constructor arguments unchanged as attributes of the same
+# name: `self.attn_drop.p` of an `nn.Dropout` built once in `__init__` is fixed there.
+KEPT_SETTINGS: dict[str, frozenset[str]] = {
+    NN + cls: frozenset({"p"})
+    for cls in (
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+    )
+}
+
+# Functions of the standard library whose result depends only on their arguments: a call of
+# one on values fixed at `__init__` time is fixed too (`math.log(1. / 0.01)`).
+PURE_FUNCTIONS: frozenset[str] = frozenset(
+    "math." + f
+    for f in (
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "exp",
+        "expm1",
+        "sqrt",
+        "pow",
+        "ceil",
+        "floor",
+        "fabs",
+        "trunc",
+        "sin",
+        "cos",
+        "tan",
+        "atan",
+        "radians",
+        "degrees",
+    )
+)
 
 # Tensor methods and attributes whose result is a size, dtype or other plain value, not a tensor:
 # operators on them are not tensor ops (read by the static inference and the runtime preparer).
@@ -982,7 +1067,7 @@ def markdown_table() -> str:
         "|---|---|---|---|",
     ]
     for module in replacing_modules():
-        ops = [op for op in CATALOG if op.module == module]
+        ops = [op for op in CATALOG if module in op.modules]
         functions = sorted(
             {f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions}
         )
@@ -990,9 +1075,22 @@ def markdown_table() -> str:
             {f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
             | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators}
         )
-        hyper = sorted({a.ctor_name for op in ops for a in op.args if a.role is Role.HYPER})
+        hyper = sorted(
+            {
+                a.ctor_name + (" (or at call)" if _at_call(op, a, module) else "")
+                for op in ops
+                for a in op.args
+                if a.role is Role.HYPER
+            }
+            | {a.gate for op in ops for a in op.args if a.gate}
+        )
         rows.append(
             f"| `{module.replace('torch.nn.', 'nn.')}` | {', '.join(functions)} | "
             f"{', '.join(methods)} | {', '.join(hyper)} |"
         )
     return "\n".join(rows)
+
+
+def _at_call(op: Op, arg: Arg, module: str) -> bool:
+    """Whether `module` takes `arg` of `op` at call time too."""
+    return arg.at_call and op.module_for(True)[0] == module

@@ -69,6 +69,7 @@ __all__ = [
     "Sum",
     "ScaledDotProductAttention",
     "Pad",
+    "Interpolate",
     "GroupNorm",
     "Normalize",
 ]
@@ -376,7 +377,11 @@ class Clamp(torch.nn.Module):
 
 
 class Mean(torch.nn.Module):
-    """``x.mean()`` when ``dim`` is None (and not ``keepdim``), else ``x.mean(dim, keepdim)``."""
+    """``x.mean()`` when ``dim`` is None (and not ``keepdim``), else ``x.mean(dim, keepdim)``.
+
+    ``dim`` may also be given at call time (``self.mean(x, dim=d)``), then it replaces the
+    constructor's.
+    """
 
     def __init__(
         self, dim: Union[None, int, List[int], Tuple[int, ...]] = None, keepdim: bool = False
@@ -385,7 +390,9 @@ class Mean(torch.nn.Module):
         self.dim = dim
         self.keepdim = keepdim
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, dim: Optional[List[int]] = None) -> torch.Tensor:
+        if dim is not None:
+            return x.mean(dim, self.keepdim)
         if self.dim is None and not self.keepdim:
             return x.mean()
         return x.mean(self.dim, self.keepdim)
@@ -395,7 +402,11 @@ class Mean(torch.nn.Module):
 
 
 class Sum(torch.nn.Module):
-    """``x.sum()`` when ``dim`` is None (and not ``keepdim``), else ``x.sum(dim, keepdim)``."""
+    """``x.sum()`` when ``dim`` is None (and not ``keepdim``), else ``x.sum(dim, keepdim)``.
+
+    ``dim`` may also be given at call time (``self.sum(x, dim=d)``), then it replaces the
+    constructor's.
+    """
 
     def __init__(
         self, dim: Union[None, int, List[int], Tuple[int, ...]] = None, keepdim: bool = False
@@ -404,7 +415,9 @@ class Sum(torch.nn.Module):
         self.dim = dim
         self.keepdim = keepdim
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, dim: Optional[List[int]] = None) -> torch.Tensor:
+        if dim is not None:
+            return x.sum(dim, self.keepdim)
         if self.dim is None and not self.keepdim:
             return x.sum()
         return x.sum(self.dim, self.keepdim)
@@ -419,7 +432,9 @@ class Sum(torch.nn.Module):
 class ScaledDotProductAttention(torch.nn.Module):
     """``F.scaled_dot_product_attention`` with fixed options.
 
-    Like the function, it applies ``dropout_p`` whatever ``self.training`` is.
+    Like the function, it applies ``dropout_p`` whatever ``self.training`` is, unless
+    ``dropout_train_only`` (``dropout_p=p if self.training else 0.0``: 0 in eval mode).
+    ``dropout_p`` may also be given at call time; then it is used as it is.
     """
 
     def __init__(
@@ -428,12 +443,14 @@ class ScaledDotProductAttention(torch.nn.Module):
         is_causal: bool = False,
         scale: Optional[float] = None,
         enable_gqa: bool = False,
+        dropout_train_only: bool = False,
     ) -> None:
         super().__init__()
         self.dropout_p = dropout_p
         self.is_causal = is_causal
         self.scale = scale
         self.enable_gqa = enable_gqa
+        self.dropout_train_only = dropout_train_only
 
     def forward(
         self,
@@ -441,13 +458,17 @@ class ScaledDotProductAttention(torch.nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         attn_mask: Optional[torch.Tensor] = None,
+        dropout_p: Optional[float] = None,
     ) -> torch.Tensor:
+        p = self.dropout_p if self.training or not self.dropout_train_only else 0.0
+        if dropout_p is not None:
+            p = dropout_p
         return F.scaled_dot_product_attention(
             query,
             key,
             value,
             attn_mask=attn_mask,
-            dropout_p=self.dropout_p,
+            dropout_p=p,
             is_causal=self.is_causal,
             scale=self.scale,
             enable_gqa=self.enable_gqa,
@@ -457,25 +478,77 @@ class ScaledDotProductAttention(torch.nn.Module):
         return (
             f"dropout_p={self.dropout_p!r}, is_causal={self.is_causal!r}, "
             f"scale={self.scale!r}, enable_gqa={self.enable_gqa!r}"
+            + (", dropout_train_only=True" if self.dropout_train_only else "")
         )
 
 
 class Pad(torch.nn.Module):
-    """``F.pad(x, pad, mode, value)``."""
+    """``F.pad(x, pad, mode, value)``; ``pad`` may also be given at call time
+    (``self.pad(x, pad=p)``, a padding computed from the input's size)."""
 
     def __init__(
-        self, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None
+        self,
+        pad: Optional[Sequence[int]] = None,
+        mode: str = "constant",
+        value: Optional[float] = None,
     ) -> None:
         super().__init__()
         self.pad = pad
         self.mode = mode
         self.value = value
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.pad(x, self.pad, self.mode, self.value)
+    def forward(self, x: torch.Tensor, pad: Optional[List[int]] = None) -> torch.Tensor:
+        if pad is not None:
+            return F.pad(x, pad, self.mode, self.value)
+        own = self.pad
+        assert own is not None, "Pad built without `pad` takes it at call time"
+        return F.pad(x, own, self.mode, self.value)
 
     def extra_repr(self) -> str:
         return f"pad={self.pad!r}, mode={self.mode!r}, value={self.value!r}"
+
+
+class Interpolate(torch.nn.Module):
+    """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor)``:
+    ``nn.Upsample`` whose ``size`` and ``scale_factor`` may also be given at call time
+    (``self.interpolate(x, size=y.shape[-2:])``), each then replacing the constructor's."""
+
+    def __init__(
+        self,
+        size: Optional[Union[int, Sequence[int]]] = None,
+        scale_factor: Optional[Union[float, Sequence[float]]] = None,
+        mode: str = "nearest",
+        align_corners: Optional[bool] = None,
+        recompute_scale_factor: Optional[bool] = None,
+    ) -> None:
+        super().__init__()
+        self.size = size
+        self.scale_factor = scale_factor
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        size: Optional[List[int]] = None,
+        scale_factor: Optional[List[float]] = None,
+    ) -> torch.Tensor:
+        mode, corners, recompute = self.mode, self.align_corners, self.recompute_scale_factor
+        if size is None and scale_factor is None:
+            return F.interpolate(x, self.size, self.scale_factor, mode, corners, recompute)
+        if scale_factor is None:
+            return F.interpolate(x, size, self.scale_factor, mode, corners, recompute)
+        if size is None:
+            return F.interpolate(x, self.size, scale_factor, mode, corners, recompute)
+        return F.interpolate(x, size, scale_factor, mode, corners, recompute)
+
+    def extra_repr(self) -> str:
+        return (
+            f"size={self.size!r}, scale_factor={self.scale_factor!r}, mode={self.mode!r}, "
+            f"align_corners={self.align_corners!r}, "
+            f"recompute_scale_factor={self.recompute_scale_factor!r}"
+        )
 
 
 class GroupNorm(torch.nn.Module):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 
-from migrator.catalog import Op
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
@@ -36,22 +35,23 @@ class ModuleCreator:
         self._walks_known = False
         """What `_walks_submodules` found (False: not looked yet)."""
 
-    def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
-        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+    def create(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
+        """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
+        `name` free and made from `base`); return the new attribute name."""
         self._can_create()
         cls = self.attributes.cls
-        made = self.ctx.project.find_class(op.module)
+        made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
             raise Refusal(
                 "MIG116",
-                f"the module it would become, `{op.module_name}`, is this "
+                f"the module it would become, `{module.rsplit('.', 1)[1]}`, is this "
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        module = self.ctx.module_ref(op.module)
-        name = self.names.new(op.key)
+        ref = self.ctx.module_ref(module)
+        name = self.names.new(base)
         self.registrations.append(
-            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+            Registration(key, f"self.{name} = {ref}({', '.join(ctor)})", deps)
         )
         return name
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from migrator import catalog
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext, self_attr
@@ -75,11 +76,15 @@ class HyperParameters:
                 return f"`self.{node.attr}` is a module or a tensor"
             deps.add(node.attr)
             return None
+        if isinstance(node, ast.Attribute) and self_attr(node.value):
+            return self._setting(node, deps)
         if isinstance(node, ast.Attribute) and self.ctx.info.names.resolve(node):
             return None
         if _float_of_string(node) and self.ctx.info.names.is_free("float"):
             return None
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.Call) and self._pure_function(node):
+            parts = list(node.args)
+        elif isinstance(node, ast.BinOp):
             parts = [node.left, node.right]
         elif isinstance(node, ast.UnaryOp):
             parts = [node.operand]
@@ -88,6 +93,43 @@ class HyperParameters:
         else:
             return "it is computed at run time"
         return next((r for r in (self._unfixed(p, deps) for p in parts) if r), None)
+
+    def _setting(self, node: ast.Attribute, deps: set[str]) -> str | None:
+        """Why `self.<module>.<setting>` is not fixed at `__init__` time (None: it is): the
+        module is built once in `__init__` by a class that keeps that constructor argument as
+        it is (`catalog.KEPT_SETTINGS`), and no method assigns the setting."""
+        assert isinstance(node.value, ast.Attribute)  # a `self` attribute
+        owner = node.value.attr
+        shown = f"`self.{owner}.{node.attr}`"
+        info = self.attributes.attrs.get(owner)
+        if info is None or info.nested or owner in self.attributes.assigned_elsewhere:
+            return f"{shown}: `self.{owner}` is not assigned once, only in `__init__`"
+        cls = (
+            self.ctx.info.names.resolve(info.value.func)
+            if isinstance(info.value, ast.Call)
+            else None
+        )
+        if node.attr not in catalog.KEPT_SETTINGS.get(cls or "", ()):
+            return f"{shown} is not known to be a constructor argument of `self.{owner}`"
+        for method in self.attributes.methods.values():
+            for part in ast.walk(method):
+                targets = part.targets if isinstance(part, ast.Assign) else []
+                if isinstance(part, (ast.AugAssign, ast.AnnAssign)):
+                    targets = [part.target]
+                if any(ast.dump(t) == ast.dump(node) for t in targets):
+                    return f"{shown} is assigned in `{method.name}`"
+        deps.add(owner)
+        return None
+
+    def _pure_function(self, node: ast.Call) -> bool:
+        """Whether `node` calls a function whose result depends only on its positional
+        arguments: a `math` function of `catalog.PURE_FUNCTIONS`, or the builtin `float`/`int`."""
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return False
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("float", "int"):
+            return self.ctx.info.names.is_free(func.id)
+        return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
 
 
 def _float_of_string(node: ast.expr) -> bool:

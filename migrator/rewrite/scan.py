@@ -257,7 +257,10 @@ class Scanner:
             if bound.code is None:
                 return
             raise Refusal(bound.code, f"{label}: {bound.message}")
-        inputs = [_input(item, refs[id(item.value)]) for item in bound.inputs if item.given]
+        given = [item for item in bound.inputs if item.given]
+        inputs = [_input(item, refs[id(item.value)]) for item in given]
+        inputs += [(refs[id(v)], name) for name, v in bound.call]
+        _check_order([item.value for item in given] + [v for _, v in bound.call], label)
         ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
         deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
         weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
@@ -293,16 +296,20 @@ class Scanner:
                 )
             )
             return
-        name = self.creator.create(op, ctor, deps, self.order.key(self.method, node))
+        name = self.creator.create(
+            bound.module, bound.key, ctor, deps, self.order.key(self.method, node)
+        )
         self.ctx.plan.replaces.append(
             Replace(kind, self.ctx.positions.span(node), name, tuple(inputs))
         )
+        at_call = ", ".join(f"`{k}`" for k, _ in bound.call)
         self.ctx.report(
             node,
             code,
-            f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
+            f"{label} -> `self.{name}` = {bound.module.rsplit('.', 1)[1]}({', '.join(ctor)})"
+            + (f", taking {at_call} at call time" if at_call else ""),
             op=label.strip("`"),
-            module=op.module,
+            module=bound.module,
             attr=name,
         )
 
@@ -337,6 +344,7 @@ class Scanner:
             follows_mode=lambda v: self_attr(v) and v.attr == "training",
             unsplittable=unsplittable,
             weight_refused=weight_refused,
+            gated=_training_gated,
         )
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
@@ -361,6 +369,24 @@ def _arguments(
         [(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
         [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords],
     )
+
+
+def _training_gated(value: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """`(v, d)` of `v if self.training else d`, else None."""
+    if isinstance(value, ast.IfExp) and self_attr(value.test) and value.test.attr == "training":
+        return value.body, value.orelse
+    return None
+
+
+def _check_order(values: list[ast.expr], label: str) -> None:
+    """Refuse when the new call, which passes `values` in this order, would evaluate a call
+    among them (which may have side effects) in another order than the original did."""
+    order = [(v.lineno, v.col_offset) for v in values]
+    if order != sorted(order) and any(isinstance(n, ast.Call) for v in values for n in ast.walk(v)):
+        raise Refusal(
+            "MIG101",
+            f"{label}: its arguments passed at call time would be evaluated in another order",
+        )
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
