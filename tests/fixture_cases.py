@@ -43,9 +43,9 @@ def import_path(path: Path, name: str):
 
 
 def module_in_fixture(cls: type):
-    """(module, the arguments it received) of the first `cls` instance that runs, in eval mode
-    on its example inputs, in the first fixture whose migrated model creates one; None when no
-    fixture does. Lets tests of op modules take a real use of each class from its fixture."""
+    """(module, the positional and keyword arguments it received) of the first `cls` instance
+    that runs, in eval mode on its example inputs, in the first fixture whose migrated model
+    creates one; None when no fixture does. Lets tests of op modules take a real use of each class from its fixture."""
     import torch
 
     pattern = re.compile(rf"\b{cls.__name__}\(")
@@ -56,7 +56,9 @@ def module_in_fixture(cls: type):
         model = fixture.Model().eval()
         calls: list = []
         hooks = [
-            m.register_forward_hook(lambda m, args, out: calls.append((m, args)))
+            m.register_forward_hook(
+                lambda m, args, kwargs, out: calls.append((m, args, kwargs)), with_kwargs=True
+            )
             for m in model.modules()
             if type(m) is cls
         ]

@@ -449,6 +449,73 @@ CASES = [
         lambda m, x: m(x),
         lambda x: F.normalize(x, 1.0, -1, 1e-6),
     ),
+    # Interpolate: nn.Upsample's computation, size and scale_factor also taken at call time
+    Case(
+        "interpolate_scale",
+        lambda: mnn.Interpolate(scale_factor=2.0),
+        _x(),
+        lambda m, x: m(x),
+        lambda x: F.interpolate(x, scale_factor=2.0),
+    ),
+    Case(
+        "interpolate_size_bilinear",
+        lambda: mnn.Interpolate((9, 5), mode="bilinear", align_corners=False),
+        _x(),
+        lambda m, x: m(x),
+        lambda x: F.interpolate(x, (9, 5), mode="bilinear", align_corners=False),
+    ),
+    # Hyper-parameters given at call time: values the original call computes at run time
+    Case(
+        "interpolate_size_at_call",
+        lambda: mnn.Interpolate(mode="bilinear", align_corners=True),
+        _x(),
+        lambda m, x: m(x, size=[x.shape[2] + 3, x.shape[3] * 2]),
+        lambda x: F.interpolate(
+            x, size=[x.shape[2] + 3, x.shape[3] * 2], mode="bilinear", align_corners=True
+        ),
+    ),
+    Case(
+        "interpolate_scale_at_call",
+        lambda: mnn.Interpolate(),
+        _x(),
+        lambda m, x: m(x, scale_factor=[0.5, 1.5]),
+        lambda x: F.interpolate(x, scale_factor=[0.5, 1.5]),
+    ),
+    Case(
+        "pad_at_call",
+        lambda: mnn.Pad(mode="reflect"),
+        _x(),
+        lambda m, x: m(x, pad=[1, x.shape[3] % 4, 0, 2]),
+        lambda x: F.pad(x, [1, x.shape[3] % 4, 0, 2], mode="reflect"),
+    ),
+    Case(
+        "mean_dim_at_call",
+        lambda: mnn.Mean(keepdim=True),
+        _x(),
+        lambda m, x: m(x, dim=[2, 3]),
+        lambda x: x.mean([2, 3], keepdim=True),
+    ),
+    Case(
+        "sum_dim_at_call",
+        lambda: mnn.Sum(dim=0),
+        _x(),
+        lambda m, x: m(x, dim=[1]),
+        lambda x: x.sum([1]),
+    ),
+    Case(
+        "sdpa_dropout_at_call",
+        lambda: mnn.ScaledDotProductAttention(dropout_p=0.5),
+        _qkv(),
+        lambda m, q, k, v: m(q, k, v, dropout_p=0.0),
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.0),
+    ),
+    Case(
+        "sdpa_dropout_train_only_eval",
+        lambda: mnn.ScaledDotProductAttention(dropout_p=0.5, dropout_train_only=True).eval(),
+        _qkv(),
+        lambda m, q, k, v: m(q, k, v),
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+    ),
 ]
 
 
@@ -460,19 +527,21 @@ def _fixture_case(cls: type) -> Case | None:
     found = module_in_fixture(cls)
     if found is None:
         return None
-    module, args = found
+    module, args, kwargs = found
     tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
     if not (
-        1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)
+        1 <= len(tensors) <= 4
+        and all(isinstance(a, (torch.Tensor, int, float)) for a in args)
+        and not any(isinstance(v, torch.Tensor) for v in kwargs.values())
     ):
         return None
     return Case(
         f"{cls.__name__}_from_fixture",
         lambda: copy.deepcopy(module),
         lambda: tensors,
-        lambda m, *t: m(*_refill(args, t)),
-        lambda *t: module(*_refill(args, t)),
-        scriptable=len(tensors) == len(args),
+        lambda m, *t: m(*_refill(args, t), **kwargs),
+        lambda *t: module(*_refill(args, t), **kwargs),
+        scriptable=len(tensors) == len(args) and not kwargs,
     )
 
 
@@ -588,6 +657,18 @@ def test_sdpa_dropout_applies_in_eval_mode() -> None:
     assert not torch.equal(got, F.scaled_dot_product_attention(q, k, v))
 
 
+def test_sdpa_dropout_train_only_follows_mode() -> None:
+    """`dropout_p=p if self.training else 0.0`: p in training mode, none in eval mode."""
+    q, k, v = _qkv()()
+    m = mnn.ScaledDotProductAttention(dropout_p=0.5, dropout_train_only=True)
+    torch.manual_seed(7)
+    got = m(q, k, v)
+    torch.manual_seed(7)
+    _assert_equal(got, F.scaled_dot_product_attention(q, k, v, dropout_p=0.5))
+    assert not torch.equal(got, F.scaled_dot_product_attention(q, k, v))
+    _assert_equal(m.eval()(q, k, v), F.scaled_dot_product_attention(q, k, v))
+
+
 def test_concat_many_tensors_eager() -> None:
     feats = [_randn(2, i + 1, seed=i) for i in range(20)]
     _assert_equal(mnn.Concat(dim=1)(*feats), torch.cat(feats, 1))
@@ -672,6 +753,17 @@ def test_all_lists_every_public_class() -> None:
             mnn.Pad(pad=(1, 2), mode="reflect", value=None),
             "Pad(pad=(1, 2), mode='reflect', value=None)",
         ),
+        (
+            mnn.ScaledDotProductAttention(dropout_p=0.1, dropout_train_only=True),
+            "ScaledDotProductAttention(dropout_p=0.1, is_causal=False, scale=None, "
+            "enable_gqa=False, dropout_train_only=True)",
+        ),
+        (mnn.Pad(), "Pad(pad=None, mode='constant', value=None)"),
+        (
+            mnn.Interpolate(scale_factor=2.0, mode="bilinear"),
+            "Interpolate(size=None, scale_factor=2.0, mode='bilinear', align_corners=None, "
+            "recompute_scale_factor=None)",
+        ),
         (mnn.GroupNorm(num_groups=4, eps=1e-3), "GroupNorm(num_groups=4, eps=0.001)"),
         (mnn.Normalize(p=1.0, dim=-1, eps=1e-6), "Normalize(p=1.0, dim=-1, eps=1e-06)"),
     ],
@@ -693,6 +785,14 @@ def test_constructor_argument_order() -> None:
     assert (a.dropout_p, a.is_causal, a.scale, a.enable_gqa) == (0.1, True, 0.25, True)
     p = mnn.Pad([1, 2], "replicate", 0.5)
     assert (p.pad, p.mode, p.value) == ([1, 2], "replicate", 0.5)
+    i = mnn.Interpolate((4, 5), None, "bicubic", True, False)
+    assert (i.size, i.scale_factor, i.mode, i.align_corners, i.recompute_scale_factor) == (
+        (4, 5),
+        None,
+        "bicubic",
+        True,
+        False,
+    )
     g = mnn.GroupNorm(8, 1e-6)
     assert (g.num_groups, g.eps) == (8, 1e-6)
     n = mnn.Normalize(1.0, 0, 1e-3)
@@ -827,6 +927,9 @@ ONNX_CASES = {
     "sdpa_causal_scale": next(c for c in CASES if c.id == "sdpa_causal_scale"),
     "pad_constant_value": next(c for c in CASES if c.id == "pad_constant_value"),
     "pad_reflect": next(c for c in CASES if c.id == "pad_reflect"),
+    "pad_at_call": next(c for c in CASES if c.id == "pad_at_call"),
+    "interpolate_size_at_call": next(c for c in CASES if c.id == "interpolate_size_at_call"),
+    "mean_dim_at_call": next(c for c in CASES if c.id == "mean_dim_at_call"),
 }
 
 

@@ -69,6 +69,7 @@ CTOR: dict[str, dict] = {
     f"{NN}Bilinear": {"in1_features": 8, "in2_features": 8, "out_features": 4},
     f"{NN}Embedding": {"num_embeddings": 10, "embedding_dim": 4},
     "migrator.nn.Pad": {"pad": (1, 1)},
+    "migrator.nn.Interpolate": {"scale_factor": 2},
     "migrator.nn.GroupNorm": {"num_groups": 2},
 }
 """Constructor arguments the catalog rows have no default for (or classes without a row)."""
