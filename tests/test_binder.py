@@ -98,3 +98,57 @@ def test_follows_mode_and_fixed_default_accepted():
     bound = _bind("torch.nn.functional.dropout", "x", 0.1, "self.training")
     assert bound.ctor == (("p", 0.1),)
     assert isinstance(_bind("torch.sum", "x", dtype=None), Bound)
+
+
+def test_unfixed_hyper_parameter_passed_at_call_time():
+    """A run-time value of a hyper-parameter the module also takes in forward (`Arg.at_call`)
+    becomes a forward keyword; a constant next to it stays a constructor argument."""
+    bound = _bind("torch.nn.functional.pad", "x", COMPUTED, mode="reflect")
+    assert bound.call == (("pad", COMPUTED),) and bound.ctor == (("mode", "reflect"),)
+    assert (bound.module, bound.key) == ("migrator.nn.Pad", "pad")
+    mean = _bind("torch.mean", "x", COMPUTED, True)
+    assert mean.call == (("dim", COMPUTED),) and mean.ctor == (("keepdim", True),)
+
+
+def test_interpolate_at_call_time_becomes_interpolate():
+    """nn.Upsample takes no size in forward: a run-time size makes the call migrator's
+    Interpolate; constant ones stay an nn.Upsample."""
+    fn = "torch.nn.functional.interpolate"
+    bound = _bind(fn, "x", size=COMPUTED, mode="bilinear")
+    assert (bound.module, bound.key) == ("migrator.nn.Interpolate", "interpolate")
+    assert bound.call == (("size", COMPUTED),) and bound.ctor == (("mode", "bilinear"),)
+    constant = _bind(fn, "x", scale_factor=2)
+    assert (constant.module, constant.key, constant.call) == ("torch.nn.Upsample", "upsample", ())
+
+
+GATED = Predicates(
+    **{**vars(PLAIN), "gated": lambda v: v[1:] if isinstance(v, tuple) and v[0] == "if" else None}
+)
+"""`("if", v, d)` stands for `v if self.training else d`."""
+
+
+@pytest.mark.parametrize(
+    "value, ctor, call",
+    [
+        (("if", 0.25, 0.0), (("dropout_p", 0.25), ("dropout_train_only", True)), ()),
+        (("if", 0.25, 0), (("dropout_p", 0.25), ("dropout_train_only", True)), ()),
+        # the eval-mode value is not the default, or the training one is not fixed: passed as is
+        (("if", 0.25, 0.1), (), (("dropout_p", ("if", 0.25, 0.1)),)),
+        (("if", 0.25, False), (), (("dropout_p", ("if", 0.25, False)),)),
+        (("if", COMPUTED, 0.0), (), (("dropout_p", ("if", COMPUTED, 0.0)),)),
+    ],
+)
+def test_training_gated_dropout(value, ctor, call):
+    """`p if self.training else 0.0` is what a module applying `p` in training mode only does."""
+    unfixed = GATED.unfixed
+    predicates = Predicates(
+        **{**vars(GATED), "unfixed": lambda v: "gated" if isinstance(v, tuple) else unfixed(v)}
+    )
+    fn = catalog.by_function("torch.nn.functional.scaled_dot_product_attention")
+    bound = bind(fn, ["q", "k", "v"], [("dropout_p", value)], predicates)
+    assert (bound.ctor, bound.call) == (ctor, call)
+
+
+def test_hyper_parameter_without_call_form_still_refused():
+    refusal = _bind("torch.nn.functional.interpolate", "x", mode=COMPUTED)
+    assert isinstance(refusal, Refusal) and refusal.code == "MIG101"

@@ -149,6 +149,36 @@ def test_attention_gets_every_argument():
     assert _equal(model, gm, q, k, v, mask)
 
 
+def test_hyper_parameters_computed_while_tracing_are_passed_at_call_time():
+    """A size read from another tensor, a padding computed from the input's size: the module
+    (Interpolate beside nn.Upsample, Pad) takes the traced value in forward."""
+
+    def resize(x, y):
+        up = F.interpolate(y, size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return (
+            F.pad(up, (0, x.shape[-1] % 3, 0, 1)) + F.interpolate(y, scale_factor=2.0)[..., :1, :1]
+        )
+
+    from migrator.nn import Interpolate, Pad
+
+    x, y = torch.randn(1, 2, 7, 5), torch.randn(1, 2, 3, 4)
+    model = Fn2(resize)
+    gm = _prepared(model, x, y)
+    [interpolate] = _created(gm, Interpolate).values()
+    assert (interpolate.size, interpolate.mode, interpolate.align_corners) == (
+        None,
+        "bilinear",
+        False,
+    )
+    [pad] = _created(gm, Pad).values()
+    assert pad.pad is None
+    calls = {n.target: n for n in gm.graph.nodes if n.op == "call_module"}
+    assert set(calls[next(iter(_created(gm, Interpolate)))].kwargs) == {"size"}
+    assert set(calls[next(iter(_created(gm, Pad)))].kwargs) == {"pad"}
+    assert [m.scale_factor for m in _created(gm, nn.Upsample).values()] == [2.0]
+    assert _equal(model, gm, x, y)
+
+
 def test_silu_stays_silu():
     model = Fn(lambda x: F.silu(x))
     x = torch.randn(64, 64) * 10
@@ -393,3 +423,39 @@ def test_ops_inside_float_functional_are_its_own():
     gm = prepare_model(model, example_inputs=(x,))
     assert [c.call for c in prepare_report(gm).converted] == ["*"]
     assert torch.equal(gm(x), model(x))
+
+
+# ------------------------------------------------------------------ the fx graph check
+
+
+class _Reduce(nn.Module):
+    """`x.mean(self.dim)` and attention dropout gated on the mode, as written (`module=None`)
+    or migrated into the given modules."""
+
+    def __init__(self, mean=None, attend=None, dim=(2, 3)):
+        super().__init__()
+        self.dim = dim
+        self.attn_drop = nn.Dropout(0.25)
+        self.m, self.a = mean, attend
+
+    def forward(self, x):
+        p = self.attn_drop.p if self.training else 0.0
+        if self.m is None:
+            return F.scaled_dot_product_attention(x, x, x, dropout_p=p).mean(self.dim)
+        return self.m(self.a(x, x, x), dim=self.dim)
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_fx_check_compares_call_time_hyper_parameters_as_the_modules_own(train):
+    """`Mean()(x, dim=d)` is `Mean(dim=d)(x)`, and `SDPA(p, dropout_train_only=True)` is
+    `SDPA(p)` in training mode and `SDPA(0.0)` in eval mode; another value is not."""
+    from migrator.nn import Mean
+    from migrator.prove.compare import check_fx_graph
+
+    original = _Reduce().train(train)
+    gated = ScaledDotProductAttention(dropout_p=0.25, dropout_train_only=True)
+    assert check_fx_graph(original, _Reduce(Mean(), gated).train(train)).status == "pass"
+    other_dim = _Reduce(Mean(), gated, dim=(1,)).train(train)
+    assert check_fx_graph(original, other_dim).status == "fail"
+    always = _Reduce(Mean(), ScaledDotProductAttention(dropout_p=0.25)).train(train)
+    assert check_fx_graph(original, always).status == ("pass" if train else "fail")

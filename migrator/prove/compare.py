@@ -20,6 +20,7 @@ import torch
 from torch import fx
 from torch.fx.node import map_arg
 
+from migrator.catalog import CATALOG
 from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
@@ -155,10 +156,31 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
         positions[node] = len(rows)
         # map_arg maps nodes to any value; its types allow only fx arguments
         args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
+        target = _fx_target(gm, node, names)
         if node.op == "call_module":
-            args, kwargs = _bound(called_module(gm, node), args, kwargs)
-        rows.append((node.op, _fx_target(gm, node, names), args, kwargs))
+            module = called_module(gm, node)
+            args, kwargs = _bound(module, args, kwargs)
+            target = (target[0], _effective(module, target[0], dict(target[1]), kwargs), target[2])
+        rows.append((node.op, target, args, kwargs))
     return rows
+
+
+def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: dict) -> tuple:
+    """A catalog module's hyper-parameters as the call applies them: one it takes at call time
+    (`Arg.at_call`) is the value the call passes, when it passes one (`arguments` loses it),
+    and one applied in training mode only (`Arg.gate`) is its default in eval mode. So
+    `Mean(dim=1)(x)` and `Mean()(x, dim=1)` are one call."""
+    for op in CATALOG:
+        if op.module_for(True)[0] != qualname:
+            continue
+        for arg in op.args:
+            if arg.gate and hyper.pop(arg.gate, False) and not module.training:
+                hyper[arg.ctor_name] = arg.default
+            if arg.at_call and arg.name in arguments:
+                value = arguments.pop(arg.name)
+                if value is not None:
+                    hyper[arg.ctor_name] = _plain(value)
+    return tuple(sorted(hyper.items()))
 
 
 def _bound(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -219,7 +241,7 @@ def _hyper_parameters(module: torch.nn.Module) -> tuple:
 
 
 def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, float, str, _Ref)):
         return value
     if isinstance(value, (tuple, list)):
         return type(value)(map(_plain, value))

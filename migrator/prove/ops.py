@@ -210,10 +210,11 @@ def forward_inputs(bound: Bound[Any]) -> tuple[Any, ...]:
 
 
 def build_module(op: Op, bound: Bound[Any], root: torch.nn.Module) -> torch.nn.Module:
-    """A new `op.module` computing the bound call (a learned weight is shared, not copied)."""
-    cls = resolve(op.module)
+    """A new `bound.module` computing the bound call (a learned weight is shared, not
+    copied)."""
+    cls = resolve(bound.module)
     if cls is None:
-        raise Refusal(None, f"cannot import {op.module}")
+        raise Refusal(None, f"cannot import {bound.module}")
     module = cls(**dict(bound.ctor))
     if bound.weight is None:
         return module

@@ -208,13 +208,13 @@ def _convert_ops(
             if path is None:
                 module = build_module(match.op, bound, gm)
                 module.train(_submodule(model, owner).training)
-                path = namer.name(owner, match.op.key)
+                path = namer.name(owner, bound.key)
                 gm.add_submodule(path, module)
         except Refusal as why:
             report.left.append(Left(match.call, owner, source, why.message))
             continue
         with graph.inserting_before(node):
-            replacement = graph.call_module(path, forward_inputs(bound))
+            replacement = graph.call_module(path, forward_inputs(bound), dict(bound.call))
         replacement.meta = dict(node.meta)
         node.replace_all_uses_with(replacement)
         for reader in readers:
