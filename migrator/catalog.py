@@ -811,7 +811,7 @@ def _build() -> tuple[Op, ...]:
                 Arg("value", Role.INPUT),
                 Arg("attn_mask", Role.INPUT, None),
                 _h("dropout_p", 0.0, at_call=True, gate="dropout_train_only"),
-                _h("is_causal", False),
+                _h("is_causal", False, at_call=True),
                 _h("scale", None, kw=True),
                 _h("enable_gqa", False, kw=True),
             ),

@@ -434,7 +434,8 @@ class ScaledDotProductAttention(torch.nn.Module):
 
     Like the function, it applies ``dropout_p`` whatever ``self.training`` is, unless
     ``dropout_train_only`` (``dropout_p=p if self.training else 0.0``: 0 in eval mode).
-    ``dropout_p`` may also be given at call time; then it is used as it is.
+    ``dropout_p`` and ``is_causal`` may also be given at call time; then they are used as
+    they are.
     """
 
     def __init__(
@@ -459,17 +460,21 @@ class ScaledDotProductAttention(torch.nn.Module):
         value: torch.Tensor,
         attn_mask: Optional[torch.Tensor] = None,
         dropout_p: Optional[float] = None,
+        is_causal: Optional[bool] = None,
     ) -> torch.Tensor:
         p = self.dropout_p if self.training or not self.dropout_train_only else 0.0
         if dropout_p is not None:
             p = dropout_p
+        causal = self.is_causal
+        if is_causal is not None:
+            causal = is_causal
         return F.scaled_dot_product_attention(
             query,
             key,
             value,
             attn_mask=attn_mask,
             dropout_p=p,
-            is_causal=self.is_causal,
+            is_causal=causal,
             scale=self.scale,
             enable_gqa=self.enable_gqa,
         )

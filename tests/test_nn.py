@@ -510,6 +510,13 @@ CASES = [
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.0),
     ),
     Case(
+        "sdpa_causal_at_call",
+        lambda: mnn.ScaledDotProductAttention(),
+        _qkv(kv=(2, 3, 5, 8)),
+        lambda m, q, k, v: m(q, k, v, is_causal=True),
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    ),
+    Case(
         "sdpa_dropout_train_only_eval",
         lambda: mnn.ScaledDotProductAttention(dropout_p=0.5, dropout_train_only=True).eval(),
         _qkv(),
