@@ -22,8 +22,8 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   zero (always representable), a clamp of one to a bound inside the input's range, or (linear
   upsampling) a convex mix of input values: relu, relu6, hardtanh, hardshrink, max and
   adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
-  channel shuffle, upsample and interpolate (bicubic may overshoot: clamped to the input's range), pad
-  (a non-zero constant fill outside the input's range is clamped).
+  channel shuffle, upsample and interpolate (bicubic may overshoot: clamped to the input's
+  range), pad (a non-zero constant fill outside the input's range is clamped).
 - SHARED_ACROSS: cat, stack, maximum, minimum, where: every float input and the output share
   one observer (every output value is an input value).
 - FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
