@@ -97,27 +97,27 @@ class HyperParameters:
     def _setting(self, node: ast.Attribute, deps: set[str]) -> str | None:
         """Why `self.<module>.<setting>` is not fixed at `__init__` time (None: it is): the
         module is built once in `__init__` by a class that keeps that constructor argument as
-        it is (`catalog.KEPT_SETTINGS`), and no method assigns the setting."""
+        it is (`catalog.KEPT_SETTINGS`), and no method, nor a subclass, assigns either."""
         assert isinstance(node.value, ast.Attribute)  # a `self` attribute
         owner = node.value.attr
         shown = f"`self.{owner}.{node.attr}`"
         info = self.attributes.attrs.get(owner)
         if info is None or info.nested or owner in self.attributes.assigned_elsewhere:
             return f"{shown}: `self.{owner}` is not assigned once, only in `__init__`"
-        cls = (
+        made_by = (
             self.ctx.info.names.resolve(info.value.func)
             if isinstance(info.value, ast.Call)
             else None
         )
-        if node.attr not in catalog.KEPT_SETTINGS.get(cls or "", ()):
+        if node.attr not in catalog.KEPT_SETTINGS.get(made_by or "", ()):
             return f"{shown} is not known to be a constructor argument of `self.{owner}`"
         for method in self.attributes.methods.values():
-            for part in ast.walk(method):
-                targets = part.targets if isinstance(part, ast.Assign) else []
-                if isinstance(part, (ast.AugAssign, ast.AnnAssign)):
-                    targets = [part.target]
-                if any(ast.dump(t) == ast.dump(node) for t in targets):
-                    return f"{shown} is assigned in `{method.name}`"
+            if _assigns(method, node):
+                return f"{shown} is assigned in `{method.name}`"
+        cls, family = self.attributes.cls, self.attributes.family
+        for sub in family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls):
+            if _assigns(sub.node, node) or _assigns(sub.node, node.value):
+                return f"{shown}: subclass `{sub.name}` assigns it"
         deps.add(owner)
         return None
 
@@ -130,6 +130,27 @@ class HyperParameters:
         if isinstance(func, ast.Name) and func.id in ("float", "int"):
             return self.ctx.info.names.is_free(func.id)
         return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
+
+
+def _assigns(scope: ast.AST, target: ast.expr) -> bool:
+    """Whether `scope` assigns `target` (an attribute chain on `self`)."""
+    wanted = _chain(target)
+    for part in ast.walk(scope):
+        targets = part.targets if isinstance(part, ast.Assign) else []
+        if isinstance(part, (ast.AugAssign, ast.AnnAssign)):
+            targets = [part.target]
+        if any(_chain(t) == wanted for t in targets):
+            return True
+    return False
+
+
+def _chain(node: ast.expr) -> tuple[str, ...]:
+    """`self.a.b` as `("self", "a", "b")`; () for anything but a dotted name."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return (node.id, *reversed(parts)) if isinstance(node, ast.Name) else ()
 
 
 def _float_of_string(node: ast.expr) -> bool:
