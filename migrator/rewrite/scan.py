@@ -260,7 +260,8 @@ class Scanner:
         given = [item for item in bound.inputs if item.given]
         inputs = [_input(item, refs[id(item.value)]) for item in given]
         inputs += [(refs[id(v)], name) for name, v in bound.call]
-        _check_order([item.value for item in given] + [v for _, v in bound.call], label)
+        if bound.call:
+            _check_order([item.value for item in given] + [v for _, v in bound.call], label)
         ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
         deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
         weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
@@ -379,8 +380,9 @@ def _training_gated(value: ast.expr) -> tuple[ast.expr, ast.expr] | None:
 
 
 def _check_order(values: list[ast.expr], label: str) -> None:
-    """Refuse when the new call, which passes `values` in this order, would evaluate a call
-    among them (which may have side effects) in another order than the original did."""
+    """Refuse when the new call, which passes `values` (its inputs, then the hyper-parameters it
+    takes at call time) in this order, would evaluate a call among them (which may have side
+    effects) in another order than the original did."""
     order = [(v.lineno, v.col_offset) for v in values]
     if order != sorted(order) and any(isinstance(n, ast.Call) for v in values for n in ast.walk(v)):
         raise Refusal(
