@@ -780,6 +780,27 @@ def test_repr_shows_hyper_parameters(module: torch.nn.Module, text: str) -> None
     assert repr(module) == text
 
 
+def test_call_time_hyper_parameters_are_forward_keywords() -> None:
+    """Each hyper-parameter a catalog row passes at call time (`Arg.at_call`) is a forward
+    keyword of its module, defaulting to None (the constructor's value), and each `Arg.gate` a
+    constructor flag; the constructor defaults the hyper-parameter as the row does."""
+    from migrator.prove.ops import resolve
+
+    found = 0
+    for op in catalog.CATALOG:
+        module = resolve(op.module_for(True)[0])
+        ctor = inspect.signature(module.__init__).parameters
+        forward = inspect.signature(module.forward).parameters
+        for arg in op.args:
+            if arg.at_call:
+                assert forward[arg.name].default is None, (module, arg.name)
+                assert ctor[arg.ctor_name].default in (None, arg.default), (module, arg.name)
+                found += 1
+            if arg.gate:
+                assert ctor[arg.gate].default is False, (module, arg.gate)
+    assert found >= 6
+
+
 def test_constructor_argument_order() -> None:
     assert mnn.Add(3).alpha == 3 and mnn.Sub(2).alpha == 2
     assert mnn.Div("trunc").rounding_mode == "trunc"
