@@ -762,14 +762,18 @@ def test_all_lists_every_public_class() -> None:
         ),
         (
             mnn.ScaledDotProductAttention(dropout_p=0.1, dropout_train_only=True),
-            "ScaledDotProductAttention(dropout_p=0.1, is_causal=False, scale=None, "
-            "enable_gqa=False, dropout_train_only=True)",
+            (
+                "ScaledDotProductAttention(dropout_p=0.1, is_causal=False, scale=None, "
+                "enable_gqa=False, dropout_train_only=True)"
+            ),
         ),
         (mnn.Pad(), "Pad(pad=None, mode='constant', value=None)"),
         (
             mnn.Interpolate(scale_factor=2.0, mode="bilinear"),
-            "Interpolate(size=None, scale_factor=2.0, mode='bilinear', align_corners=None, "
-            "recompute_scale_factor=None)",
+            (
+                "Interpolate(size=None, scale_factor=2.0, mode='bilinear', align_corners=None, "
+                "recompute_scale_factor=None)"
+            ),
         ),
         (mnn.GroupNorm(num_groups=4, eps=1e-3), "GroupNorm(num_groups=4, eps=0.001)"),
         (mnn.Normalize(p=1.0, dim=-1, eps=1e-6), "Normalize(p=1.0, dim=-1, eps=1e-06)"),
