@@ -30,6 +30,8 @@ TorchScript's static typing:
   with a list.  As with every ``__prepare_scriptable__`` user, ``torch.jit.script``
   puts the twin into the scripted model's Python parent too (it edits
   ``_modules`` in place); the twin computes the same thing, up to 8 tensors.
+* Hyper-parameters given at call time (``self.pad(x, pad=p)``) are typed as lists there
+  (``pad``, ``size``, ``dim``): a scripted caller passes lists, not tuples.
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
