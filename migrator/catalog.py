@@ -409,7 +409,7 @@ def _build() -> tuple[Op, ...]:
         _inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN)
     )
     ops += _activation("selu", "SELU", observed=OWN, torch_fn=True)
-    ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN)
+    ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN, torch_fn=True)
     ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01), observed=OWN)
     ops.append(
         _inplace_variant(
@@ -442,6 +442,21 @@ def _build() -> tuple[Op, ...]:
                 _inplace(),
             ),
             (F + "rrelu",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "rrelu",
+            NN + "RReLU",
+            (
+                _x(),
+                _h("lower", 1.0 / 8),
+                _h("upper", 1.0 / 3),
+                Arg("training", Role.TRAINING, False),
+                Arg("generator", Role.FIXED, None),
+            ),
+            ("torch.rrelu",),
             observed=OWN,
         )
     )
@@ -593,6 +608,22 @@ def _build() -> tuple[Op, ...]:
         )
     )
     ops.append(Op("upsample", NN + "Upsample", resize, (F + "upsample",), observed=SHARE))
+    # Each output value samples the input at a grid point: as upsampling, a mix of input values.
+    ops.append(
+        Op(
+            "grid_sample",
+            OPS + "GridSample",
+            (
+                _x(),
+                Arg("grid", Role.INPUT),
+                _h("mode", "bilinear"),
+                _h("padding_mode", "zeros"),
+                _h("align_corners", None),
+            ),
+            (F + "grid_sample",),
+            observed=SHARE,
+        )
+    )
     ops.append(
         Op(
             "pad",
@@ -646,10 +677,17 @@ def _build() -> tuple[Op, ...]:
     # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
     alpha = _h("alpha", 1, kw=True)
     ops.append(_binary("add", "Add", "+", ("add",), ("add",), alpha))
-    ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub",), alpha))
-    ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul",)))
+    ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub", "subtract"), alpha))
+    ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul", "multiply")))
     ops.append(
-        _binary("div", "Div", "/", ("div", "divide"), ("div",), _h("rounding_mode", None, kw=True))
+        _binary(
+            "div",
+            "Div",
+            "/",
+            ("div", "divide"),
+            ("div", "divide"),
+            _h("rounding_mode", None, kw=True),
+        )
     )
     ops.append(_binary("div", "Div", None, ("true_divide",), ("true_divide",)))
     ops.append(
@@ -672,6 +710,29 @@ def _build() -> tuple[Op, ...]:
         _binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2", inplace_methods=False)
     )
     ops.append(_binary("pow", "Pow", "**", ("pow",), ("pow",), second="exponent"))
+    # input * beta + (mat1 @ mat2) * alpha, and its batched form.
+    for key, cls, first, second in (
+        ("addmm", "AddMM", "mat1", "mat2"),
+        ("baddbmm", "BAddBMM", "batch1", "batch2"),
+    ):
+        ops.append(
+            Op(
+                key,
+                OPS + cls,
+                (
+                    _x(),
+                    Arg(first, Role.INPUT),
+                    Arg(second, Role.INPUT),
+                    _h("beta", 1, kw=True),
+                    _h("alpha", 1, kw=True),
+                    Arg("out", Role.FIXED, None, keyword_only=True),
+                ),
+                (f"torch.{key}",),
+                (key,),
+                inplace_methods=(key + "_",),
+                observed=OWN,
+            )
+        )
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
         ops.append(
@@ -752,6 +813,40 @@ def _build() -> tuple[Op, ...]:
             ("torch.cumsum",),
             ("cumsum",),
             inplace_methods=("cumsum_",),
+            observed=OWN,
+        )
+    )
+    # Norms: `torch.norm` / `.norm()` (p may be "fro", "nuc" or a number) and the vector norm.
+    ops.append(
+        Op(
+            "norm",
+            OPS + "Norm",
+            (
+                _x(),
+                _h("p", "fro"),
+                _h("dim", None),
+                _h("keepdim", False),
+                Arg("out", Role.FIXED, None),
+                Arg("dtype", Role.FIXED, None),
+            ),
+            ("torch.norm",),
+            ("norm",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "vector_norm",
+            OPS + "VectorNorm",
+            (
+                _x(),
+                _h("ord", 2),
+                _h("dim", None),
+                _h("keepdim", False),
+                Arg("dtype", Role.FIXED, None, keyword_only=True),
+                Arg("out", Role.FIXED, None, keyword_only=True),
+            ),
+            ("torch.linalg.vector_norm",),
             observed=OWN,
         )
     )

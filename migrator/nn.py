@@ -49,6 +49,8 @@ __all__ = [
     "FloorDiv",
     "MatMul",
     "BMM",
+    "AddMM",
+    "BAddBMM",
     "Pow",
     "Concat",
     "Stack",
@@ -67,10 +69,13 @@ __all__ = [
     "CumSum",
     "Mean",
     "Sum",
+    "Norm",
+    "VectorNorm",
     "ScaledDotProductAttention",
     "Pad",
     "GroupNorm",
     "Normalize",
+    "GridSample",
 ]
 
 
@@ -152,6 +157,36 @@ class BMM(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.bmm(x, y)
+
+
+class AddMM(torch.nn.Module):
+    """``torch.addmm(x, mat1, mat2, beta=beta, alpha=alpha)``."""
+
+    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.beta = beta
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(x, mat1, mat2, beta=self.beta, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta!r}, alpha={self.alpha!r}"
+
+
+class BAddBMM(torch.nn.Module):
+    """``torch.baddbmm(x, batch1, batch2, beta=beta, alpha=alpha)``."""
+
+    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.beta = beta
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(x, batch1, batch2, beta=self.beta, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta!r}, alpha={self.alpha!r}"
 
 
 class Pow(torch.nn.Module):
@@ -413,6 +448,48 @@ class Sum(torch.nn.Module):
         return f"dim={self.dim!r}, keepdim={self.keepdim!r}"
 
 
+class Norm(torch.nn.Module):
+    """``torch.norm(x, p, dim, keepdim)`` (also ``x.norm``); ``p`` a number, "fro" or "nuc"."""
+
+    def __init__(
+        self,
+        p: Union[str, float, int] = "fro",
+        dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+        keepdim: bool = False,
+    ) -> None:
+        super().__init__()
+        self.p = p
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.norm(x, self.p, self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p!r}, dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
+class VectorNorm(torch.nn.Module):
+    """``torch.linalg.vector_norm(x, ord, dim, keepdim)``."""
+
+    def __init__(
+        self,
+        ord: Union[int, float] = 2,
+        dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+        keepdim: bool = False,
+    ) -> None:
+        super().__init__()
+        self.ord = ord
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(x, self.ord, self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"ord={self.ord!r}, dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
 # ---------------------------------------------------------- functional ops
 
 
@@ -507,3 +584,27 @@ class Normalize(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p!r}, dim={self.dim!r}, eps={self.eps!r}"
+
+
+class GridSample(torch.nn.Module):
+    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``."""
+
+    def __init__(
+        self,
+        mode: str = "bilinear",
+        padding_mode: str = "zeros",
+        align_corners: Optional[bool] = None,
+    ) -> None:
+        super().__init__()
+        self.mode = mode
+        self.padding_mode = padding_mode
+        self.align_corners = align_corners
+
+    def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+        return F.grid_sample(x, grid, self.mode, self.padding_mode, self.align_corners)
+
+    def extra_repr(self) -> str:
+        return (
+            f"mode={self.mode!r}, padding_mode={self.padding_mode!r}, "
+            f"align_corners={self.align_corners!r}"
+        )
