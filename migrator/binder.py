@@ -68,6 +68,10 @@ def arguments(
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
     params = [a for a in op.args if not a.keyword_only]
+    rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+    if rest is not None:  # the tuple of the remaining positional arguments
+        variadic = cast(V, tuple(positional[rest:]))
+        positional = [*positional[:rest], variadic] if len(positional) > rest else positional
     if len(positional) > len(params):
         return Refusal(
             None, f"{len(positional)} positional arguments, the catalog knows {len(params)}"
@@ -101,6 +105,9 @@ def bind(
         value = values[arg.name] if passed else cast(V, arg.default)
         if value is REQUIRED:
             return Refusal(None, f"`{arg.name}` is missing")
+        if arg.role is Role.VARIADIC:
+            inputs += [Input(arg, v, True) for v in cast(tuple, value)]
+            continue
         shown = predicates.show(value) if passed else f"{value} (default)"
         if arg.role is Role.INPUT:
             inputs.append(Input(arg, value, passed))

@@ -59,6 +59,8 @@ class Role(Enum):
     """A forward input (tensor or scalar operand)."""
     INPUTS = "inputs"
     """A sequence of tensors, passed to forward as separate inputs (cat/stack)."""
+    VARIADIC = "variadic"
+    """The remaining positional arguments (`*operands`), each passed to forward as it came."""
     HYPER = "hyper"
     """A constructor hyper-parameter: must be constant or fixed at __init__ time."""
     TRAINING = "training"
@@ -847,6 +849,17 @@ def _build() -> tuple[Op, ...]:
                 Arg("out", Role.FIXED, None, keyword_only=True),
             ),
             ("torch.linalg.vector_norm",),
+            observed=OWN,
+        )
+    )
+    # The equation is a hyper-parameter; the operands, as many as given, are forward inputs
+    # (`torch.einsum(eq, [a, b])` passes its list on as one).
+    ops.append(
+        Op(
+            "einsum",
+            OPS + "Einsum",
+            (_h("equation"), Arg("operands", Role.VARIADIC)),
+            ("torch.einsum",),
             observed=OWN,
         )
     )

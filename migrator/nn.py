@@ -23,7 +23,7 @@ TorchScript's static typing:
 * Binary ops (``Add`` ... ``Pow``, ``Maximum``, ``Minimum``) and ``Where`` take
   only tensors there.  Python-number operands (``2 + t``, ``t * 0.5``,
   ``torch.where(c, t, 0.0)``) work everywhere else.
-* TorchScript has no ``*args``.  ``Concat`` and ``Stack`` take any number of
+* TorchScript has no ``*args``.  ``Concat``, ``Stack`` and ``Einsum`` take any number of
   tensors in eager / fx / export; when scripted they are swapped (through the
   ``__prepare_scriptable__`` hook) for a twin taking 1 to 8 positional tensors,
   so a scripted caller may use ``self.cat(a, b)`` but not ``self.cat(*feats)``
@@ -69,6 +69,7 @@ __all__ = [
     "CumSum",
     "Mean",
     "Sum",
+    "Einsum",
     "Norm",
     "VectorNorm",
     "ScaledDotProductAttention",
@@ -446,6 +447,44 @@ class Sum(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
+class Einsum(torch.nn.Module):
+    """``torch.einsum(equation, *operands)`` over the positional args: ``self.einsum(a, b)``."""
+
+    def __init__(self, equation: str) -> None:
+        super().__init__()
+        self.equation = equation
+
+    def forward(self, *operands: torch.Tensor) -> torch.Tensor:
+        return torch.einsum(self.equation, *operands)
+
+    def extra_repr(self) -> str:
+        return f"equation={self.equation!r}"
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        # TorchScript cannot compile ``*operands``; it compiles this twin instead.
+        return _ScriptableEinsum(self.equation).train(self.training)
+
+
+class _ScriptableEinsum(Einsum):
+    """TorchScript form of ``Einsum``: 1 to 8 positional tensors."""
+
+    def forward(  # type: ignore[override]
+        self,
+        t0: torch.Tensor,
+        t1: Optional[torch.Tensor] = None,
+        t2: Optional[torch.Tensor] = None,
+        t3: Optional[torch.Tensor] = None,
+        t4: Optional[torch.Tensor] = None,
+        t5: Optional[torch.Tensor] = None,
+        t6: Optional[torch.Tensor] = None,
+        t7: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return torch.einsum(self.equation, _present(t0, [t1, t2, t3, t4, t5, t6, t7]))
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        return self
 
 
 class Norm(torch.nn.Module):

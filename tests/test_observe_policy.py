@@ -146,7 +146,7 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     rows = [op for op in CATALOG if op.module == module]
     required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
     roles = [a.role for a in required] if rows else [Role.INPUT]
-    count = 2 if Role.INPUTS in roles else roles.count(Role.INPUT)
+    count = 2 if {Role.INPUTS, Role.VARIADIC} & set(roles) else roles.count(Role.INPUT)
     boolean = [a.name in BOOLEAN_INPUTS for a in required if a.role is Role.INPUT]
     rank = {"1d": 3, "3d": 5}.get(module[-2:], 4)
     shapes = SHAPES.get(

@@ -244,7 +244,18 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
 
 
 @pytest.mark.parametrize(
-    "name", ["binary_functions", "inplace_methods", "activations_b", "pooling_2d", "sdpa"]
+    "name",
+    [
+        "binary_functions",
+        "inplace_methods",
+        "activations_b",
+        "pooling_2d",
+        "sdpa",
+        "einsum",
+        "matmul_norm_ops",
+        "grid_sample",
+        "aimet_gaps",
+    ],
 )
 def test_fixture_rewrites_verify(name):
     """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the

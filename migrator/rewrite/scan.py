@@ -257,7 +257,8 @@ class Scanner:
             if bound.code is None:
                 return
             raise Refusal(bound.code, f"{label}: {bound.message}")
-        inputs = [_input(item, refs[id(item.value)]) for item in bound.inputs if item.given]
+        sole = len([item for item in bound.inputs if item.arg.role is Role.VARIADIC]) == 1
+        inputs = [_input(item, refs[id(item.value)], sole) for item in bound.inputs if item.given]
         ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
         deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
         weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
@@ -368,11 +369,15 @@ def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
     return any(isinstance(a, ast.Starred) for a in args) or None in keyword_names
 
 
-def _input(item: Input, ref: InputRef) -> tuple[InputRef, str | None]:
+def _input(item: Input, ref: InputRef, sole: bool) -> tuple[InputRef, str | None]:
     """A forward input as the codemod writes it: (ref, keyword name for an optional input);
-    a tensor list spreads its elements, or the sequence itself with `*`."""
+    a tensor list spreads its elements, or the sequence itself with `*`. A literal list that
+    is the `sole` variadic operand spreads too (`torch.einsum(eq, [a, b])` unwraps it)."""
+    literal_list = isinstance(item.value, (ast.List, ast.Tuple))
+    if item.arg.role is Role.VARIADIC and sole and literal_list:
+        return InputRef("elements", inner=ref), None
     if item.arg.role is Role.INPUTS:
-        spread: RefKind = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
+        spread: RefKind = "elements" if literal_list else "star"
         return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
 
