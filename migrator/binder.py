@@ -36,6 +36,9 @@ class Predicates(Generic[V]):
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
     weight_refused: Callable[[Op, V], str | None]
     """Why a learned weight cannot go to the op's module (None: it can)."""
+    held: Callable[[V], tuple[bool, str] | None]
+    """(learned, what holds it) for a tensor a module holds: learned when it is, or may be, a
+    parameter, else a buffer; None when no module holds it (a local or computed tensor)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,16 @@ def bind(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
                 )
+        elif arg.role in (Role.DATA, Role.STATE):
+            held = predicates.held(value) if passed else None
+            if held and (held[0] or arg.role is Role.STATE):
+                return Refusal(
+                    "MIG106",
+                    f"`{arg.name}={shown}` {held[1]}: moving it into a new {op.module_name} "
+                    "would change its state_dict key, and as a forward input it would be "
+                    "quantized as an activation; left as is",
+                )
+            inputs.append(Input(arg, value, passed))
         elif arg.role is Role.WEIGHT:
             reason = predicates.weight_refused(op, value)
             if reason:

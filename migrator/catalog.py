@@ -11,19 +11,23 @@ catalog does not create. A module is observed as a unit: the tensors it receives
 returns; its own parameters stay in float except a WEIGHTED module's `weight`.
 
 - OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
-  compute new values: add, sub, mul, div, matmul, bmm, pow, exp, log, sqrt, rsqrt, erf, abs,
-  neg, square (each maps the input's range onto another), cumsum, sdpa, mean, sum, gelu, silu,
+  compute new values: add, sub, mul, div, matmul, bmm, addmm, baddbmm, einsum, pow, exp, log,
+  sqrt, rsqrt, erf, abs, neg, square (each maps the input's range onto another), cumsum, sdpa,
+  mean, sum, norm, vector_norm, functional batch_norm (its statistics are computed in forward:
+  module-held ones are refused, so they are activations too), gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
   log_softmax is not FIXED_RANGE: its output is unbounded below and its spread follows the
   logits'. softsign saturates too slowly for [-1, 1] to be the range seen.
-- SHARE_INPUT: the output shares its input's observer. Every output value is an input value,
-  zero (always representable), a clamp of one to a bound inside the input's range, or (linear
-  upsampling) a convex mix of input values: relu, relu6, hardtanh, hardshrink, max and
-  adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
-  channel shuffle, upsample (bicubic may overshoot: clamped to the input's range), pad
-  (a non-zero constant fill outside the input's range is clamped).
+- SHARE_INPUT: the output shares its first float input's observer (others get their own).
+  Every output value is an input value, zero (always representable), a clamp of one to a bound
+  inside the input's range, or (linear upsampling) a convex mix of input values: relu, relu6,
+  hardtanh, hardshrink, max and adaptive-max pools, dropouts (identity in eval mode), flatten,
+  unflatten, pixel (un)shuffle, channel shuffle, upsample and grid_sample (bicubic may
+  overshoot: clamped to the input's range), pad (a non-zero constant fill outside the input's
+  range is clamped), embedding lookup in a data table (rows, or rows scaled towards zero by
+  max_norm).
 - SHARED_ACROSS: cat, stack, maximum, minimum, where: every float input and the output share
   one observer (every output value is an input value).
 - FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
@@ -71,6 +75,12 @@ class Role(Enum):
     """Has no effect on the result (e.g. softmax's _stacklevel)."""
     WEIGHT = "weight"
     """A learned tensor owned by the module (prelu): moves only in special cases."""
+    DATA = "data"
+    """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
+    may be) a learned parameter, which is refused: it would be observed as an activation."""
+    STATE = "state"
+    """A tensor the op reads as module state (F.batch_norm's running stats, weight and bias):
+    a forward input only when no module holds it; a parameter or buffer is refused."""
 
 
 class Observe(Enum):
@@ -665,6 +675,45 @@ def _build() -> tuple[Op, ...]:
             ),
             (F + "group_norm",),
             observed=OWN,
+        )
+    )
+    # F.batch_norm as a function of its tensors: the module holds none of them, so only
+    # tensors no module holds (a local, an argument, None) can be its forward inputs.
+    ops.append(
+        Op(
+            "batch_norm",
+            OPS + "BatchNorm",
+            (
+                _x(),
+                Arg("running_mean", Role.STATE),
+                Arg("running_var", Role.STATE),
+                Arg("weight", Role.STATE, None),
+                Arg("bias", Role.STATE, None),
+                Arg("training", Role.TRAINING, False),
+                _h("momentum", 0.1),
+                _h("eps", 1e-5),
+            ),
+            (F + "batch_norm",),
+            observed=OWN,
+        )
+    )
+    # A lookup in a table that is data, not a learned weight (a buffer, an argument): each
+    # output value is a table value (max_norm rescales rows towards zero).
+    ops.append(
+        Op(
+            "embedding",
+            OPS + "Embedding",
+            (
+                _x(),
+                Arg("weight", Role.DATA),
+                _h("padding_idx", None),
+                _h("max_norm", None),
+                _h("norm_type", 2.0),
+                _h("scale_grad_by_freq", False),
+                _h("sparse", False),
+            ),
+            (F + "embedding",),
+            observed=SHARE,
         )
     )
     ops.append(

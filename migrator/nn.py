@@ -77,6 +77,8 @@ __all__ = [
     "GroupNorm",
     "Normalize",
     "GridSample",
+    "BatchNorm",
+    "Embedding",
 ]
 
 
@@ -646,4 +648,67 @@ class GridSample(torch.nn.Module):
         return (
             f"mode={self.mode!r}, padding_mode={self.padding_mode!r}, "
             f"align_corners={self.align_corners!r}"
+        )
+
+
+class BatchNorm(torch.nn.Module):
+    """``F.batch_norm(x, running_mean, running_var, weight, bias, self.training, momentum,
+    eps)``: the statistics and affine tensors are forward inputs (the module holds none)."""
+
+    def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.momentum = momentum
+        self.eps = eps
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        running_mean: Optional[torch.Tensor],
+        running_var: Optional[torch.Tensor],
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return F.batch_norm(
+            x, running_mean, running_var, weight, bias, self.training, self.momentum, self.eps
+        )
+
+    def extra_repr(self) -> str:
+        return f"momentum={self.momentum!r}, eps={self.eps!r}"
+
+
+class Embedding(torch.nn.Module):
+    """``F.embedding(indices, table, ...)`` with the table a forward input (data, not a
+    learned weight: ``nn.Embedding`` is the module that owns one)."""
+
+    def __init__(
+        self,
+        padding_idx: Optional[int] = None,
+        max_norm: Optional[float] = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> None:
+        super().__init__()
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+
+    def forward(self, indices: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        return F.embedding(
+            indices,
+            table,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"padding_idx={self.padding_idx!r}, max_norm={self.max_norm!r}, "
+            f"norm_type={self.norm_type!r}, scale_grad_by_freq={self.scale_grad_by_freq!r}, "
+            f"sparse={self.sparse!r}"
         )

@@ -83,7 +83,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
 }
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
 
-UNBATCHED = ("migrator.nn.AddMM",)
+UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm")
 """Classes whose inputs cannot all share a dynamic batch dimension (a matrix operand):
 captured with static shapes."""
 
@@ -143,6 +143,10 @@ def _module(module: str) -> nn.Module:
 def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     if module == f"{NN}Embedding":
         return (torch.randint(0, 10, (2, 5)),)
+    if module == "migrator.nn.Embedding":  # indices into a table that is a forward input
+        return torch.randint(0, 10, (10, 5)), torch.randn(10, 4)
+    if module == "migrator.nn.BatchNorm":  # statistics computed in forward: activations too
+        return torch.randn(2, 4, 8, 8), torch.rand(4), torch.rand(4) + 0.5
     rows = [op for op in CATALOG if op.module == module]
     required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
     roles = [a.role for a in required] if rows else [Role.INPUT]

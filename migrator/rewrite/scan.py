@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TypeGuard
 
 from migrator import catalog
@@ -36,6 +37,7 @@ class Scanner:
         module_attrs: set[str],
         *,
         attrs: dict[str, InitAttr],
+        held: Callable[[str], tuple[bool, str] | None],
         order: ForwardOrder,
         sites: ReusedModules,
         hyper: HyperParameters,
@@ -48,6 +50,8 @@ class Scanner:
         self.module_attrs = module_attrs
         self.attrs = attrs
         """The attributes `__init__` assigns."""
+        self.held = held
+        """How the module holds a tensor attribute (`ClassAttributes.held`)."""
         self.order = order
         self.sites = sites
         self.hyper = hyper
@@ -331,6 +335,20 @@ class Scanner:
             )
             return "starred items in the tensor list" if starred else None
 
+        def held(value: ast.expr) -> tuple[bool, str] | None:
+            if self_attr(value):
+                return self.held(value.attr)
+            owner = value
+            while isinstance(owner, ast.Attribute):
+                owner = owner.value
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(owner, ast.Name)
+                and owner.id == "self"
+            ):
+                return True, f"belongs to `{self.ctx.text(value.value)}`"
+            return None
+
         return Predicates(
             show=self.ctx.text,
             constant=lambda v: ast.literal_eval(v) if literal(v) else NOT_CONSTANT,
@@ -338,6 +356,7 @@ class Scanner:
             follows_mode=lambda v: self_attr(v) and v.attr == "training",
             unsplittable=unsplittable,
             weight_refused=weight_refused,
+            held=held,
         )
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
