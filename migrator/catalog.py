@@ -902,13 +902,14 @@ def _build() -> tuple[Op, ...]:
         )
     )
     # The equation is a hyper-parameter; the operands, as many as given, are forward inputs
-    # (`torch.einsum(eq, [a, b])` passes its list on as one).
+    # (a sole literal list of operands is spread, as torch.einsum unwraps it).
     ops.append(
         Op(
             "einsum",
             OPS + "Einsum",
             (_h("equation"), Arg("operands", Role.VARIADIC)),
             ("torch.einsum",),
+            aliases=True,  # "ij->ji" returns a view of its operand
             observed=OWN,
         )
     )
