@@ -155,3 +155,36 @@ def test_operator_table_matches_ast_and_operator():
     assert {s for o in catalog.CATALOG for s in o.inplace_operators} <= {
         o.inplace_symbol for o in catalog.OPERATORS
     }
+
+
+AIMET_FUNCTIONALS = """
+relu relu6 hardtanh hardswish elu selu celu leaky_relu prelu rrelu glu gelu logsigmoid hardshrink
+tanhshrink softsign softplus softmin softmax softshrink log_softmax tanh sigmoid hardsigmoid silu
+add subtract mul div matmul
+""".split()
+"""The 30 functional and elementwise op names AIMET's run-time `prepare_model` turns into
+modules (its `functional_to_module_map`), matched there by name in fx call targets."""
+
+
+@pytest.mark.parametrize("name", AIMET_FUNCTIONALS)
+def test_catalog_covers_what_aimet_prepares(name):
+    """Every spelling of the name the catalog could meet is covered: `F.<name>`, `torch.<name>`
+    and the tensor method, wherever torch has one."""
+    spellings = [
+        (f"torch.nn.functional.{name}", catalog.by_function),
+        (f"torch.{name}", catalog.by_function),
+    ]
+    found = [qualname for qualname, lookup in spellings if _exists(qualname) and lookup(qualname)]
+    missing = [
+        qualname for qualname, lookup in spellings if _exists(qualname) and not lookup(qualname)
+    ]
+    assert found and not missing, (found, missing)
+    if hasattr(torch.Tensor, name):
+        assert catalog.by_method(name) is not None, f".{name}()"
+
+
+def _exists(qualname: str) -> bool:
+    try:
+        return callable(_resolve(qualname))
+    except (ImportError, AttributeError):
+        return False
