@@ -36,6 +36,9 @@ class Predicates(Generic[V]):
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
     weight_refused: Callable[[Op, V], str | None]
     """Why a learned weight cannot go to the op's module (None: it can)."""
+    held: Callable[[V], tuple[bool, str] | None]
+    """(learned, what holds it) for a tensor a module holds: learned when it is, or may be, a
+    parameter, else a buffer; None when no module holds it (a local or computed tensor)."""
     gated: Callable[[V], tuple[V, V] | None] = lambda value: None
     """`(v, d)` when the value is `v if self.training else d` (None: it is not)."""
 
@@ -77,6 +80,10 @@ def arguments(
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
     params = [a for a in op.args if not a.keyword_only]
+    rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+    if rest is not None:  # the tuple of the remaining positional arguments
+        variadic = cast(V, tuple(positional[rest:]))
+        positional = [*positional[:rest], variadic] if len(positional) > rest else positional
     if len(positional) > len(params):
         return Refusal(
             None, f"{len(positional)} positional arguments, the catalog knows {len(params)}"
@@ -111,6 +118,9 @@ def bind(
         value = values[arg.name] if passed else cast(V, arg.default)
         if value is REQUIRED:
             return Refusal(None, f"`{arg.name}` is missing")
+        if arg.role is Role.VARIADIC:
+            inputs += [Input(arg, v, True) for v in cast(tuple, value)]
+            continue
         shown = predicates.show(value) if passed else f"{value} (default)"
         if arg.role is Role.INPUT:
             inputs.append(Input(arg, value, passed))
@@ -150,6 +160,16 @@ def bind(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
                 )
+        elif arg.role in (Role.DATA, Role.STATE):
+            held = predicates.held(value) if passed else None
+            if held and (held[0] or arg.role is Role.STATE):
+                return Refusal(
+                    "MIG106",
+                    f"`{arg.name}={shown}` {held[1]}: moving it into a new {op.module_name} "
+                    "would change its state_dict key, and as a forward input it would be "
+                    "quantized as an activation; left as is",
+                )
+            inputs.append(Input(arg, value, passed))
         elif arg.role is Role.WEIGHT:
             reason = predicates.weight_refused(op, value)
             if reason:

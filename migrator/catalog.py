@@ -11,19 +11,23 @@ catalog does not create. A module is observed as a unit: the tensors it receives
 returns; its own parameters stay in float except a WEIGHTED module's `weight`.
 
 - OWN_OUTPUT: each float input, and the output, get their own activation observer. Ops that
-  compute new values: add, sub, mul, div, matmul, bmm, pow, exp, log, sqrt, rsqrt, erf, abs,
-  neg, square (each maps the input's range onto another), cumsum, sdpa, mean, sum, gelu, silu,
+  compute new values: add, sub, mul, div, matmul, bmm, addmm, baddbmm, einsum, pow, exp, log,
+  sqrt, rsqrt, erf, abs, neg, square (each maps the input's range onto another), cumsum, sdpa,
+  mean, sum, norm, vector_norm, functional batch_norm (its statistics are computed in forward:
+  module-held ones are refused, so they are activations too), gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
   log_softmax is not FIXED_RANGE: its output is unbounded below and its spread follows the
   logits'. softsign saturates too slowly for [-1, 1] to be the range seen.
-- SHARE_INPUT: the output shares its input's observer. Every output value is an input value,
-  zero (always representable), a clamp of one to a bound inside the input's range, or (linear
-  upsampling) a convex mix of input values: relu, relu6, hardtanh, hardshrink, max and
-  adaptive-max pools, dropouts (identity in eval mode), flatten, unflatten, pixel (un)shuffle,
-  channel shuffle, upsample and interpolate (bicubic may overshoot: clamped to the input's
-  range), pad (a non-zero constant fill outside the input's range is clamped).
+- SHARE_INPUT: the output shares its first float input's observer (others get their own).
+  Every output value is an input value, zero (always representable), a clamp of one to a bound
+  inside the input's range, or (linear upsampling) a convex mix of input values: relu, relu6,
+  hardtanh, hardshrink, max and adaptive-max pools, dropouts (identity in eval mode), flatten,
+  unflatten, pixel (un)shuffle, channel shuffle, upsample, interpolate and grid_sample (bicubic
+  may overshoot: clamped to the input's range), pad (a non-zero constant fill outside the
+  input's range is clamped), embedding lookup in a data table (rows, or rows scaled towards
+  zero by max_norm).
 - SHARED_ACROSS: cat, stack, maximum, minimum, where: every float input and the output share
   one observer (every output value is an input value).
 - FIXED_RANGE: the output has fixed qparams spanning the known range: sigmoid, hardsigmoid,
@@ -59,6 +63,8 @@ class Role(Enum):
     """A forward input (tensor or scalar operand)."""
     INPUTS = "inputs"
     """A sequence of tensors, passed to forward as separate inputs (cat/stack)."""
+    VARIADIC = "variadic"
+    """The remaining positional arguments (`*operands`), each passed to forward as it came."""
     HYPER = "hyper"
     """A constructor hyper-parameter: must be constant or fixed at __init__ time."""
     TRAINING = "training"
@@ -69,6 +75,12 @@ class Role(Enum):
     """Has no effect on the result (e.g. softmax's _stacklevel)."""
     WEIGHT = "weight"
     """A learned tensor owned by the module (prelu): moves only in special cases."""
+    DATA = "data"
+    """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
+    may be) a learned parameter, which is refused: it would be observed as an activation."""
+    STATE = "state"
+    """A tensor the op reads as module state (F.batch_norm's running stats, weight and bias):
+    a forward input only when no module holds it; a parameter or buffer is refused."""
 
 
 class Observe(Enum):
@@ -439,7 +451,7 @@ def _build() -> tuple[Op, ...]:
         _inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN)
     )
     ops += _activation("selu", "SELU", observed=OWN, torch_fn=True)
-    ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN)
+    ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN, torch_fn=True)
     ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01), observed=OWN)
     ops.append(
         _inplace_variant(
@@ -472,6 +484,21 @@ def _build() -> tuple[Op, ...]:
                 _inplace(),
             ),
             (F + "rrelu",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "rrelu",
+            NN + "RReLU",
+            (
+                _x(),
+                _h("lower", 1.0 / 8),
+                _h("upper", 1.0 / 3),
+                Arg("training", Role.TRAINING, False),
+                Arg("generator", Role.FIXED, None),
+            ),
+            ("torch.rrelu",),
             observed=OWN,
         )
     )
@@ -637,6 +664,22 @@ def _build() -> tuple[Op, ...]:
             call_key="interpolate",
         )
     )
+    # Each output value samples the input at a grid point: as upsampling, a mix of input values.
+    ops.append(
+        Op(
+            "grid_sample",
+            OPS + "GridSample",
+            (
+                _x(),
+                Arg("grid", Role.INPUT),
+                _h("mode", "bilinear"),
+                _h("padding_mode", "zeros"),
+                _h("align_corners", None),
+            ),
+            (F + "grid_sample",),
+            observed=SHARE,
+        )
+    )
     ops.append(
         Op(
             "pad",
@@ -678,6 +721,45 @@ def _build() -> tuple[Op, ...]:
             observed=OWN,
         )
     )
+    # F.batch_norm as a function of its tensors: the module holds none of them, so only
+    # tensors no module holds (a local, an argument, None) can be its forward inputs.
+    ops.append(
+        Op(
+            "batch_norm",
+            OPS + "BatchNorm",
+            (
+                _x(),
+                Arg("running_mean", Role.STATE),
+                Arg("running_var", Role.STATE),
+                Arg("weight", Role.STATE, None),
+                Arg("bias", Role.STATE, None),
+                Arg("training", Role.TRAINING, False),
+                _h("momentum", 0.1),
+                _h("eps", 1e-5),
+            ),
+            (F + "batch_norm",),
+            observed=OWN,
+        )
+    )
+    # A lookup in a table that is data, not a learned weight (a buffer, an argument): each
+    # output value is a table value (max_norm rescales rows towards zero).
+    ops.append(
+        Op(
+            "embedding",
+            OPS + "Embedding",
+            (
+                _x(),
+                Arg("weight", Role.DATA),
+                _h("padding_idx", None),
+                _h("max_norm", None),
+                _h("norm_type", 2.0),
+                _h("scale_grad_by_freq", False),
+                _h("sparse", False),
+            ),
+            (F + "embedding",),
+            observed=SHARE,
+        )
+    )
     ops.append(
         Op(
             "normalize",
@@ -690,10 +772,17 @@ def _build() -> tuple[Op, ...]:
     # Elementwise and tensor-combining ops: small stateless modules in migrator.nn.
     alpha = _h("alpha", 1, kw=True)
     ops.append(_binary("add", "Add", "+", ("add",), ("add",), alpha))
-    ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub",), alpha))
-    ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul",)))
+    ops.append(_binary("sub", "Sub", "-", ("sub", "subtract"), ("sub", "subtract"), alpha))
+    ops.append(_binary("mul", "Mul", "*", ("mul", "multiply"), ("mul", "multiply")))
     ops.append(
-        _binary("div", "Div", "/", ("div", "divide"), ("div",), _h("rounding_mode", None, kw=True))
+        _binary(
+            "div",
+            "Div",
+            "/",
+            ("div", "divide"),
+            ("div", "divide"),
+            _h("rounding_mode", None, kw=True),
+        )
     )
     ops.append(_binary("div", "Div", None, ("true_divide",), ("true_divide",)))
     ops.append(
@@ -716,6 +805,29 @@ def _build() -> tuple[Op, ...]:
         _binary("bmm", "BMM", None, ("bmm",), ("bmm",), second="mat2", inplace_methods=False)
     )
     ops.append(_binary("pow", "Pow", "**", ("pow",), ("pow",), second="exponent"))
+    # input * beta + (mat1 @ mat2) * alpha, and its batched form.
+    for key, cls, first, second in (
+        ("addmm", "AddMM", "mat1", "mat2"),
+        ("baddbmm", "BAddBMM", "batch1", "batch2"),
+    ):
+        ops.append(
+            Op(
+                key,
+                OPS + cls,
+                (
+                    _x(),
+                    Arg(first, Role.INPUT),
+                    Arg(second, Role.INPUT),
+                    _h("beta", 1, kw=True),
+                    _h("alpha", 1, kw=True),
+                    Arg("out", Role.FIXED, None, keyword_only=True),
+                ),
+                (f"torch.{key}",),
+                (key,),
+                inplace_methods=(key + "_",),
+                observed=OWN,
+            )
+        )
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
         ops.append(
@@ -796,6 +908,52 @@ def _build() -> tuple[Op, ...]:
             ("torch.cumsum",),
             ("cumsum",),
             inplace_methods=("cumsum_",),
+            observed=OWN,
+        )
+    )
+    # Norms: `torch.norm` / `.norm()` (p may be "fro", "nuc" or a number) and the vector norm.
+    ops.append(
+        Op(
+            "norm",
+            OPS + "Norm",
+            (
+                _x(),
+                _h("p", "fro"),
+                _h("dim", None),
+                _h("keepdim", False),
+                Arg("out", Role.FIXED, None),
+                Arg("dtype", Role.FIXED, None),
+            ),
+            ("torch.norm",),
+            ("norm",),
+            observed=OWN,
+        )
+    )
+    ops.append(
+        Op(
+            "vector_norm",
+            OPS + "VectorNorm",
+            (
+                _x(),
+                _h("ord", 2),
+                _h("dim", None),
+                _h("keepdim", False),
+                Arg("dtype", Role.FIXED, None, keyword_only=True),
+                Arg("out", Role.FIXED, None, keyword_only=True),
+            ),
+            ("torch.linalg.vector_norm",),
+            observed=OWN,
+        )
+    )
+    # The equation is a hyper-parameter; the operands, as many as given, are forward inputs
+    # (a sole literal list of operands is spread, as torch.einsum unwraps it).
+    ops.append(
+        Op(
+            "einsum",
+            OPS + "Einsum",
+            (_h("equation"), Arg("operands", Role.VARIADIC)),
+            ("torch.einsum",),
+            aliases=True,  # "ij->ji" returns a view of its operand
             observed=OWN,
         )
     )

@@ -23,7 +23,7 @@ TorchScript's static typing:
 * Binary ops (``Add`` ... ``Pow``, ``Maximum``, ``Minimum``) and ``Where`` take
   only tensors there.  Python-number operands (``2 + t``, ``t * 0.5``,
   ``torch.where(c, t, 0.0)``) work everywhere else.
-* TorchScript has no ``*args``.  ``Concat`` and ``Stack`` take any number of
+* TorchScript has no ``*args``.  ``Concat``, ``Stack`` and ``Einsum`` take any number of
   tensors in eager / fx / export; when scripted they are swapped (through the
   ``__prepare_scriptable__`` hook) for a twin taking 1 to 8 positional tensors,
   so a scripted caller may use ``self.cat(a, b)`` but not ``self.cat(*feats)``
@@ -51,6 +51,8 @@ __all__ = [
     "FloorDiv",
     "MatMul",
     "BMM",
+    "AddMM",
+    "BAddBMM",
     "Pow",
     "Concat",
     "Stack",
@@ -69,11 +71,17 @@ __all__ = [
     "CumSum",
     "Mean",
     "Sum",
+    "Einsum",
+    "Norm",
+    "VectorNorm",
     "ScaledDotProductAttention",
     "Pad",
     "Interpolate",
     "GroupNorm",
     "Normalize",
+    "GridSample",
+    "BatchNorm",
+    "Embedding",
 ]
 
 
@@ -155,6 +163,36 @@ class BMM(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.bmm(x, y)
+
+
+class AddMM(torch.nn.Module):
+    """``torch.addmm(x, mat1, mat2, beta=beta, alpha=alpha)``."""
+
+    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.beta = beta
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(x, mat1, mat2, beta=self.beta, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta!r}, alpha={self.alpha!r}"
+
+
+class BAddBMM(torch.nn.Module):
+    """``torch.baddbmm(x, batch1, batch2, beta=beta, alpha=alpha)``."""
+
+    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
+        super().__init__()
+        self.beta = beta
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(x, batch1, batch2, beta=self.beta, alpha=self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta!r}, alpha={self.alpha!r}"
 
 
 class Pow(torch.nn.Module):
@@ -428,6 +466,86 @@ class Sum(torch.nn.Module):
         return f"dim={self.dim!r}, keepdim={self.keepdim!r}"
 
 
+class Einsum(torch.nn.Module):
+    """``torch.einsum(equation, *operands)`` over the positional args: ``self.einsum(a, b)``."""
+
+    def __init__(self, equation: str) -> None:
+        super().__init__()
+        self.equation = equation
+
+    def forward(self, *operands: torch.Tensor) -> torch.Tensor:
+        return torch.einsum(self.equation, *operands)
+
+    def extra_repr(self) -> str:
+        return f"equation={self.equation!r}"
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        # TorchScript cannot compile ``*operands``; it compiles this twin instead.
+        return _ScriptableEinsum(self.equation).train(self.training)
+
+
+class _ScriptableEinsum(Einsum):
+    """TorchScript form of ``Einsum``: 1 to 8 positional tensors."""
+
+    def forward(  # type: ignore[override]
+        self,
+        t0: torch.Tensor,
+        t1: Optional[torch.Tensor] = None,
+        t2: Optional[torch.Tensor] = None,
+        t3: Optional[torch.Tensor] = None,
+        t4: Optional[torch.Tensor] = None,
+        t5: Optional[torch.Tensor] = None,
+        t6: Optional[torch.Tensor] = None,
+        t7: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return torch.einsum(self.equation, _present(t0, [t1, t2, t3, t4, t5, t6, t7]))
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        return self
+
+
+class Norm(torch.nn.Module):
+    """``torch.norm(x, p, dim, keepdim)`` (also ``x.norm``); ``p`` a number, "fro" or "nuc"."""
+
+    def __init__(
+        self,
+        p: Union[str, float, int] = "fro",
+        dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+        keepdim: bool = False,
+    ) -> None:
+        super().__init__()
+        self.p = p
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.norm(x, self.p, self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p!r}, dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
+class VectorNorm(torch.nn.Module):
+    """``torch.linalg.vector_norm(x, ord, dim, keepdim)``."""
+
+    def __init__(
+        self,
+        ord: Union[int, float] = 2,
+        dim: Union[None, int, List[int], Tuple[int, ...]] = None,
+        keepdim: bool = False,
+    ) -> None:
+        super().__init__()
+        self.ord = ord
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(x, self.ord, self.dim, self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"ord={self.ord!r}, dim={self.dim!r}, keepdim={self.keepdim!r}"
+
+
 # ---------------------------------------------------------- functional ops
 
 
@@ -587,3 +705,90 @@ class Normalize(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p!r}, dim={self.dim!r}, eps={self.eps!r}"
+
+
+class GridSample(torch.nn.Module):
+    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``."""
+
+    def __init__(
+        self,
+        mode: str = "bilinear",
+        padding_mode: str = "zeros",
+        align_corners: Optional[bool] = None,
+    ) -> None:
+        super().__init__()
+        self.mode = mode
+        self.padding_mode = padding_mode
+        self.align_corners = align_corners
+
+    def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+        return F.grid_sample(x, grid, self.mode, self.padding_mode, self.align_corners)
+
+    def extra_repr(self) -> str:
+        return (
+            f"mode={self.mode!r}, padding_mode={self.padding_mode!r}, "
+            f"align_corners={self.align_corners!r}"
+        )
+
+
+class BatchNorm(torch.nn.Module):
+    """``F.batch_norm(x, running_mean, running_var, weight, bias, self.training, momentum,
+    eps)``: the statistics and affine tensors are forward inputs (the module holds none)."""
+
+    def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.momentum = momentum
+        self.eps = eps
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        running_mean: Optional[torch.Tensor],
+        running_var: Optional[torch.Tensor],
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        return F.batch_norm(
+            x, running_mean, running_var, weight, bias, self.training, self.momentum, self.eps
+        )
+
+    def extra_repr(self) -> str:
+        return f"momentum={self.momentum!r}, eps={self.eps!r}"
+
+
+class Embedding(torch.nn.Module):
+    """``F.embedding(indices, table, ...)`` with the table a forward input (data, not a
+    learned weight: ``nn.Embedding`` is the module that owns one)."""
+
+    def __init__(
+        self,
+        padding_idx: Optional[int] = None,
+        max_norm: Optional[float] = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> None:
+        super().__init__()
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+
+    def forward(self, indices: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        return F.embedding(
+            indices,
+            table,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"padding_idx={self.padding_idx!r}, max_norm={self.max_norm!r}, "
+            f"norm_type={self.norm_type!r}, scale_grad_by_freq={self.scale_grad_by_freq!r}, "
+            f"sparse={self.sparse!r}"
+        )

@@ -18,6 +18,7 @@ PLAIN = Predicates(
     follows_mode=lambda v: v == "self.training",
     unsplittable=lambda v: None if isinstance(v, list) else "not a list",
     weight_refused=lambda op, v: None if v == "owned" else "is not owned",
+    held=lambda v: {"param": (True, "is a parameter"), "buf": (False, "is a buffer")}.get(v),
 )
 
 
@@ -152,3 +153,23 @@ def test_training_gated_dropout(value, ctor, call):
 def test_hyper_parameter_without_call_form_still_refused():
     refusal = _bind("torch.nn.functional.interpolate", "x", mode=COMPUTED)
     assert isinstance(refusal, Refusal) and refusal.code == "MIG101"
+
+
+def test_variadic_operands_are_each_an_input():
+    bound = _bind("torch.einsum", "ij,jk->ik", "a", "b")
+    assert [(i.arg.name, i.value) for i in bound.inputs] == [("operands", "a"), ("operands", "b")]
+    assert bound.ctor == (("equation", "ij,jk->ik"),)
+    assert _bind("torch.einsum", "ii").message == "`operands` is missing"
+
+
+def test_data_refuses_parameters_and_state_refuses_buffers_too():
+    embedding = "torch.nn.functional.embedding"
+    assert [i.value for i in _bind(embedding, "ids", "buf").inputs] == ["ids", "buf"]
+    refusal = _bind(embedding, "ids", "param")
+    assert refusal.code == "MIG106" and "'param'` is a parameter" in refusal.message
+    batch_norm = "torch.nn.functional.batch_norm"
+    bound = _bind(batch_norm, "x", "mean", "var", training="self.training")
+    assert [i.value for i in bound.inputs if i.given] == ["x", "mean", "var"]
+    for held in ("buf", "param"):
+        refusal = _bind(batch_norm, "x", held, "var", training="self.training")
+        assert refusal.code == "MIG106", refusal

@@ -38,6 +38,8 @@ def test_signatures_match_torch(op):
                 names = list(inspect.signature(_resolve(qualname + "_with_indices")).parameters)
         except (TypeError, ValueError):
             continue  # a builtin without a visible signature
+        if names == ["args"]:
+            continue  # `*args` (torch.einsum): Python shows no names
         assert names[: len(op.args)] == [a.name for a in op.args][: len(names)], qualname
 
 
@@ -153,3 +155,30 @@ def test_operator_table_matches_ast_and_operator():
     assert {s for o in catalog.CATALOG for s in o.inplace_operators} <= {
         o.inplace_symbol for o in catalog.OPERATORS
     }
+
+
+AIMET_FUNCTIONALS = """
+relu relu6 hardtanh hardswish elu selu celu leaky_relu prelu rrelu glu gelu logsigmoid hardshrink
+tanhshrink softsign softplus softmin softmax softshrink log_softmax tanh sigmoid hardsigmoid silu
+add subtract mul div matmul
+""".split()
+"""The 30 functional and elementwise op names AIMET's run-time `prepare_model` turns into
+modules (its `functional_to_module_map`), matched there by name in fx call targets."""
+
+
+@pytest.mark.parametrize("name", AIMET_FUNCTIONALS)
+def test_catalog_covers_what_aimet_prepares(name):
+    """Every spelling of the name the catalog could meet is covered: `F.<name>`, `torch.<name>`
+    and the tensor method, wherever torch has one."""
+    spellings = [q for q in (f"torch.nn.functional.{name}", f"torch.{name}") if _exists(q)]
+    assert spellings, name
+    assert [q for q in spellings if catalog.by_function(q) is None] == []
+    if hasattr(torch.Tensor, name):
+        assert catalog.by_method(name) is not None, f".{name}()"
+
+
+def _exists(qualname: str) -> bool:
+    try:
+        return callable(_resolve(qualname))
+    except (ImportError, AttributeError):
+        return False

@@ -777,6 +777,21 @@ def test_all_lists_every_public_class() -> None:
         ),
         (mnn.GroupNorm(num_groups=4, eps=1e-3), "GroupNorm(num_groups=4, eps=0.001)"),
         (mnn.Normalize(p=1.0, dim=-1, eps=1e-6), "Normalize(p=1.0, dim=-1, eps=1e-06)"),
+        (mnn.AddMM(beta=0.5, alpha=2), "AddMM(beta=0.5, alpha=2)"),
+        (mnn.BAddBMM(), "BAddBMM(beta=1, alpha=1)"),
+        (mnn.Einsum("ij,jk->ik"), "Einsum(equation='ij,jk->ik')"),
+        (mnn.Norm(p=2, dim=(1, 2), keepdim=True), "Norm(p=2, dim=(1, 2), keepdim=True)"),
+        (mnn.VectorNorm(), "VectorNorm(ord=2, dim=None, keepdim=False)"),
+        (
+            mnn.GridSample(mode="nearest", align_corners=True),
+            "GridSample(mode='nearest', padding_mode='zeros', align_corners=True)",
+        ),
+        (mnn.BatchNorm(momentum=0.2), "BatchNorm(momentum=0.2, eps=1e-05)"),
+        (
+            mnn.Embedding(padding_idx=0),
+            "Embedding(padding_idx=0, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, "
+            "sparse=False)",
+        ),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "repr",
 )
@@ -829,6 +844,18 @@ def test_constructor_argument_order() -> None:
     assert (g.num_groups, g.eps) == (8, 1e-6)
     n = mnn.Normalize(1.0, 0, 1e-3)
     assert (n.p, n.dim, n.eps) == (1.0, 0, 1e-3)
+    assert (mnn.AddMM(0.5, 2).beta, mnn.BAddBMM(1, 3).alpha) == (0.5, 3)
+    v = mnn.VectorNorm(1, 0, True)
+    assert (v.ord, v.dim, v.keepdim) == (1, 0, True) and mnn.Norm("nuc").p == "nuc"
+    assert mnn.GridSample("nearest", "border", False).padding_mode == "border"
+    assert (mnn.BatchNorm(0.3, 1e-3).eps, mnn.Embedding(1, 2.0).max_norm) == (1e-3, 2.0)
+
+
+def test_einsum_list_operand_and_scriptable_twin() -> None:
+    a, b = _randn(3, 4, seed=1), _randn(4, 5, seed=2)
+    einsum = mnn.Einsum("ij,jk->ik")
+    _assert_equal(einsum([a, b]), torch.einsum("ij,jk->ik", [a, b]))
+    _assert_equal(torch.jit.script(einsum)(a, b), torch.einsum("ij,jk->ik", a, b))
 
 
 # ---------------------------------------------------------------------- fx

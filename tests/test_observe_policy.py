@@ -78,8 +78,15 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
     f"{NN}Linear": [(2, 8)],
     f"{NN}Bilinear": [(2, 8), (2, 8)],
     "migrator.nn.BMM": [(2, 8, 8), (2, 8, 8)],
+    "migrator.nn.AddMM": [(2, 8), (2, 8), (8, 8)],
+    "migrator.nn.BAddBMM": [(2, 4, 8), (2, 4, 8), (2, 8, 8)],
+    "migrator.nn.GridSample": [(2, 4, 8, 8), (2, 5, 5, 2)],
 }
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
+
+UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm")
+"""Classes whose inputs cannot all share a dynamic batch dimension (a matrix operand):
+captured with static shapes."""
 
 
 BOOLEAN_INPUTS = ("condition", "mask")
@@ -107,6 +114,13 @@ class Ternary(Unary):
         return self.m(x, y, z)
 
 
+class Quaternary(Unary):
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor, w: torch.Tensor
+    ) -> torch.Tensor:
+        return self.m(x, y, z, w)
+
+
 def _ctor_kwargs(module: str) -> dict:
     rows = [op for op in CATALOG if op.module == module and not op.ctor_extra] or [
         op for op in CATALOG if op.module == module
@@ -130,10 +144,14 @@ def _module(module: str) -> nn.Module:
 def _inputs(module: str) -> tuple[torch.Tensor, ...]:
     if module == f"{NN}Embedding":
         return (torch.randint(0, 10, (2, 5)),)
+    if module == "migrator.nn.Embedding":  # indices into a table that is a forward input
+        return torch.randint(0, 10, (10, 5)), torch.randn(10, 4)
+    if module == "migrator.nn.BatchNorm":  # statistics computed in forward: activations too
+        return torch.randn(2, 4, 8, 8), torch.rand(4), torch.rand(4) + 0.5
     rows = [op for op in CATALOG if op.module == module]
     required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
     roles = [a.role for a in required] if rows else [Role.INPUT]
-    count = 2 if Role.INPUTS in roles else roles.count(Role.INPUT)
+    count = 2 if {Role.INPUTS, Role.VARIADIC} & set(roles) else roles.count(Role.INPUT)
     boolean = [a.name in BOOLEAN_INPUTS for a in required if a.role is Role.INPUT]
     rank = {"1d": 3, "3d": 5}.get(module[-2:], 4)
     shapes = SHAPES.get(
@@ -151,12 +169,15 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
 def _observe(module: str):
     torch.manual_seed(0)
     inputs = _inputs(module)
-    wrapper = (Unary, Binary, Ternary)[len(inputs) - 1]
+    wrapper = (Unary, Binary, Ternary, Quaternary)[len(inputs) - 1]
     model = wrapper(_module(module)).eval()
-    captured = capture(model, inputs)
+    if module in UNBATCHED:
+        graph_module = torch.export.export(model, inputs).module()
+    else:
+        graph_module = capture(model, inputs).graph_module
     quantizer = ModuleQuantizer()
-    prepared = prepare_pt2e(captured.graph_module, quantizer)
-    calibrate(prepared, calibration_batches(captured.example_inputs, None))
+    prepared = prepare_pt2e(graph_module, quantizer)
+    calibrate(prepared, calibration_batches(inputs, None))
     return prepared, quantizer, sum(x.is_floating_point() for x in inputs)
 
 
@@ -197,8 +218,9 @@ def test_every_module_class_is_observed_as_its_policy_says(module):
     assert len(activations) == float_inputs
     (output,) = outputs
     assert all(r.module != "m" for r in quantizer.left_in_float)
-    if how is Observe.SHARE_INPUT:
-        assert activations == [output] and _is_calibrated_min_max(output)
+    if how is Observe.SHARE_INPUT:  # the first float input's observer; others their own
+        assert activations[0] is output and _is_calibrated_min_max(output)
+        assert all(_is_calibrated_min_max(o) and o is not output for o in activations[1:])
     elif how is Observe.SHARED_ACROSS:
         assert len(activations) == 2 and all(observer is output for observer in activations)
     elif how is Observe.FIXED_RANGE:

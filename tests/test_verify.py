@@ -244,11 +244,24 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
 
 
 @pytest.mark.parametrize(
-    "name", ["binary_functions", "inplace_methods", "activations_b", "pooling_2d", "sdpa"]
+    "name",
+    [
+        "binary_functions",
+        "inplace_methods",
+        "activations_b",
+        "pooling_2d",
+        "sdpa",
+        "einsum",
+        "matmul_norm_ops",
+        "grid_sample",
+        "aimet_gaps",
+        "embedding_batch_norm",
+    ],
 )
 def test_fixture_rewrites_verify(name):
     """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
-    nn.PReLU owning a weight, return pooling indices, or pass attn_mask by keyword."""
+    nn.PReLU owning a weight, return pooling indices, pass attn_mask by keyword, spread
+    einsum's operand list, or pass a table or statistics as forward inputs."""
     from fixture_cases import expected_after
 
     case = FIXTURE_CASES / f"{name}.before.py"

@@ -156,10 +156,13 @@ def _holds_node(value: Any) -> bool:
     return bool(found)
 
 
-def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound[Any]:
+def bind(
+    op: Op, node: Node, follows_mode: Callable[[Any], bool], root: torch.nn.Module
+) -> Bound[Any]:
     """Sort the arguments of `node` (a call of `op`) by role; raise the `Refusal` when the call
     cannot become `op.module` with the same result. `follows_mode`: whether a `training` value
-    follows the model's mode (fx records only the value of the mode it traced in)."""
+    follows the model's mode (fx records only the value of the mode it traced in); `root`: the
+    traced model, which holds the parameters and buffers the graph reads."""
     bound = binder.bind(
         op,
         node.args,
@@ -179,11 +182,29 @@ def bind(op: Op, node: Node, follows_mode: Callable[[Any], bool]) -> Bound[Any]:
                 if isinstance(v, Node) and v.op == "get_attr"
                 else ("is not an attribute of the model")
             ),
+            held=lambda v: _held(v, root),
         ),
     )
     if isinstance(bound, Refusal):
         raise bound
     return bound
+
+
+def _held(value: Any, root: torch.nn.Module) -> tuple[bool, str] | None:
+    """(learned, what it is) for a parameter or buffer of `root` the graph reads; None for
+    anything else (a computed tensor, or a plain tensor attribute fx keeps as a constant)."""
+    if not (isinstance(value, Node) and value.op == "get_attr"):
+        return None
+    path, _, name = str(value.target).rpartition(".")
+    try:
+        owner = root.get_submodule(path)
+    except AttributeError:
+        return None
+    if name in owner._parameters:
+        return True, "is a parameter of the module"
+    if name in owner._buffers:
+        return False, "is a buffer of the module"
+    return None
 
 
 def training_value(op: Op, node: Node) -> bool | None:

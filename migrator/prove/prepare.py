@@ -203,7 +203,7 @@ def _convert_ops(
         source = describe_source(node.meta.get(SOURCE))
         try:
             readers = _later_readers(gm, node) if match.inplace else []
-            bound = bind(match.op, node, lambda _: node in following)
+            bound = bind(match.op, node, lambda _: node in following, model)
             path = _weight_owner(gm, model, match.op, bound)
             if path is None:
                 module = build_module(match.op, bound, gm)

@@ -39,6 +39,8 @@ class ClassAttributes:
         self.tensor_attrs: set[str] = set()
         self.plain_attrs: set[str] = set()
         """Attributes `__init__` sets to a number or string it computes (`float(rate)`)."""
+        self.state: dict[str, str] = {}
+        """Parameters and buffers registered by name: attribute -> "parameter" or "buffer"."""
         self.super_index = self._super_index()
         """Index of the top-level `super().__init__()` statement of `__init__` (None: none)."""
         self._inherited: dict[str, ClassInfo] | None = None
@@ -81,6 +83,8 @@ class ClassAttributes:
                     and isinstance(node.args[0], ast.Constant)
                 ):
                     self.tensor_attrs.add(str(node.args[0].value))
+                    kind = node.func.attr.removeprefix("register_")
+                    self.state.setdefault(str(node.args[0].value), kind)
                 for target in targets:
                     if not self_attr(target):
                         continue
@@ -101,8 +105,27 @@ class ClassAttributes:
         kind = _value_kind(value, self.ctx.info.names.resolve)
         if kind == "tensor":
             self.tensor_attrs.add(attr)  # a parameter, buffer, or plain tensor attribute
+            made_by = self.ctx.info.names.resolve(
+                value.func if isinstance(value, ast.Call) else value
+            )
+            state = {"torch.nn.Buffer": "buffer"}.get(made_by or "", "parameter")
+            if made_by in _STATE_MAKERS:
+                self.state.setdefault(attr, state)
         elif kind == "plain":
             self.plain_attrs.add(attr)
+
+    def held(self, attr: str) -> tuple[bool, str] | None:
+        """How the module holds `self.<attr>`, a tensor an op reads: (learned, what it is) for a
+        parameter or buffer, where learned also covers what may be a parameter (not assigned a
+        tensor here); None for a plain tensor attribute, which is in no state_dict."""
+        kind = self.state.get(attr)
+        if kind == "buffer" and attr not in self.assigned_elsewhere:
+            return False, "is a buffer of the module"
+        if kind == "parameter":
+            return True, "is a parameter of the module"
+        if attr in self.tensor_attrs and attr not in self.assigned_elsewhere and kind is None:
+            return None
+        return True, "may be a parameter of the module"
 
     def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
         assert self.init is not None  # `stmt` is one of its statements
@@ -162,6 +185,7 @@ class ClassAttributes:
 
 
 _PLAIN_CALLS = frozenset("float int bool str len round".split())
+_STATE_MAKERS = frozenset(("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"))
 
 
 def _value_kind(value: ast.expr, resolve) -> str | None:

@@ -73,6 +73,7 @@ class ClassAnalysis:
                 tensors,
                 called,
                 attrs=self.attributes.attrs,
+                held=self.attributes.held,
                 order=order,
                 sites=reused,
                 hyper=hyper,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TypeGuard
 
 from migrator import catalog
@@ -36,6 +37,7 @@ class Scanner:
         module_attrs: set[str],
         *,
         attrs: dict[str, InitAttr],
+        held: Callable[[str], tuple[bool, str] | None],
         order: ForwardOrder,
         sites: ReusedModules,
         hyper: HyperParameters,
@@ -48,6 +50,8 @@ class Scanner:
         self.module_attrs = module_attrs
         self.attrs = attrs
         """The attributes `__init__` assigns."""
+        self.held = held
+        """How the module holds a tensor attribute (`ClassAttributes.held`)."""
         self.order = order
         self.sites = sites
         self.hyper = hyper
@@ -258,7 +262,8 @@ class Scanner:
                 return
             raise Refusal(bound.code, f"{label}: {bound.message}")
         given = [item for item in bound.inputs if item.given]
-        inputs = [_input(item, refs[id(item.value)]) for item in given]
+        sole = len([item for item in bound.inputs if item.arg.role is Role.VARIADIC]) == 1
+        inputs = [_input(item, refs[id(item.value)], sole) for item in given]
         inputs += [(refs[id(v)], name) for name, v in bound.call]
         if bound.call:
             _check_order([item.value for item in given] + [v for _, v in bound.call], label)
@@ -338,6 +343,20 @@ class Scanner:
             )
             return "starred items in the tensor list" if starred else None
 
+        def held(value: ast.expr) -> tuple[bool, str] | None:
+            if self_attr(value):
+                return self.held(value.attr)
+            owner = value
+            while isinstance(owner, ast.Attribute):
+                owner = owner.value
+            if (
+                isinstance(value, ast.Attribute)
+                and isinstance(owner, ast.Name)
+                and owner.id == "self"
+            ):
+                return True, f"belongs to `{self.ctx.text(value.value)}`"
+            return None
+
         return Predicates(
             show=self.ctx.text,
             constant=lambda v: ast.literal_eval(v) if literal(v) else NOT_CONSTANT,
@@ -345,6 +364,7 @@ class Scanner:
             follows_mode=lambda v: self_attr(v) and v.attr == "training",
             unsplittable=unsplittable,
             weight_refused=weight_refused,
+            held=held,
             gated=_training_gated,
         )
 
@@ -396,11 +416,15 @@ def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
     return any(isinstance(a, ast.Starred) for a in args) or None in keyword_names
 
 
-def _input(item: Input, ref: InputRef) -> tuple[InputRef, str | None]:
+def _input(item: Input, ref: InputRef, sole: bool) -> tuple[InputRef, str | None]:
     """A forward input as the codemod writes it: (ref, keyword name for an optional input);
-    a tensor list spreads its elements, or the sequence itself with `*`."""
+    a tensor list spreads its elements, or the sequence itself with `*`. A literal list that
+    is the `sole` variadic operand spreads too (`torch.einsum(eq, [a, b])` unwraps it)."""
+    literal_list = isinstance(item.value, (ast.List, ast.Tuple))
+    if item.arg.role is Role.VARIADIC and sole and literal_list:
+        return InputRef("elements", inner=ref), None
     if item.arg.role is Role.INPUTS:
-        spread: RefKind = "elements" if isinstance(item.value, (ast.List, ast.Tuple)) else "star"
+        spread: RefKind = "elements" if literal_list else "star"
         return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
 
