@@ -36,8 +36,11 @@ class ModuleCreator:
         self._walks_known = False
         """What `_walks_submodules` found (False: not looked yet)."""
 
-    def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
-        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+    def create(
+        self, op: Op, ctor: list[str], deps: set[str], key: Key, module: str | None = None
+    ) -> str:
+        """Plan `self.<name> = <Module>(...)` in `__init__` (`module`: a toolkit's class for
+        `op`'s); return the new attribute name."""
         self._can_create()
         cls = self.attributes.cls
         made = self.ctx.project.find_class(op.module)
@@ -48,10 +51,10 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        module = self.ctx.module_ref(op.module)
+        spelled = self.ctx.module_ref(module or op.module)
         name = self.names.new(op.key)
         self.registrations.append(
-            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+            Registration(key, f"self.{name} = {spelled}({', '.join(ctor)})", deps)
         )
         return name
 
