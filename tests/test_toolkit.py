@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from fixture_cases import expected_findings
+from fixture_cases import TOOLKIT_CASES, expected_findings
 from migrator.cli import main
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = sorted((ROOT / "fixtures" / "toolkits" / "aimet").glob("*.before.py"))
+CASES = [c for c in TOOLKIT_CASES if c.parent.name == "aimet"]
 IDS = [c.name.removesuffix(".before.py") for c in CASES]
 
 
