@@ -1142,6 +1142,7 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     """Whether a module of class `module` (qualified name), built with `inplace` (None: not
     known), always returns a new tensor that nothing else sees: an in-place op on its output may
     then be rewritten out of place. Read by the static checker and the runtime preparer alike."""
+    module = _TOOLKIT_ORIGINS.get(module, module)
     if module in OTHER_MODULES:
         return True
     rows = [op for op in CATALOG if module in op.modules]
@@ -1189,6 +1190,86 @@ PURE_FUNCTIONS: frozenset[str] = frozenset(
         "degrees",
     )
 )
+
+
+@dataclass(frozen=True)
+class ToolkitModule:
+    """A quantization toolkit's own class for one of the catalog's modules: the toolkit's
+    quantizer knows it (AIMET's QuantSim rejects a module class it has no quantized form of)."""
+
+    qualname: str
+    renames: tuple[tuple[str, str], ...] | None = None
+    """None: the class wraps the function and takes the call's own arguments when called
+    (`self.mean(x, 1, keepdim=True)`), hyper-parameters included; else it takes the catalog
+    module's constructor arguments, these renamed (`dim` -> `axis`)."""
+    tensor_first: bool = False
+    """The wrapped function needs a tensor first (`torch.sub(1, x)` fails where `1 - x` works):
+    an operator whose left operand is not known to be a tensor keeps migrator's module."""
+    inputs_only: bool = False
+    """Its forward takes the op's inputs and nothing else: a call that passes a
+    hyper-parameter (`x.add(y, alpha=2)`) keeps migrator's module."""
+
+
+_AIMET = "aimet_torch.nn.modules.custom."
+TOOLKITS: dict[str, dict[str, ToolkitModule]] = {
+    "aimet": {
+        OPS + "Add": ToolkitModule(_AIMET + "Add", inputs_only=True),
+        OPS + "Sub": ToolkitModule(_AIMET + "Subtract", tensor_first=True),
+        OPS + "Mul": ToolkitModule(_AIMET + "Multiply", inputs_only=True),
+        OPS + "Div": ToolkitModule(_AIMET + "Divide", tensor_first=True),
+        OPS + "FloorDiv": ToolkitModule(_AIMET + "FloorDivide", tensor_first=True),
+        OPS + "MatMul": ToolkitModule(_AIMET + "MatMul"),
+        OPS + "BMM": ToolkitModule(_AIMET + "Bmm"),
+        OPS + "Pow": ToolkitModule(_AIMET + "Pow", inputs_only=True),
+        OPS + "Concat": ToolkitModule(_AIMET + "Concat", renames=(("dim", "axis"),)),
+        OPS + "Exp": ToolkitModule(_AIMET + "Exponential"),
+        OPS + "Log": ToolkitModule(_AIMET + "Log"),
+        OPS + "Sqrt": ToolkitModule(_AIMET + "Sqrt"),
+        OPS + "Rsqrt": ToolkitModule(_AIMET + "RSqrt"),
+        OPS + "Abs": ToolkitModule(_AIMET + "Abs"),
+        OPS + "Neg": ToolkitModule(_AIMET + "Neg"),
+        OPS + "Erf": ToolkitModule(_AIMET + "Erf"),
+        OPS + "Square": ToolkitModule(_AIMET + "Square"),
+        OPS + "Maximum": ToolkitModule(_AIMET + "Maximum"),
+        OPS + "Minimum": ToolkitModule(_AIMET + "Minimum"),
+        OPS + "CumSum": ToolkitModule(_AIMET + "CumSum"),
+        OPS + "Mean": ToolkitModule(_AIMET + "Mean"),
+        OPS + "Sum": ToolkitModule(_AIMET + "Sum"),
+        OPS + "Pad": ToolkitModule(_AIMET + "Pad"),
+        OPS + "Interpolate": ToolkitModule(_AIMET + "Interpolate"),
+        OPS + "AddMM": ToolkitModule(_AIMET + "Addmm"),
+        OPS + "BAddBMM": ToolkitModule(_AIMET + "Baddbmm"),
+        OPS + "Norm": ToolkitModule(_AIMET + "Norm"),
+        OPS + "GridSample": ToolkitModule(_AIMET + "GridSample"),
+        OPS + "BatchNorm": ToolkitModule(_AIMET + "BatchNorm"),
+        OPS + "GroupNorm": ToolkitModule(_AIMET + "GroupNorm"),
+        OPS + "Normalize": ToolkitModule(_AIMET + "Normalize"),
+        # Not mapped: AIMET's MaskedFill runs `masked_fill_` (in place) where the catalog's op is
+        # out of place; its Where and ScaledDotProductAttention have no quantized form QuantSim
+        # knows (aimet-torch 2.42); Clamp, Stack, Einsum, VectorNorm and Embedding have no AIMET
+        # class.
+    }
+}
+"""Toolkit name -> catalog module (qualified name) -> that toolkit's class (`--for aimet`)."""
+
+TOOLKIT_REJECTS: dict[str, frozenset[str]] = {"aimet": frozenset({NN + "LPPool3d"})}
+"""torch.nn classes the catalog creates that a toolkit's quantizer has no quantized form of."""
+
+_TOOLKIT_ORIGINS = {t.qualname: m for table in TOOLKITS.values() for m, t in table.items()}
+
+
+def toolkit_module(module: str, toolkit: str) -> ToolkitModule | None:
+    """The class `toolkit` has for the catalog module `module` (None: none, or no toolkit)."""
+    return TOOLKITS.get(toolkit, {}).get(module)
+
+
+def toolkit_takes(module: str, toolkit: str) -> bool:
+    """Whether `toolkit`'s quantizer takes a module of class `module` (every class does
+    when no toolkit is set)."""
+    if not toolkit or module in _TOOLKIT_ORIGINS:
+        return True
+    return module.startswith(NN) and module not in TOOLKIT_REJECTS.get(toolkit, frozenset())
+
 
 # Tensor methods and attributes whose result is a size, dtype or other plain value, not a tensor:
 # operators on them are not tensor ops (read by the static inference and the runtime preparer).

@@ -15,8 +15,12 @@ from pathlib import Path
 from migrator.files import Rules
 from migrator.findings import CODES
 
+TOOLKITS = ("aimet",)
+"""Quantization toolkits whose own op-module classes `toolkit` can make the rewrite use."""
+
 KNOWN_KEYS = {
     "ops_module",
+    "toolkit",
     "include",
     "exclude",
     "extend_exclude",
@@ -36,6 +40,9 @@ class Config:
     path: Path | None = None
     ops_module: str = "migrator.nn"
     """Module the created elementwise/combining op modules are imported from."""
+    toolkit: str = ""
+    """The quantization toolkit whose op-module classes the rewrite uses where the catalog
+    names one (`aimet`); "" for migrator's own (`ops_module`)."""
     include: tuple[str, ...] = ("*.py",)
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
@@ -105,6 +112,8 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
     try:
         if "ops_module" in table:
             config.ops_module = _string(table["ops_module"], "ops_module")
+        if "toolkit" in table:
+            config.toolkit = _toolkit(_string(table["toolkit"], "toolkit"))
         for key in ("include", "exclude", "extend_exclude"):
             if key in table:
                 setattr(config, key, tuple(_strings(table[key], key)))
@@ -125,6 +134,12 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
     except TypeError as exc:
         raise ConfigError(f"{path}: [tool.migrator] {exc}") from None
     return config
+
+
+def _toolkit(value: str) -> str:
+    if value not in TOOLKITS:
+        raise TypeError(f"`toolkit` must be one of: {', '.join(TOOLKITS)} (got `{value}`)")
+    return value
 
 
 def _string(value: object, key: str) -> str:
@@ -251,6 +266,13 @@ def add_override_arguments(parser) -> None:
         help="skip paths matching GLOB as well (repeatable; adds to `extend-exclude`)",
     )
     parser.add_argument(
+        "--for",
+        dest="toolkit",
+        choices=TOOLKITS,
+        help="use this quantization toolkit's own op-module classes where it has them "
+        "(replaces `toolkit`)",
+    )
+    parser.add_argument(
         "--select",
         action="append",
         metavar="CODES",
@@ -271,6 +293,8 @@ def add_override_arguments(parser) -> None:
 def _overrides(args, warn: Callable[[str], None]) -> dict:
     """The settings the command line replaces."""
     overrides: dict[str, object] = {}
+    if getattr(args, "toolkit", None) is not None:
+        overrides["toolkit"] = args.toolkit
     for key in ("exclude", "extend_exclude"):
         if getattr(args, key, None) is not None:
             overrides[key] = tuple(args.__dict__[key])

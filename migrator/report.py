@@ -26,7 +26,12 @@ def module_kind(finding: Finding) -> str:
         return finding.module or "module"
     if not finding.module:
         return "existing module"  # the call now goes through a module the class already has
-    return finding.module.replace("torch.nn.", "nn.").replace("migrator.nn.", "")
+    module = finding.module
+    if module.startswith("torch.nn."):
+        return "nn." + module.removeprefix("torch.nn.")
+    if module.startswith("aimet_torch."):
+        return "aimet " + module.rsplit(".", 1)[1]
+    return module.removeprefix("migrator.nn.")
 
 
 def _by_kind(counts: Counter[str]) -> str:

@@ -142,11 +142,13 @@ def process(
         source = (read or read_source)(path)
         if rewrite:
             new_text, findings = fix_text(
-                source.text, str(path), Project(), config.ops_module, disable
+                source.text, str(path), Project(), config.ops_module, disable, config.toolkit
             )
         else:
             new_text = None
-            findings = check_text(source.text, str(path), Project(), config.ops_module, disable)
+            findings = check_text(
+                source.text, str(path), Project(), config.ops_module, disable, config.toolkit
+            )
     except SourceError as exc:
         return Failed(path, exc)
     except SyntaxError as exc:

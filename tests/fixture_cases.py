@@ -10,6 +10,8 @@ from pathlib import Path
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = sorted((FIXTURES / "cases").glob("*.before.py"))
 TREES = sorted(p for p in (FIXTURES / "trees").iterdir() if p.is_dir())
+TOOLKIT_CASES = sorted((FIXTURES / "toolkits").glob("*/*.before.py"))
+"""Fixtures of `fix --for <toolkit>`, one folder per toolkit (tests/test_toolkit.py)."""
 
 
 def after_of(before: Path) -> Path:

@@ -7,7 +7,14 @@ import shutil
 
 import pytest
 
-from fixture_cases import CASES, TREES, expected_after, expected_findings, import_path
+from fixture_cases import (
+    CASES,
+    TOOLKIT_CASES,
+    TREES,
+    expected_after,
+    expected_findings,
+    import_path,
+)
 from migrator.cli import main
 from migrator.config import Settings
 from migrator.findings import CODES
@@ -118,7 +125,7 @@ def test_tree_fix_written_file_by_file(tree, tmp_path):
 
 def test_every_finding_code_has_a_fixture():
     """Each code migrator reports is shown, with its message, by some fixture's findings."""
-    expected = [line for case in CASES for line in expected_findings(case)]
+    expected = [line for case in CASES + TOOLKIT_CASES for line in expected_findings(case)]
     expected += [
         line
         for tree in TREES

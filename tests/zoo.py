@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -184,12 +185,13 @@ class FixRun:
     seconds: float = 0.0
 
 
-def fix(paths: list[Path], *, write: bool, jobs: int = 1) -> FixRun:
-    """Run the engine `migrator fix` runs (default settings) over `paths`; with `write`, write
-    the changed files as `fix` does, else only count them (`fix --check`)."""
+def fix(paths: list[Path], *, write: bool, jobs: int = 1, toolkit: str = "") -> FixRun:
+    """Run the engine `migrator fix` runs (default settings, or `--for toolkit`) over `paths`;
+    with `write`, write the changed files as `fix` does, else only count them (`fix --check`)."""
     start = time.perf_counter()
     run = FixRun()
-    for outcome in runner.run([str(p) for p in paths], Settings(), rewrite=True, jobs=jobs):
+    settings = Settings(overrides={"toolkit": toolkit} if toolkit else None)
+    for outcome in runner.run([str(p) for p in paths], settings, rewrite=True, jobs=jobs):
         if isinstance(outcome, runner.Failed):
             run.errors.append(str(outcome.error))
             continue
@@ -203,6 +205,23 @@ def fix(paths: list[Path], *, write: bool, jobs: int = 1) -> FixRun:
                 write_source(outcome.source, outcome.new_text)
     run.seconds = time.perf_counter() - start
     return run
+
+
+AIMET = ("aimet-torch==2.42.0", "bokeh==3.6.3", "tornado==6.6.1", "xyzservices==2026.9.1")
+"""aimet-torch, pure Python, and the only packages it imports beyond what migrator's own test
+dependencies bring (its other requirements serve features the validator and `prepare_model`
+do not use)."""
+
+
+def install_aimet(target: Path) -> Path:
+    """Install `AIMET` (no dependencies) into `target` once; the folder to put on the path."""
+    if not (target / "aimet_torch").is_dir():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
+            + list(AIMET),
+            check=True,
+        )
+    return target
 
 
 def copy_package(zoo: str, dest: Path) -> Path:
@@ -275,18 +294,27 @@ class ZooRun:
 
 
 def run_zoo(
-    zoo: str, specs: list[Spec], workdir: Path, *, jobs: int = 1, prepare: bool = False
+    zoo: str,
+    specs: list[Spec],
+    workdir: Path,
+    *,
+    jobs: int = 1,
+    prepare: bool = False,
+    aimet: Path | None = None,
+    toolkit: str = "",
 ) -> ZooRun:
     """Copy and migrate `zoo` under `workdir`, build `specs` on both sides (two subprocesses at
     once) while a second `fix` runs on the migrated copy, and compare each model as soon as
     both sides saved it (then delete its tensors: the disk holds a few models at a time).
-    `prepare` also runs `migrator.prepare_model` on every model (for its report)."""
+    `prepare` also runs `migrator.prepare_model` on every model (for its report), `aimet`
+    AIMET's validator and `prepare_model` (with aimet-torch installed at that path: see
+    `install_aimet`); `toolkit` migrates as `fix --for toolkit` does."""
     seconds = {}
     start = time.perf_counter()
     package = copy_package(zoo, workdir / "copy")
     folders = [package / sub for sub in ZOOS[zoo]]
     seconds["copy"] = time.perf_counter() - start
-    first = fix(folders, write=True, jobs=jobs)
+    first = fix(folders, write=True, jobs=jobs, toolkit=toolkit)
     seconds["fix"] = first.seconds
     bad = unparsable(first.changed)
     start = time.perf_counter()
@@ -295,10 +323,10 @@ def run_zoo(
     roots = {"original": None, "migrated": package.parent}
     with ThreadPoolExecutor(len(roots)) as pool:
         sides = [
-            pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare)
+            pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare, aimet)
             for side, root in roots.items()
         ]
-        second = fix(folders, write=False, jobs=jobs)
+        second = fix(folders, write=False, jobs=jobs, toolkit=toolkit)
         seconds["second fix"] = second.seconds
         models = [_compare_model(spec.name, workdir, package, sides) for spec in specs]
     seconds["models"] = time.perf_counter() - start
@@ -308,15 +336,25 @@ def run_zoo(
 
 
 def _run_side(
-    zoo: str, root: Path | None, specs: list[Spec], spec_file: Path, out: Path, prepare: bool
+    zoo: str,
+    root: Path | None,
+    specs: list[Spec],
+    spec_file: Path,
+    out: Path,
+    prepare: bool,
+    aimet: Path | None = None,
 ) -> None:
     """Run the worker over `specs`; when it dies (out of memory, a crash), the model it was on
     is recorded as failing and a new worker goes on with the next."""
     out.mkdir(parents=True)
     command = [sys.executable, __file__, "run", zoo, str(root or "-"), str(spec_file), str(out)]
+    command += ["--prepare"] * prepare + ["--aimet"] * (aimet is not None)
+    env = dict(os.environ)
+    if aimet is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(aimet)]))
     with (out / "worker.log").open("ab") as log:
         while code := subprocess.run(
-            command + (["--prepare"] if prepare else []), stdout=log, stderr=subprocess.STDOUT
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
         ).returncode:
             dead = next((s for s in specs if not _summary_file(out, s.name).exists()), None)
             if dead is None:
@@ -568,10 +606,12 @@ def _tensors(value):
             yield from _tensors(v)
 
 
-def _measure(zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path) -> dict:
+def _measure(
+    zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path, aimet: bool = False
+) -> dict:
     """Build, run and (with `prepare`) prepare one model, saving each compared part to `folder`
     as soon as it is made (the peak memory is the model's); the summary: package, error,
-    prepare counts."""
+    prepare counts, and with `aimet` what AIMET's validator and `prepare_model` say."""
     import traceback
 
     import torch
@@ -605,6 +645,10 @@ def _measure(zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path) -> d
         if prepare:
             stage = "prepare"
             summary["prepare"] = _prepare_counts(model.eval())
+        if aimet:
+            stage = "aimet"
+            torch.manual_seed(2)
+            summary["aimet"] = _aimet_counts(model.eval(), _inputs(spec, train=False))
     except Exception:  # noqa: BLE001 - any failure is a finding about this model
         summary["error"] = f"{stage}: {traceback.format_exc()}"
     return summary
@@ -645,6 +689,67 @@ def _prepare_counts(model) -> dict:
         "shared": len(report.shared),
         "sites": sites,
     }
+
+
+def _aimet_counts(model, inputs: tuple) -> dict:
+    """What AIMET (aimet-torch, importable in this worker) says of `model`: its validator's
+    result, the leaf modules run more than once, the op types its connected graph finds with no
+    module, and the modules its `prepare_model` adds, counted by class (or its error)."""
+    import logging
+    import warnings
+    from collections import Counter
+
+    from aimet_torch.meta import connectedgraph_utils
+    from aimet_torch.model_preparer import prepare_model
+    from aimet_torch.model_validator.model_validator import ModelValidator
+    from aimet_torch.utils import get_reused_modules
+
+    logging.disable(logging.ERROR)
+    found: dict = {"quantsim": _quantsim(model, inputs)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            found["valid"] = ModelValidator.validate_model(model, model_input=inputs)
+            found["reused"] = sorted(name for name, _ in get_reused_modules(model, inputs))
+            missing = connectedgraph_utils.get_ops_with_missing_modules(model, inputs)
+            found["missing"] = dict(Counter(op.type for op in missing))
+        except Exception as exc:  # noqa: BLE001 - the validator's own failure is a result
+            found["valid"] = False
+            found["validator error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0:1]}"
+        before = {name for name, _ in model.named_modules()}
+        # the op modules in the model, which `prepare_model` would otherwise trace into
+        ops = sorted(
+            {type(m) for m in model.modules() if type(m).__module__.startswith(_OP_MODULES)},
+            key=str,
+        )
+        for key, exclude in (("added", None), ("added excluding op modules", ops)):
+            try:
+                prepared = prepare_model(model, module_classes_to_exclude=exclude)
+            except Exception as exc:  # noqa: BLE001 - fx cannot trace every model
+                found["prepare error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0:1]}"
+                return found
+            added = [m for name, m in prepared.named_modules() if name and name not in before]
+            found[key] = dict(Counter(type(m).__name__ for m in added))
+    return found
+
+
+def _quantsim(model, inputs: tuple) -> str:
+    """ "ok" when AIMET's QuantSim builds on `model` and calibrates with one forward; else the
+    first line of its error (it rejects module classes it has no quantized form of)."""
+    import copy
+
+    from aimet_torch.quantsim import QuantizationSimModel
+
+    try:
+        sim = QuantizationSimModel(copy.deepcopy(model), dummy_input=inputs)
+        sim.compute_encodings(lambda m: m(*inputs))
+    except Exception as exc:  # noqa: BLE001 - the rejection is the result
+        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    return "ok"
+
+
+_OP_MODULES = ("migrator.nn", "aimet_torch.")
+"""Where op-module classes come from: migrator's own and AIMET's (`--for aimet`)."""
 
 
 def silent(run: ZooRun, near: int = 2) -> list[str]:
@@ -714,7 +819,9 @@ def _parsed(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
-def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) -> None:
+def _run_worker(
+    zoo: str, root: str, spec_file: str, out: str, prepare: bool, aimet: bool = False
+) -> None:
     import torch
 
     if root != "-":
@@ -729,7 +836,7 @@ def _run_worker(zoo: str, root: str, spec_file: str, out: str, prepare: bool) ->
         start = time.perf_counter()
         folder = _summary_file(Path(out), spec.name).parent
         folder.mkdir()
-        summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder)
+        summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder, aimet)
         summary["seconds"] = time.perf_counter() - start
         _write_summary(Path(out), spec.name, summary)
         print(
@@ -755,6 +862,8 @@ def _list_worker(zoo: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        _run_worker(*sys.argv[2:6], prepare="--prepare" in sys.argv[6:])
+        _run_worker(
+            *sys.argv[2:6], prepare="--prepare" in sys.argv[6:], aimet="--aimet" in sys.argv[6:]
+        )
     else:
         _list_worker(sys.argv[2])

@@ -53,18 +53,20 @@ def analyze(
     tree: ast.Module | None = None,
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
+    toolkit: str = "",
 ) -> tuple[Plan, list[Finding]]:
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
-    return ProjectAnalysis(project, ops_module).file(source, path, tree, disable)
+    return ProjectAnalysis(project, ops_module, toolkit).file(source, path, tree, disable)
 
 
 class ProjectAnalysis:
     """The analysis of the files of a project: the file at hand, and the files holding its
     family's classes, each worked out once a run so the names created in them are known."""
 
-    def __init__(self, project: Project, ops_module: str) -> None:
+    def __init__(self, project: Project, ops_module: str, toolkit: str = "") -> None:
         self.project = project
         self.ops_module = ops_module
+        self.toolkit = toolkit
 
     def file(
         self,
@@ -81,7 +83,14 @@ class ProjectAnalysis:
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.created.pop(cls.qualname, None)
         ctx = FileContext(
-            path, source, info, project, self.ops_module, Positions(source), disable=disable
+            path,
+            source,
+            info,
+            project,
+            self.ops_module,
+            Positions(source),
+            disable=disable,
+            toolkit=self.toolkit,
         )
         ctx.skip = skip_lines(source)
         find_shared(ctx)

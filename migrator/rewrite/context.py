@@ -51,6 +51,8 @@ class FileContext:
     plan: Plan = field(default_factory=Plan)
     disable: frozenset[str] = frozenset()
     """Finding codes whose fixes are not made (nor reported)."""
+    toolkit: str = ""
+    """The toolkit whose op-module classes replace migrator's where the catalog names one."""
     findings: list[Finding] = field(default_factory=list)
     skip: set[int] = field(default_factory=set)
     suppress: Suppressions = field(default_factory=dict)

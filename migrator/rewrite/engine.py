@@ -19,21 +19,27 @@ def plan_text(
     project: Project,
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
+    toolkit: str = "",
 ) -> tuple[Plan, list[Finding]]:
     """The rewrite plan and findings for one file's text (raises SyntaxError, also for a file
     with no work). Fixes whose code is in `disable` are neither planned nor reported."""
-    return _planned(text, path, project, ops_module, disable)[1:]
+    return _planned(text, path, project, ops_module, disable, toolkit)[1:]
 
 
 def _planned(
-    text: str, path: str, project: Project, ops_module: str, disable: frozenset[str]
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str,
+    disable: frozenset[str],
+    toolkit: str = "",
 ) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
         tree = ast.parse(text)
         if not may_have_work(text):
             return tree, Plan(), []
-        return tree, *analyze(text, path, project, tree, ops_module, disable)
+        return tree, *analyze(text, path, project, tree, ops_module, disable, toolkit)
 
 
 def check_text(
@@ -42,9 +48,10 @@ def check_text(
     project: Project,
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
+    toolkit: str = "",
 ) -> list[Finding]:
     """Findings for one file's text (raises SyntaxError)."""
-    return plan_text(text, path, project, ops_module, disable)[1]
+    return plan_text(text, path, project, ops_module, disable, toolkit)[1]
 
 
 def fix_text(
@@ -53,9 +60,10 @@ def fix_text(
     project: Project,
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
+    toolkit: str = "",
 ) -> tuple[str, list[Finding]]:
     """(rewritten text, findings) for one file's text (raises SyntaxError)."""
-    tree, plan, findings = _planned(text, path, project, ops_module, disable)
+    tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit)
     if not plan:
         return text, findings
     from migrator.rewrite.codemod import apply  # libcst loads only when a file changes

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import TypeGuard
 
 from migrator import catalog
-from migrator.binder import NOT_CONSTANT, Input, Predicates, bind
-from migrator.catalog import REQUIRED, Op, Role
+from migrator.binder import NOT_CONSTANT, Bound, Input, Predicates, bind
+from migrator.catalog import REQUIRED, Op, Role, ToolkitModule
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
@@ -257,19 +257,36 @@ class Scanner:
             [(k, v) for k, v, _ in keywords if k],
             self._predicates(hyper),
         )
-        if isinstance(bound, Refusal):
-            if bound.code is None:
-                return
+        if isinstance(bound, Refusal) and bound.code is None:
+            return
+        toolkit = self._toolkit(op, bound, kind, positional)
+        weight_module, at_call = None, ""
+        if toolkit is not None and toolkit.renames is None:
+            # the toolkit's class wraps the function: the call keeps its arguments as written
+            key = op.key if isinstance(bound, Refusal) else bound.key
+            module, ctor, deps = toolkit.qualname, [], set()
+            inputs: list[tuple[InputRef, str | None]] = [(ref, None) for _, ref in positional]
+            inputs += [(ref, k) for k, _, ref in keywords]
+        elif isinstance(bound, Refusal):
             raise Refusal(bound.code, f"{label}: {bound.message}")
-        given = [item for item in bound.inputs if item.given]
-        sole = len([item for item in bound.inputs if item.arg.role is Role.VARIADIC]) == 1
-        inputs = [_input(item, refs[id(item.value)], sole) for item in given]
-        inputs += [(refs[id(v)], name) for name, v in bound.call]
-        if bound.call:
-            _check_order([item.value for item in given] + [v for _, v in bound.call], label)
-        ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
-        deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
-        weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
+        else:
+            given = [item for item in bound.inputs if item.given]
+            sole = len([item for item in bound.inputs if item.arg.role is Role.VARIADIC]) == 1
+            inputs = [_input(item, refs[id(item.value)], sole) for item in given]
+            inputs += [(refs[id(v)], name) for name, v in bound.call]
+            if bound.call:
+                _check_order([item.value for item in given] + [v for _, v in bound.call], label)
+            module, key = bound.module, bound.key
+            at_call = ", ".join(f"`{k}`" for k, _ in bound.call)
+            ctor = [
+                f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor
+            ]
+            deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
+            if bound.weight is not None:
+                weight_module = self._weight_owner(op, bound.weight)
+            if toolkit is not None and toolkit.renames is not None:
+                module, renames = toolkit.qualname, dict(toolkit.renames)
+                ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
         if visit.repeated:
             raise Refusal(
                 "MIG105",
@@ -302,22 +319,45 @@ class Scanner:
                 )
             )
             return
-        name = self.creator.create(
-            bound.module, bound.key, ctor, deps, self.order.key(self.method, node)
-        )
+        if not catalog.toolkit_takes(module, self.ctx.toolkit):
+            raise Refusal(
+                "MIG120",
+                f"{label}: {self.ctx.toolkit} has no module class that takes this call (its "
+                f"quantizer would reject {module.rsplit('.', 1)[1]}); left as is",
+            )
+        name = self.creator.create(module, key, ctor, deps, self.order.key(self.method, node))
         self.ctx.plan.replaces.append(
             Replace(kind, self.ctx.positions.span(node), name, tuple(inputs))
         )
-        at_call = ", ".join(f"`{k}`" for k, _ in bound.call)
         self.ctx.report(
             node,
             code,
-            f"{label} -> `self.{name}` = {bound.module.rsplit('.', 1)[1]}({', '.join(ctor)})"
+            f"{label} -> `self.{name}` = {module.rsplit('.', 1)[1]}({', '.join(ctor)})"
             + (f", taking {at_call} at call time" if at_call else ""),
             op=label.strip("`"),
-            module=bound.module,
+            module=module,
             attr=name,
         )
+
+    def _toolkit(
+        self,
+        op: Op,
+        bound: Bound | Refusal,
+        kind: ReplaceKind,
+        positional: list[tuple[ast.expr, InputRef]],
+    ) -> ToolkitModule | None:
+        """The configured toolkit's class for the module `op` becomes (for this call) where it
+        can take this call."""
+        module = op.module if isinstance(bound, Refusal) else bound.module
+        toolkit = catalog.toolkit_module(module, self.ctx.toolkit)
+        if toolkit is None:
+            return None
+        if toolkit.tensor_first and kind != "call":
+            if not self.tensors.is_tensor(positional[0][0]):
+                return None
+        if toolkit.inputs_only and (isinstance(bound, Refusal) or bound.given):
+            return None
+        return toolkit
 
     def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates[ast.expr]:
         """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in

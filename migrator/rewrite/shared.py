@@ -1,13 +1,19 @@
 """Module instances an `__init__` hands to several modules (CoaT's `shared_cpe=self.cpe1` given
-to every block of a stage): each receiver calls the same instance, so a module migrator created
-inside its class would run at every one of their call sites — a reused module the original did
-not have. Ops of such a class are left as is (MIG117)."""
+to every block of a stage), or that the class calls at several sites or in a loop (a block
+applied twice, its weights shared on purpose): the same instance runs at each of those sites,
+so a module migrator created inside its class would run at every one of them — a reused module
+the original did not have. Ops of such a class are left as is (MIG117)."""
 
 from __future__ import annotations
 
 import ast
 
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.helpers import ops_in
+from migrator.rewrite.paths import most_runs
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.runs import reach
 
 
 def find_shared(ctx: FileContext) -> None:
@@ -19,6 +25,7 @@ def find_shared(ctx: FileContext) -> None:
         if init is None:
             continue
         made: dict[str, str] = {}
+        values: dict[str, ast.Call] = {}
         passed: dict[str, list[tuple[ast.Attribute, bool]]] = {}
         for visit in ctx.visits(init):
             node = visit.node
@@ -28,23 +35,33 @@ def find_shared(ctx: FileContext) -> None:
                 and self_attr(node.targets[0])
                 and isinstance(node.value, ast.Call)
                 and (qualname := ctx.info.names.resolve(node.value.func))
+                and not qualname.startswith("torch.")
                 and ctx.project.find_class(qualname, ctx.info) is not None
             ):
                 made[node.targets[0].attr] = qualname
+                values[node.targets[0].attr] = node.value
             elif isinstance(node, ast.Call):
                 for value in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(value, ast.Attribute) and self_attr(value):
                         passed.setdefault(value.attr, []).append((value, visit.repeated))
+        called = _called(ctx, cls, set(made)) if made else {}
         for attr, qualname in made.items():
             uses = passed.get(attr, [])
-            if not uses or (len(uses) == 1 and not uses[0][1]):
+            if uses and (len(uses) > 1 or uses[0][1]):
+                node = uses[0][0]
+                how = "to modules built in a loop" if uses[0][1] else f"to {len(uses)} modules"
+                why = f"`self.{attr}` of `{cls.name}` is handed {how} at line {node.lineno}"
+            elif attr in called and (
+                called[attr][1] >= MANY or not ctx.project.value_stateless(values[attr], ctx.info)
+            ):  # a stateless module called at several sites is split: each gets its own
+                node, times = called[attr]
+                how = "in a loop" if times >= MANY else f"{times} times per forward"
+                why = f"`self.{attr}` of `{cls.name}` is called {how} (line {node.lineno})"
+            else:
                 continue
-            node = uses[0][0]
-            how = "to modules built in a loop" if uses[0][1] else f"to {len(uses)} modules"
-            why = f"`self.{attr}` of `{cls.name}` is handed {how} at line {node.lineno}"
             if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
                 ctx.shared.setdefault(qualname, why)
-            else:
+            elif _has_ops(ctx.project.find_class(qualname, ctx.info)):
                 ctx.report(
                     node,
                     "MIG117",
@@ -52,3 +69,42 @@ def find_shared(ctx: FileContext) -> None:
                     f"`{qualname}` would run at each of their call sites; "
                     "give each its own instance",
                 )
+
+
+def _has_ops(cls: ClassInfo | None) -> bool:
+    """Whether a method of `cls` (in another file) has an op migrator would turn into a module."""
+    if cls is None:
+        return False
+    return any(
+        next(ops_in(cls.file, method), None) is not None
+        for name, method in cls.methods().items()
+        if name != "__init__"
+    )
+
+
+def _called(
+    ctx: FileContext, cls: ClassInfo, attrs: set[str]
+) -> dict[str, tuple[ast.Attribute, int]]:
+    """Each of `attrs` that the methods on the forward path of `cls` call more than once on one
+    path through them (calls in exclusive branches count once) or in a loop, with its first
+    call and how many times it runs."""
+    runs = reach(ctx, cls, Family(ctx.project, ctx.info))
+    methods = cls.methods()
+    calls: dict[str, dict[str, list[ast.Attribute]]] = {}
+    looped: dict[str, ast.Attribute] = {}
+    for name in runs:
+        for visit in ctx.visits(methods[name]):
+            node = visit.node
+            if isinstance(node, ast.Call) and self_attr(node.func) and node.func.attr in attrs:
+                calls.setdefault(node.func.attr, {}).setdefault(name, []).append(node.func)
+                if visit.repeated:
+                    looped.setdefault(node.func.attr, node.func)
+    found: dict[str, tuple[ast.Attribute, int]] = {}
+    for attr, by_method in calls.items():
+        first = looped.get(attr) or next(iter(by_method.values()))[0]
+        times = MANY if attr in looped else 0
+        for name, nodes in by_method.items():
+            times += most_runs(methods[name], list(nodes))
+        if times > 1:
+            found[attr] = (first, min(times, MANY))
+    return found
