@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -15,6 +15,9 @@ from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import Visit, walk
 from migrator.suppress import Suppressions, suppressed
+
+if TYPE_CHECKING:
+    from migrator.rewrite.helper_modules import HelperModules
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -58,6 +61,10 @@ class FileContext:
     class_names: dict[str, set[str]] = field(default_factory=dict)
     helpers_seen: set[int] = field(default_factory=set)
     """Helper functions (and calls of helpers in other files) already reported."""
+    helper_modules: HelperModules | None = None
+    """The helper functions of the file that become modules."""
+    helper_calls: set[int] = field(default_factory=set)
+    """Calls of helper functions that become calls of their modules."""
     shared: dict[str, str] = field(default_factory=dict)
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)

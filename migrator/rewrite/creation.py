@@ -38,7 +38,7 @@ class ModuleCreator:
 
     def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
         """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
-        self._can_create()
+        self.can_create()
         cls = self.attributes.cls
         made = self.ctx.project.find_class(op.module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -48,8 +48,13 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        module = self.ctx.module_ref(op.module)
-        name = self.names.new(op.key)
+        return self.create_as(self.ctx.module_ref(op.module), op.key, ctor, deps, key)
+
+    def create_as(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it;
+        return the new attribute name."""
+        self.can_create()
+        name = self.names.new(base)
         self.registrations.append(
             Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
         )
@@ -63,7 +68,7 @@ class ModuleCreator:
         self.registrations.append(Registration(key, code, set(), original))
         return name
 
-    def _can_create(self) -> None:
+    def can_create(self) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
