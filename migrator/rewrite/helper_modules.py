@@ -92,11 +92,10 @@ class HelperModules:
             self.reasons[key] = "it calls itself"
             return None
         reason = self.refusal(function, owner is not None)
-        name = _class_name(function, owner)
-        if reason is None and (
-            name in self._names or not self.ctx.info.names.is_free(name) or _defined(self.ctx, name)
-        ):
-            reason = f"the name of its class, `{name}`, is taken"
+        names = _class_names(function, owner)
+        name = next((n for n in names if self._free(n)), "")
+        if reason is None and not name:
+            reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
         if reason is not None:
             self.reasons[key] = reason
             self.made[key] = None
@@ -125,6 +124,16 @@ class HelperModules:
         self.ctx.plan.helper_classes[function.lineno] = made
         self.made[key] = made
         return made
+
+    def _free(self, name: str) -> bool:
+        """Whether a new class may take `name` in this file."""
+        info = self.ctx.info
+        return (
+            name not in self._names
+            and info.names.is_free(name)
+            and name not in info.classes
+            and name not in info.functions()
+        )
 
     def _refused(self, function: ast.FunctionDef, static: bool) -> str | None:
         decorators = [
@@ -166,7 +175,7 @@ class HelperModules:
             for n in ast.walk(v.node)
         }
         returns = [n for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
-        if not returns or not isinstance(function.body[-1], (ast.Return, ast.Raise)):
+        if not returns or not _always_returns(function.body):
             return "it may return nothing"
         for node in returns:
             value = node.value
@@ -188,15 +197,21 @@ def first_is_tensor(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bo
     return (isinstance(first, ast.Name) and first.id == "self") or is_tensor(first)
 
 
-def _class_name(function: ast.FunctionDef, owner: ClassInfo | None) -> str:
-    """`rotate_half` -> `RotateHalf`; a static method `_act` of `Block` -> `BlockAct`."""
+def _always_returns(body: list[ast.stmt]) -> bool:
+    """Whether running `body` always ends in a `return` or `raise` (never falls off its end)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return isinstance(last, (ast.Return, ast.Raise))
+
+
+def _class_names(function: ast.FunctionDef, owner: ClassInfo | None) -> list[str]:
+    """The names its class may take: `rotate_half` -> `RotateHalf`, then `RotateHalfHelper`
+    (a class `DropPath` calling `drop_path` has the first); a static method `_act` of
+    `Block` -> `BlockAct`."""
     camel = "".join(part[:1].upper() + part[1:] for part in function.name.split("_"))
-    return (owner.name if owner else "") + (camel or "Helper")
-
-
-def _defined(ctx: FileContext, name: str) -> bool:
-    """Whether the file binds `name` at module level (a class, function or assignment)."""
-    return name in ctx.info.classes or name in ctx.info.functions()
+    name = (owner.name if owner else "") + (camel or "Helper")
+    return [name, f"{name}Helper"]
 
 
 def _stand_in(function: ast.FunctionDef, name: str, ctx: FileContext) -> ClassInfo:
