@@ -95,3 +95,32 @@ def test_keywords_are_passed_on_and_starred_calls_stay():
     exec(compile(STARRED_AND_KEYWORDS, "m.py", "exec"), original)
     x, b = torch.randn(2, 3), torch.randn(2, 3)
     assert torch.equal(namespace["Model"]()(x, b), original["Model"]()(x, b))
+
+
+OVERRIDDEN_STATIC = """import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Base(nn.Module):
+    @staticmethod
+    def _act(x):
+        return F.gelu(x)
+
+    def forward(self, x):
+        return self._act(x)
+
+
+class Sub(Base):
+    @staticmethod
+    def _act(x):
+        return F.relu(x)
+"""
+
+
+def test_a_static_method_a_subclass_overrides_stays():
+    """`self._act(x)` in `Base` runs `Sub._act` on a `Sub`: it stays a call of the method."""
+    new, findings = fix_text(OVERRIDDEN_STATIC, "m.py", Project())
+    assert new == OVERRIDDEN_STATIC
+    assert [(f.line, f.code) for f in findings] == [(9, "MIG115"), (12, "MIG115")]
+    assert "subclass `Sub` overrides `_act`" in findings[1].message

@@ -320,6 +320,11 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     assert isinstance(stub, cst.FunctionDef)
     params = function.params
     first = cst.Param(cst.Name("self"))
+    following = [*params.posonly_params, *params.params]
+    if following and isinstance(following[0].comma, cst.Comma):  # one parameter a line stays so
+        first = first.with_changes(
+            comma=cst.Comma(whitespace_after=following[0].comma.whitespace_after)
+        )
     if params.posonly_params:
         params = params.with_changes(posonly_params=[first, *params.posonly_params])
     else:

@@ -65,6 +65,17 @@ class HelperModules:
         found = target_of(self.ctx, self.ctx.info, call, caller, methods)
         return found[1] if found and found[0] is self.ctx.info else None
 
+    def overriding(self, owner: ClassInfo, name: str) -> str | None:
+        """A subclass of `owner` (in this file or its package) defining its own `name`: a call
+        `self.<name>(...)` in `owner` may run that one (None: none)."""
+        for sub in [
+            *self.family.subclasses_in_file(owner),
+            *self.family.subclasses_elsewhere(owner),
+        ]:
+            if name in sub.methods():
+                return sub.name
+        return None
+
     def has_work(self, function: ast.FunctionDef) -> bool:
         """Whether a helper holds ops or calls helpers of this file (which may)."""
         return any(ops_in(self.ctx.info, function)) or any(

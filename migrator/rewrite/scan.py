@@ -183,11 +183,18 @@ class Scanner:
                 " per forward; left as is",
             )
         _module_methods(function, node, label)
+        owner = self.owner if function in self.methods.values() else None
+        overriding = owner and modules.overriding(owner, function.name)
+        if overriding:
+            raise Refusal(
+                "MIG115",
+                f"{label}: subclass `{overriding}` overrides `{function.name}`, so the call may "
+                "run its version; left as is",
+            )
         if self.ctx.suppressed(node, "MIG004"):
             self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
             return
         self.creator.can_create()
-        owner = self.owner if function in self.methods.values() else None
         made = modules.module_for(function, owner)
         if made is None:
             return
