@@ -124,3 +124,24 @@ def test_a_static_method_a_subclass_overrides_stays():
     assert new == OVERRIDDEN_STATIC
     assert [(f.line, f.code) for f in findings] == [(9, "MIG115"), (12, "MIG115")]
     assert "subclass `Sub` overrides `_act`" in findings[1].message
+
+
+SCALAR_OPERAND = """import torch
+from torch import nn
+
+
+def double(x):
+    return x * 2
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return double(x)
+"""
+
+
+def test_an_op_on_the_tensor_first_parameter_and_a_number_converts():
+    """`x * 2` in a helper given a tensor first: `x` is a tensor there, as in a forward."""
+    new, findings = fix_text(SCALAR_OPERAND, "m.py", Project())
+    assert "return self.mul(x, 2)" in new and "return self.double_1(x)" in new
+    assert [f.code for f in findings] == ["MIG002", "MIG004"]

@@ -76,9 +76,10 @@ class HelperModules:
                 return sub.name
         return None
 
-    def has_work(self, function: ast.FunctionDef) -> bool:
-        """Whether a helper holds ops or calls helpers of this file (which may)."""
-        return any(ops_in(self.ctx.info, function)) or any(
+    def has_work(self, function: ast.FunctionDef, tensor_first: bool) -> bool:
+        """Whether a helper holds ops or calls helpers of this file (which may);
+        `tensor_first`: its first parameter is given a tensor."""
+        return any(ops_in(self.ctx.info, function, tensor_first)) or any(
             info is self.ctx.info for (info, _), _ in called_helpers(self.ctx, function)
         )
 

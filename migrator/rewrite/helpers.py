@@ -44,11 +44,12 @@ def report_helper_ops(
             continue
         ctx.helpers_seen.add(id(function))
         reason = modules.reasons.get(id(function)) if modules else None
-        why = (
-            f"`{function.name}` does not become a module: {reason}"
-            if reason
-            else "ops in functions outside the class are not rewritten yet"
-        )
+        if reason:
+            why = f"`{function.name}` does not become a module: {reason}"
+        elif "MIG004" in ctx.disable or not modules:
+            why = "ops in functions outside the class are not rewritten yet"
+        else:
+            why = "a call on the way stays a call of the function (its finding says why)"
         for label, node in ops_in(ctx.info, function):
             ctx.report(
                 node,
@@ -131,13 +132,16 @@ def unbound(method: ast.FunctionDef) -> bool:
 
 
 def ops_in(
-    info: FileInfo, function: ast.FunctionDef
+    info: FileInfo, function: ast.FunctionDef, first_is_tensor: bool = False
 ) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
-    number, `end + 1`, is taken for a count)."""
+    number, `end + 1`, is taken for a count; the first parameter is a tensor if
+    `first_is_tensor`)."""
     nodes = [v.node for v in walk(function)]
-    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    tensors = TensorNames(
+        function, nodes, info.names.resolve, set(), set(), first_is_tensor=first_is_tensor
+    )
     for node in nodes:
         if isinstance(node, ast.Call):
             qualname = info.names.resolve(node.func)

@@ -150,7 +150,9 @@ class Scanner:
         if modules is None or "MIG004" in self.ctx.disable:
             return None
         function = modules.target(call, self.method, self.methods)
-        if function is None or not modules.has_work(function):
+        if function is None or not modules.has_work(
+            function, first_is_tensor(call, self.tensors.is_tensor)
+        ):
             return None
         static = function in self.methods.values()
         return function if modules.refusal(function, static) is None else None
