@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-
 from typing import Callable
 
 from migrator.rewrite.context import FileContext
@@ -112,6 +111,7 @@ class HelperModules:
             self.reasons[key] = reason
             self.made[key] = None
             return None
+        imports = _imports(self.ctx)
         base = self.ctx.module_ref("torch.nn.Module")
         from migrator.rewrite.classes import ClassAnalysis  # classes reach helpers through scan
 
@@ -123,6 +123,7 @@ class HelperModules:
         )
         self._running.discard(key)
         if len(self.ctx.plan.replaces) == replaces:
+            self.ctx.from_imports, self.ctx.plain_imports, self.ctx.plan.import_names = imports
             self.analysed.add(key)
             self.made[key] = None
             return None
@@ -198,6 +199,17 @@ class HelperModules:
                 shown = self.ctx.text(value) if value is not None else "None"
                 return f"its result `{shown}` is not proven to be a tensor or tuple of tensors"
         return None
+
+
+def _imports(
+    ctx: FileContext,
+) -> tuple[dict[str, list[str]], list[str], dict[str, list[str]]]:
+    """A copy of the imports the file's rewrite adds so far."""
+    return (
+        {k: list(v) for k, v in ctx.from_imports.items()},
+        list(ctx.plain_imports),
+        {k: list(v) for k, v in ctx.plan.import_names.items()},
+    )
 
 
 def first_is_tensor(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bool:
