@@ -1263,6 +1263,11 @@ def toolkit_module(module: str, toolkit: str) -> ToolkitModule | None:
     return TOOLKITS.get(toolkit, {}).get(module)
 
 
+def toolkit_classes() -> Iterator[str]:
+    """Qualified names of every toolkit class the catalog may create."""
+    return iter(_TOOLKIT_ORIGINS)
+
+
 def toolkit_takes(module: str, toolkit: str) -> bool:
     """Whether `toolkit`'s quantizer takes a module of class `module` (every class does
     when no toolkit is set)."""

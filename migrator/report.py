@@ -20,10 +20,12 @@ from migrator.findings import CODES, Finding
 
 
 def module_kind(finding: Finding) -> str:
-    """The module class a fix creates (MIG001/MIG002) or copies (MIG003), as shown to people:
-    `nn.ReLU` for torch's, `Add` for migrator's."""
+    """The module class a fix creates (MIG001/MIG002/MIG004) or copies (MIG003), as shown to
+    people: `nn.ReLU` for torch's, `Add` for migrator's, `RotateHalf (helper)` for a helper's."""
     if finding.code == "MIG003":
         return finding.module or "module"
+    if finding.code == "MIG004":  # a class of the file, made of a helper function
+        return f"{finding.module.rpartition('.')[2]} (helper)"
     if not finding.module:
         return "existing module"  # the call now goes through a module the class already has
     module = finding.module

@@ -16,6 +16,7 @@ from migrator.suppress import suppressions
 from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
+from migrator.rewrite.helper_modules import HelperModules
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.shared import find_shared
@@ -96,6 +97,7 @@ class ProjectAnalysis:
         find_shared(ctx)
         ctx.suppress = suppressions(source)
         family = Family(project, info)
+        ctx.helper_modules = HelperModules(ctx, family, self)
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
                 continue

@@ -15,7 +15,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.order import ForwardOrder
-from migrator.rewrite.placement import Placement
+from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import inherited_reach, reach
@@ -37,7 +37,9 @@ class ClassAnalysis:
         self.attributes = ClassAttributes(ctx, cls, family)
         self.names = TakenNames(ctx, cls, family, analysis)
 
-    def run(self) -> None:
+    def run(self, place: bool = True) -> list[Registration]:
+        """Plan the class's rewrite; the modules it creates (placed in `__init__` unless
+        `place` is False: a helper's stand-in class, whose `__init__` is written whole)."""
         methods = self.attributes.methods
         forward = methods.get("forward")
         if forward is not None:
@@ -46,7 +48,7 @@ class ClassAnalysis:
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)
             if not reached:
-                return
+                return []
         module_attrs = self.attributes.module_attrs()
         called = module_attrs | self._unknown_callees([methods[name] for name in reached], path)
         order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
@@ -65,6 +67,7 @@ class ClassAnalysis:
                 partial(self.ctx.info.names.resolve, shadowed=self.ctx.locals_of(method)),
                 module_attrs,
                 self.attributes.tensor_attrs,
+                helper_call=self._helper_call(method),
             )
             Scanner(
                 self.ctx,
@@ -78,11 +81,25 @@ class ClassAnalysis:
                 sites=reused,
                 hyper=hyper,
                 creator=creator,
+                methods=methods,
+                owner=self.cls,
             ).scan()
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()
-        placement.place(creator.registrations)
+        if place:
+            placement.place(creator.registrations)
+        return creator.registrations
+
+    def _helper_call(
+        self, method: ast.FunctionDef
+    ) -> Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None:
+        """`TensorNames.helper_call` for the calls in one method."""
+        modules = self.ctx.helper_modules
+        if modules is None or "MIG004" in self.ctx.disable:
+            return None
+        methods = self.attributes.methods
+        return lambda call, is_tensor: modules.helper_call(call, is_tensor, method, methods)
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

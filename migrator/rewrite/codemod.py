@@ -15,7 +15,7 @@ from typing import Literal, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
+from migrator.rewrite.plan import HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region, regions
 
 _STAND_IN = "if 1:\n"
@@ -152,6 +152,41 @@ class _Apply(cst.CSTTransformer):
         self.imports = imports
         """Whether the region is where new import statements go."""
         self.replaces = replaces
+        self.depth = 0
+        """How many functions and classes the node being visited is in."""
+        self.pending: list[cst.ClassDef] = []
+        """Helpers' new classes, added after the top-level statement being left."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.depth += 1
+        return True
+
+    def leave_FunctionDef(
+        self, original: cst.FunctionDef, updated: cst.FunctionDef
+    ) -> cst.FunctionDef | cst.FlattenSentinel[cst.BaseStatement]:
+        made = self.plan.helper_classes.get(self._span(original.name)[0])
+        if made is None:
+            return self._after_top(updated)
+        self.pending.append(_helper_class(made, updated))
+        return self._after_top(original)  # the function stays as it was, for its other callers
+
+    def leave_ClassDef(
+        self, original: cst.ClassDef, updated: cst.ClassDef
+    ) -> cst.ClassDef | cst.FlattenSentinel[cst.BaseStatement]:
+        return self._after_top(updated)
+
+    def _after_top(self, node: cst.FunctionDef | cst.ClassDef):
+        """`node`, followed by the pending helper classes when it is a top-level statement."""
+        self.depth -= 1
+        if self.depth or not self.pending:
+            return node
+        classes, self.pending = self.pending, []
+        blank = [cst.EmptyLine(indent=False)] * 2
+        return cst.FlattenSentinel([node, *(c.with_changes(leading_lines=blank) for c in classes)])
 
     def _span(self, node: cst.CSTNode) -> Span:
         pos = self.get_metadata(PositionProvider, node)
@@ -268,6 +303,39 @@ class _Apply(cst.CSTTransformer):
         at = _import_position(body)
         new = [cst.parse_statement(code + "\n") for code in self.plan.imports]
         return updated.with_changes(body=body[:at] + new + body[at:])
+
+
+def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
+    """The class a helper function becomes: `__init__` creates its modules, `forward` is the
+    function (its replacements made) with `self` first."""
+    init = "".join(f"        {code}\n" for code in made.init)
+    template = cst.parse_statement(
+        f"class {made.name}({made.base}):\n"
+        f'    """`{made.function}` as a module: its ops are submodules."""\n\n'
+        + (f"    def __init__(self):\n        super().__init__()\n{init}\n" if init else "")
+        + "    def forward(self):\n        pass\n"
+    )
+    assert isinstance(template, cst.ClassDef) and isinstance(template.body, cst.IndentedBlock)
+    *head, stub = template.body.body
+    assert isinstance(stub, cst.FunctionDef)
+    params = function.params
+    first = cst.Param(cst.Name("self"))
+    following = [*params.posonly_params, *params.params]
+    if following and isinstance(following[0].comma, cst.Comma):  # one parameter a line stays so
+        first = first.with_changes(
+            comma=cst.Comma(whitespace_after=following[0].comma.whitespace_after)
+        )
+    if params.posonly_params:
+        params = params.with_changes(posonly_params=[first, *params.posonly_params])
+    else:
+        params = params.with_changes(params=[first, *params.params])
+    forward = function.with_changes(
+        name=cst.Name("forward"),
+        decorators=[],
+        params=params,
+        leading_lines=stub.leading_lines,
+    )
+    return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
 
 
 def _import_position(body: Sequence[cst.CSTNode]) -> int:

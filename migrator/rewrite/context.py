@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -15,6 +15,9 @@ from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import Visit, walk
 from migrator.suppress import Suppressions, suppressed
+
+if TYPE_CHECKING:
+    from migrator.rewrite.helper_modules import HelperModules
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -60,6 +63,10 @@ class FileContext:
     class_names: dict[str, set[str]] = field(default_factory=dict)
     helpers_seen: set[int] = field(default_factory=set)
     """Helper functions (and calls of helpers in other files) already reported."""
+    helper_modules: HelperModules | None = None
+    """The helper functions of the file that become modules."""
+    helper_calls: set[int] = field(default_factory=set)
+    """Calls of helper functions that become calls of their modules."""
     shared: dict[str, str] = field(default_factory=dict)
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
@@ -146,13 +153,13 @@ class FileContext:
         if package == "torch.nn":
             if "nn" in self.from_imports.get("torch", ()):
                 return f"nn.{cls}"
-            if names.is_free("nn") and "nn" not in self._pending_names():
+            if names.is_free("nn") and "nn" not in self.pending_names():
                 self.from_imports.setdefault("torch", []).append("nn")
                 return f"nn.{cls}"
             if names.is_free("torch"):
                 self._add_plain("torch")
                 return qualname
-        elif names.is_free(cls) and cls not in self._pending_names():
+        elif names.is_free(cls) and cls not in self.pending_names():
             if any(t.rpartition(".")[0] == package for t in names.imports.values()):
                 self.plan.import_names.setdefault(package, []).append(cls)
             else:
@@ -164,13 +171,14 @@ class FileContext:
             return qualname
         raise Refusal("MIG109", f"no free name to import `{qualname}` under")
 
-    def _pending_names(self) -> set[str]:
+    def pending_names(self) -> set[str]:
+        """Names this run adds to the file: imported classes, and helper functions' classes."""
         return {
             n
             for table in (self.from_imports, self.plan.import_names)
             for names in table.values()
             for n in names
-        }
+        } | {helper.name for helper in self.plan.helper_classes.values()}
 
     def _add_plain(self, module: str) -> None:
         if module not in self.plain_imports:

@@ -38,7 +38,7 @@ class ModuleCreator:
     def create(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
         """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
         `name` free and made from `base`); return the new attribute name."""
-        self._can_create()
+        self.can_create()
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -48,10 +48,15 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        ref = self.ctx.module_ref(module)
+        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key)
+
+    def create_as(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it;
+        return the new attribute name."""
+        self.can_create()
         name = self.names.new(base)
         self.registrations.append(
-            Registration(key, f"self.{name} = {ref}({', '.join(ctor)})", deps)
+            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
         )
         return name
 
@@ -63,7 +68,7 @@ class ModuleCreator:
         self.registrations.append(Registration(key, code, set(), original))
         return name
 
-    def _can_create(self) -> None:
+    def can_create(self) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:

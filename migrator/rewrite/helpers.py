@@ -1,8 +1,9 @@
 """Ops in functions that forward reaches but that are not methods of the class: module-level
 functions (`eager_attention_forward`, `rotate_half`, `window_partition`) and static or class
-methods. They cannot become `self.<module>(...)` where they are, so they are not rewritten yet;
-each op there is reported (MIG115) so that none is skipped in silence: in the same file at the
-op, in another file of the project at the call that reaches it.
+methods. They cannot become `self.<module>(...)` where they are: those of the same file may
+become modules of their own (`helper_modules`); the ops of every other one a forward-path call
+reaches are reported (MIG115) so that none is skipped in silence: in the same file at the op,
+in another file of the project at the call that reaches it.
 """
 
 from __future__ import annotations
@@ -24,26 +25,40 @@ def report_helper_ops(
     reached: list[ast.FunctionDef],
 ) -> None:
     """Report the ops of the helpers that the forward-path `reached` methods of class `owner`
-    call (and the helpers those call, in the same file)."""
-    todo = [(f, m) for m in reached for f in _called(ctx, ctx.info, m, methods)]
+    call (and the helpers those call, in the same file), except through the calls that became
+    calls of the helper's module (`helper_modules`) and in helpers whose module's analysis
+    reported every op already."""
+    todo = [
+        (f, m)
+        for m in reached
+        for f, call in _called(ctx, ctx.info, m, methods)
+        if id(call) not in ctx.helper_calls
+    ]
+    modules = ctx.helper_modules
     while todo:
         (info, function), caller = todo.pop()
         if info is not ctx.info:
             _report_elsewhere(ctx, info, function, caller)
             continue
-        if id(function) in ctx.helpers_seen:
+        if id(function) in ctx.helpers_seen or (modules and id(function) in modules.analysed):
             continue
         ctx.helpers_seen.add(id(function))
+        reason = modules.reasons.get(id(function)) if modules else None
+        if reason:
+            why = f"`{function.name}` does not become a module: {reason}"
+        elif "MIG004" in ctx.disable or not modules:
+            why = "ops in functions outside the class are not rewritten yet"
+        else:
+            why = "a call on the way stays a call of the function (its finding says why)"
         for label, node in ops_in(ctx.info, function):
             ctx.report(
                 node,
                 "MIG115",
-                f"{label} is in `{function.name}`, which forward reaches "
-                f"from `{owner}`: ops in functions outside the class are "
-                "not rewritten yet; left as is",
+                f"{label} is in `{function.name}`, which forward reaches from `{owner}`: "
+                f"{why}; left as is",
                 op=label.strip("`"),
             )
-        todo += [(f, function) for f in _called(ctx, ctx.info, function, {})]
+        todo += [(f, function) for f, _ in _called(ctx, ctx.info, function, {})]
 
 
 def _report_elsewhere(
@@ -54,7 +69,7 @@ def _report_elsewhere(
     if not found:
         return
     for node in ast.walk(caller):
-        if isinstance(node, ast.Call) and _target(ctx, ctx.info, node, caller, {}) == (
+        if isinstance(node, ast.Call) and target_of(ctx, ctx.info, node, caller, {}) == (
             info,
             function,
         ):
@@ -72,15 +87,23 @@ def _report_elsewhere(
 
 def _called(
     ctx: FileContext, info: FileInfo, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
-) -> Iterator[tuple[FileInfo, ast.FunctionDef]]:
+) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef], ast.Call]]:
+    """(helper, call) of each call of a helper in `caller`."""
     for node in ast.walk(caller):
         if isinstance(node, ast.Call):
-            target = _target(ctx, info, node, caller, methods)
+            target = target_of(ctx, info, node, caller, methods)
             if target is not None:
-                yield target
+                yield target, node
 
 
-def _target(
+def called_helpers(
+    ctx: FileContext, function: ast.FunctionDef
+) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef], ast.Call]]:
+    """(helper, call) of each call of a module-level function of the project in a helper."""
+    return _called(ctx, ctx.info, function, {})
+
+
+def target_of(
     ctx: FileContext,
     info: FileInfo,
     call: ast.Call,
@@ -109,13 +132,16 @@ def unbound(method: ast.FunctionDef) -> bool:
 
 
 def ops_in(
-    info: FileInfo, function: ast.FunctionDef
+    info: FileInfo, function: ast.FunctionDef, first_is_tensor: bool = False
 ) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
-    number, `end + 1`, is taken for a count)."""
+    number, `end + 1`, is taken for a count; the first parameter is a tensor if
+    `first_is_tensor`)."""
     nodes = [v.node for v in walk(function)]
-    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    tensors = TensorNames(
+        function, nodes, info.names.resolve, set(), set(), first_is_tensor=first_is_tensor
+    )
     for node in nodes:
         if isinstance(node, ast.Call):
             qualname = info.names.resolve(node.func)

@@ -55,6 +55,20 @@ class Replace:
     """Each input with the keyword to pass it by (None: positional)."""
 
 
+@dataclass(frozen=True)
+class HelperClass:
+    """A helper function that forward reaches, added as an `nn.Module` beside it: the function
+    stays as written (other callers, public API); the class's `forward` is its body with the
+    plan's replacements, and its `__init__` creates the modules they call."""
+
+    name: str
+    base: str
+    """How the file names `torch.nn.Module`."""
+    function: str
+    init: tuple[str, ...]
+    """`self.<attr> = <Module>(...)` statements, in forward's order."""
+
+
 @dataclass
 class Plan:
     replaces: list[Replace] = field(default_factory=list)
@@ -66,6 +80,9 @@ class Plan:
     """Import statements to add at the top of the module."""
     import_names: dict[str, list[str]] = field(default_factory=dict)
     """Module -> names to add to the file's existing `from <module> import ...` statement."""
+    helper_classes: dict[int, HelperClass] = field(default_factory=dict)
+    """`def` line of a helper function -> the class to add after the top-level statement
+    holding it."""
 
     def insert_after(self, line: int, code: str) -> None:
         self.inserts.setdefault(line, []).append(code)
@@ -80,6 +97,7 @@ class Plan:
             or self.inserts_before
             or self.imports
             or self.import_names
+            or self.helper_classes
         )
 
 

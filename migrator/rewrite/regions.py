@@ -6,8 +6,9 @@ body the plan changes, and those between) when no other statement shares its lin
 and blank lines after it come along (LibCST keeps a block's
 trailing comments in that block, before what is inserted after it). Otherwise the region grows
 to the enclosing statement, up to a top-level one (top-level statements sharing a line count as
-one). A new `__init__` (inserted before a class member, taking its blank lines) takes the whole
-top-level statement, and new imports the top of the file down to its first compound statement
+one). A new `__init__` (inserted before a class member, taking its blank lines) and a helper's
+new class (added after the top-level statement holding the helper) take the whole top-level
+statement, and new imports the top of the file down to its first compound statement
 (where the codemod's search for their place stops at the latest).
 """
 
@@ -41,7 +42,7 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
     found = [
         finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
     ]
-    found += [finder.top(line) for line in plan.inserts_before]
+    found += [finder.top(line) for line in [*plan.inserts_before, *plan.helper_classes]]
     found += [
         finder.innermost(node.lineno)
         for node in ast.walk(tree)

@@ -13,10 +13,12 @@ from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
+from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder
+from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.tensors import TensorNames, is_container
@@ -42,6 +44,8 @@ class Scanner:
         sites: ReusedModules,
         hyper: HyperParameters,
         creator: ModuleCreator,
+        methods: dict[str, ast.FunctionDef],
+        owner: ClassInfo,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -56,6 +60,9 @@ class Scanner:
         self.sites = sites
         self.hyper = hyper
         self.creator = creator
+        self.methods = methods
+        """The class's methods (its static methods are helpers)."""
+        self.owner = owner
         self.shadowed = self.ctx.locals_of(method)
 
     def scan(self) -> None:
@@ -107,6 +114,10 @@ class Scanner:
                 )
             )
             return
+        helper = self._helper_of(node)
+        if helper is not None:
+            self._helper(node, helper, visit)
+            return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
         if op is not None:
@@ -136,6 +147,83 @@ class Scanner:
                     self._inplace(
                         op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
                     )
+
+    def _helper_of(self, call: ast.Call) -> ast.FunctionDef | None:
+        """The helper function of this file that `call` runs, if it may become a module."""
+        modules = self.ctx.helper_modules
+        if modules is None or "MIG004" in self.ctx.disable:
+            return None
+        function = modules.target(call, self.method, self.methods)
+        if function is None or not modules.has_work(
+            function, first_is_tensor(call, self.tensors.is_tensor)
+        ):
+            return None
+        static = function in self.methods.values()
+        return function if modules.refusal(function, static) is None else None
+
+    def _helper(self, node: ast.Call, function: ast.FunctionDef, visit: Visit) -> None:
+        """`rotate_half(x)` -> `self.rotate_half(x)`, an instance of the class the helper
+        becomes (`helper_modules`), when this call runs once per forward."""
+        modules = self.ctx.helper_modules
+        assert modules is not None  # `_helper_of` found the helper
+        label = f"`{self.ctx.text(node.func)}(...)`"
+        if _starred(node.args, [k.arg for k in node.keywords]):
+            raise Refusal("MIG107", f"{label}: arguments passed with * or ** are not passed on")
+        if not first_is_tensor(node, self.tensors.is_tensor):
+            raise Refusal(
+                "MIG114",
+                f"{label}: its first argument is not proven to be a tensor (nor `self`), "
+                f"which `{function.name}` as a module would take it for; left as is",
+            )
+        if visit.repeated:
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop or comprehension: one module would serve every "
+                "iteration; left as is",
+            )
+        if self.times > 1:
+            raise Refusal(
+                "MIG110",
+                f"{label} is in `{self.method.name}`, which runs "
+                f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
+                " per forward; left as is",
+            )
+        _module_methods(function, node, label)
+        owner = self.owner if function in self.methods.values() else None
+        overriding = owner and modules.overriding(owner, function.name)
+        if overriding:
+            raise Refusal(
+                "MIG115",
+                f"{label}: subclass `{overriding}` overrides `{function.name}`, so the call may "
+                "run its version; left as is",
+            )
+        if self.ctx.suppressed(node, "MIG004"):
+            self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
+            return
+        self.creator.can_create()
+        made = modules.module_for(function, owner)
+        if made is None:
+            return
+        inputs: list[tuple[InputRef, str | None]] = [
+            (InputRef("arg", i), None) for i in range(len(node.args))
+        ]
+        inputs += [(InputRef("kw", keyword=k.arg or ""), k.arg) for k in node.keywords]
+        base = function.name.strip("_") or "helper"
+        name = self.creator.create_as(made.name, base, [], set(), self.order.key(self.method, node))
+        self.ctx.plan.replaces.append(
+            Replace("call", self.ctx.positions.span(node), name, tuple(inputs))
+        )
+        self.ctx.helper_calls.add(id(node))
+        module = self.ctx.info.names.module
+        self.ctx.report(
+            node,
+            "MIG004",
+            f"{label} -> `self.{name}` = {made.name}(): `{function.name}` as a module, "
+            "added beside it",
+            op=function.name,
+            module=f"{module}.{made.name}" if module else made.name,
+            attr=name,
+        )
 
     def _binop(self, node: ast.BinOp, visit: Visit) -> None:
         operator = catalog.operator_of(type(node.op))
@@ -420,6 +508,35 @@ class Scanner:
             ):
                 return value.value.attr
         return None
+
+
+def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> None:
+    """Refuse a call that passes `self` to a helper calling a catalog tensor method on it
+    (`module.add(...)`): in the helper's module that parameter may be taken for a tensor."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    passed = {
+        params[i].arg
+        for i, a in enumerate(call.args[: len(params)])
+        if isinstance(a, ast.Name) and a.id == "self"
+    }
+    passed |= {
+        k.arg
+        for k in call.keywords
+        if k.arg and isinstance(k.value, ast.Name) and k.value.id == "self"
+    }
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in passed
+            and (catalog.by_method(node.func.attr) or catalog.by_inplace_method(node.func.attr))
+        ):
+            raise Refusal(
+                "MIG114",
+                f"{label} passes `self` as `{node.func.value.id}`, whose "
+                f"`.{node.func.attr}()` could be taken for a tensor method; left as is",
+            )
 
 
 def _arguments(

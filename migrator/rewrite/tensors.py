@@ -66,9 +66,13 @@ class TensorNames:
         module_attrs: set[str],
         tensor_attrs: set[str],
         first_is_tensor: bool = True,
+        helper_call: Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None = None,
     ) -> None:
-        """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input)."""
+        """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
+        `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
+        module (`helper_modules`): like a module call, it takes and returns tensors."""
         self.resolve = resolve
+        self.helper_call = helper_call
         self.module_attrs = module_attrs
         self.tensor_attrs = tensor_attrs
         self.names: set[str] = set()
@@ -251,7 +255,7 @@ class TensorNames:
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
             and func.attr in self.module_attrs
-        )
+        ) or (self.helper_call is not None and self.helper_call(node, self.is_tensor))
 
     def is_tuple(self, node: ast.expr) -> bool:
         """Whether `node` is a tuple of tensors (chunk/split/unbind results, module outputs)."""

@@ -1,0 +1,274 @@
+"""Helper functions that forward reaches, in the same file (module-level functions and static
+methods), turned into modules: a class `RotateHalf(nn.Module)` is added beside `rotate_half`,
+its `forward` the function's body with its ops converted (the analysis of a class, run on a
+stand-in `ClassDef` over the function's own nodes, so positions and findings are the
+function's), and each forward-path call `rotate_half(x)` becomes `self.rotate_half(x)` with an
+instance of its own created in the caller's `__init__`. The function stays as written for its
+other callers; a module passed in (`attn(self, q, k)`) is passed through to the new forward.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Callable
+
+from migrator import catalog
+from migrator.rewrite.context import FileContext
+from migrator.rewrite.family import Family
+from migrator.rewrite.helpers import called_helpers, ops_in, target_of
+from migrator.rewrite.plan import HelperClass
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.taken import WorksOut
+from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.walk import header_lines
+
+
+class HelperModules:
+    """The helper functions of one file that become modules, worked out once each."""
+
+    def __init__(self, ctx: FileContext, family: Family, analysis: WorksOut) -> None:
+        self.ctx = ctx
+        self.family = family
+        self.analysis = analysis
+        self.made: dict[int, HelperClass | None] = {}
+        """id of the function -> its class (None: nothing in it to convert)."""
+        self.reasons: dict[int, str] = {}
+        """id of the function -> why it is not turned into a module."""
+        self.analysed: set[int] = set()
+        """ids of the functions whose ops a module's analysis reported, none converted."""
+        self._running: set[int] = set()
+        self._names: set[str] = set()
+        self._shapes: dict[int, str | None] = {}
+
+    def helper_call(
+        self,
+        call: ast.Call,
+        is_tensor: Callable[[ast.expr], bool],
+        caller: ast.FunctionDef,
+        methods: dict[str, ast.FunctionDef],
+    ) -> bool:
+        """Whether `call` (in `caller`, a method of a class with `methods`) runs a helper of
+        this file that may become a module, with a tensor (or `self`) first: as after the
+        rewrite, it counts as a module call (tensors in and out)."""
+        function = self.target(call, caller, methods)
+        return (
+            function is not None
+            and self.refusal(function, function in methods.values()) is None
+            and first_is_tensor(call, is_tensor)
+        )
+
+    def target(
+        self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+    ) -> ast.FunctionDef | None:
+        """The helper function of this file that `call` runs (None: none)."""
+        found = target_of(self.ctx, self.ctx.info, call, caller, methods)
+        return found[1] if found and found[0] is self.ctx.info else None
+
+    def overriding(self, owner: ClassInfo, name: str) -> str | None:
+        """A subclass of `owner` (in this file or its package) defining its own `name`: a call
+        `self.<name>(...)` in `owner` may run that one (None: none)."""
+        for sub in [
+            *self.family.subclasses_in_file(owner),
+            *self.family.subclasses_elsewhere(owner),
+        ]:
+            if name in sub.methods():
+                return sub.name
+        return None
+
+    def has_work(self, function: ast.FunctionDef, tensor_first: bool) -> bool:
+        """Whether a helper holds ops or calls helpers of this file (which may);
+        `tensor_first`: its first parameter is given a tensor."""
+        return any(ops_in(self.ctx.info, function, tensor_first)) or any(
+            info is self.ctx.info for (info, _), _ in called_helpers(self.ctx, function)
+        )
+
+    def refusal(self, function: ast.FunctionDef, static: bool) -> str | None:
+        """Why the helper's shape keeps it a function (None: it may become a module)."""
+        key = id(function)
+        if key not in self._shapes:
+            self._shapes[key] = None  # a helper returning its own result is judged without it
+            self._shapes[key] = self._refused(function, static)
+            if self._shapes[key]:
+                self.reasons[key] = str(self._shapes[key])
+        return self._shapes[key]
+
+    def module_for(self, function: ast.FunctionDef, owner: ClassInfo | None) -> HelperClass | None:
+        """The class `function` becomes (planned on first use), None when it does not become
+        one: nothing in it converts (its findings say why), or its shape is refused
+        (`reasons`). `owner`: the class of a static method."""
+        key = id(function)
+        if key in self.made:
+            return self.made[key]
+        if key in self._running:
+            self.reasons[key] = "it calls itself"
+            return None
+        reason = self.refusal(function, owner is not None)
+        names = _class_names(function, owner)
+        name = next((n for n in names if self._free(n)), "")
+        if reason is None and not name:
+            reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
+        if reason is not None:
+            self.reasons[key] = reason
+            self.made[key] = None
+            return None
+        imports = _imports(self.ctx)
+        base = self.ctx.module_ref("torch.nn.Module")
+        from migrator.rewrite.classes import ClassAnalysis  # classes reach helpers through scan
+
+        replaces = len(self.ctx.plan.replaces)
+        self._running.add(key)
+        stand_in = _stand_in(function, name, self.ctx)
+        registrations = ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(
+            place=False
+        )
+        self._running.discard(key)
+        if len(self.ctx.plan.replaces) == replaces:
+            self.ctx.from_imports, self.ctx.plain_imports, self.ctx.plan.import_names = imports
+            self.analysed.add(key)
+            self.made[key] = None
+            return None
+        self._names.add(name)
+        made = HelperClass(
+            name,
+            base,
+            function.name,
+            tuple(r.code for r in sorted(registrations, key=lambda r: r.key)),
+        )
+        self.ctx.plan.helper_classes[function.lineno] = made
+        self.made[key] = made
+        return made
+
+    def _free(self, name: str) -> bool:
+        """Whether a new class may take `name` in this file: not a name the file has or this
+        run adds, nor the name of a class migrator may import into it."""
+        info = self.ctx.info
+        return (
+            name not in self._names
+            and name not in _IMPORTED
+            and name not in self.ctx.pending_names()
+            and info.names.is_free(name)
+            and name not in info.classes
+            and name not in info.functions()
+        )
+
+    def _refused(self, function: ast.FunctionDef, static: bool) -> str | None:
+        decorators = [
+            d
+            for d in function.decorator_list
+            if not (static and isinstance(d, ast.Name) and d.id == "staticmethod")
+        ]
+        if decorators:
+            return f"it is decorated (`@{self.ctx.text(decorators[0])}`)"
+        if self.ctx.skip.intersection(header_lines(function)):
+            return "it is under `# migrator: skip`"
+        params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+        if any(p.arg == "self" for p in params):
+            return "it has a parameter named `self`"
+        for visit in self.ctx.visits(function):
+            if isinstance(visit.node, (ast.Yield, ast.YieldFrom)) and not visit.repeated:
+                return "it is a generator"
+            if isinstance(visit.node, (ast.Global, ast.Nonlocal)):
+                return "it declares global or nonlocal names"
+        return self._returns(function)
+
+    def _returns(self, function: ast.FunctionDef) -> str | None:
+        """Why the helper's results are not all tensors or tuples of tensors, as a module's
+        are taken to be (its first parameter taken for a tensor, as forward's is)."""
+        visits = self.ctx.visits(function)
+        nodes = [v.node for v in visits]
+        tensors = TensorNames(
+            function,
+            nodes,
+            self.ctx.info.names.resolve,
+            set(),
+            set(),
+            helper_call=lambda call, is_tensor: self.helper_call(call, is_tensor, function, {}),
+        )
+        nested = {
+            id(n)
+            for v in visits
+            if isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            for n in ast.walk(v.node)
+        }
+        returns = [n for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
+        if not returns or not _always_returns(function.body):
+            return "it may return nothing"
+        for node in returns:
+            value = node.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            if value is None or not all(
+                i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items
+            ):
+                shown = self.ctx.text(value) if value is not None else "None"
+                return f"its result `{shown}` is not proven to be a tensor or tuple of tensors"
+        return None
+
+
+def _imports(
+    ctx: FileContext,
+) -> tuple[dict[str, list[str]], list[str], dict[str, list[str]]]:
+    """A copy of the imports the file's rewrite adds so far."""
+    return (
+        {k: list(v) for k, v in ctx.from_imports.items()},
+        list(ctx.plain_imports),
+        {k: list(v) for k, v in ctx.plan.import_names.items()},
+    )
+
+
+def first_is_tensor(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bool:
+    """Whether the first argument of a helper call is `self` or a tensor: the helper's module
+    takes its first parameter for a tensor (or the module passed in)."""
+    first = call.args[0] if call.args else None
+    if first is None or isinstance(first, ast.Starred):
+        return False
+    return (isinstance(first, ast.Name) and first.id == "self") or is_tensor(first)
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    """Whether running `body` always ends in a `return` or `raise` (never falls off its end)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return isinstance(last, (ast.Return, ast.Raise))
+
+
+_IMPORTED = frozenset(
+    qualname.rsplit(".", 1)[1]
+    for qualname in [*catalog.replacing_modules(), *catalog.toolkit_classes()]
+)
+"""Class names migrator may import into a file (`from migrator.nn import Norm`)."""
+
+
+def _class_names(function: ast.FunctionDef, owner: ClassInfo | None) -> list[str]:
+    """The names its class may take: `rotate_half` -> `RotateHalf`, then `RotateHalfHelper`
+    (a class `DropPath` calling `drop_path` has the first); a static method `_act` of
+    `Block` -> `BlockAct`."""
+    camel = "".join(part[:1].upper() + part[1:] for part in function.name.split("_"))
+    name = (owner.name if owner else "") + (camel or "Helper")
+    return [name, f"{name}Helper"]
+
+
+def _stand_in(function: ast.FunctionDef, name: str, ctx: FileContext) -> ClassInfo:
+    """A class whose `forward` is `function` with `self` first: the function's own nodes, so
+    the analysis plans its replacements and reports its findings where they are."""
+    args = copy.copy(function.args)
+    first = ast.arg("self")
+    ast.copy_location(first, function)
+    if args.posonlyargs:
+        args.posonlyargs = [first, *args.posonlyargs]
+    else:
+        args.args = [first, *args.args]
+    forward = ast.FunctionDef(
+        name="forward",
+        args=args,
+        body=function.body,
+        decorator_list=[],
+        returns=function.returns,
+        type_comment=None,
+    )
+    ast.copy_location(forward, function)
+    node = ast.ClassDef(name=name, bases=[], keywords=[], body=[forward], decorator_list=[])
+    ast.copy_location(node, function)
+    module = ctx.info.names.module
+    return ClassInfo(name, f"{module}.{name}" if module else name, node, ctx.info)
