@@ -54,7 +54,8 @@ class ClassAnalysis:
         hyper = HyperParameters(self.ctx, self.attributes)
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
-        for name, times in reached.items():
+        steps = []
+        for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
             if self.ctx.skip.intersection(header_lines(method)):
@@ -66,7 +67,7 @@ class ClassAnalysis:
                 module_attrs,
                 self.attributes.tensor_attrs,
             )
-            Scanner(
+            scanner = Scanner(
                 self.ctx,
                 method,
                 times,
@@ -77,7 +78,11 @@ class ClassAnalysis:
                 sites=reused,
                 hyper=hyper,
                 creator=creator,
-            ).scan()
+            )
+            steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
+        # the nodes of all methods in the order forward runs them: created modules are named so
+        for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):
+            scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()

@@ -15,6 +15,7 @@ from typing import Literal, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from migrator.rewrite.imports import insert_imports
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region, regions
 
@@ -265,9 +266,9 @@ class _Apply(cst.CSTTransformer):
         if not (self.imports and self.plan.imports):
             return updated
         body = list(updated.body)
-        at = _import_position(body)
-        new = [cst.parse_statement(code + "\n") for code in self.plan.imports]
-        return updated.with_changes(body=body[:at] + new + body[at:])
+        return updated.with_changes(
+            body=insert_imports(body, self.plan.imports, self.plan.package, _import_position(body))
+        )
 
 
 def _import_position(body: Sequence[cst.CSTNode]) -> int:

@@ -175,10 +175,11 @@ class FileContext:
             self.plain_imports.append(module)
 
     def finish(self) -> None:
-        self.plan.imports = [f"import {m}" for m in self.plain_imports] + [
+        self.plan.imports = [f"import {m}" for m in sorted(self.plain_imports)] + [
             f"from {module} import {', '.join(sorted(names))}"
-            for module, names in self.from_imports.items()
+            for module, names in sorted(self.from_imports.items())
         ]
+        self.plan.package = self.info.names.module.split(".")[0]
         self.findings.sort()
 
 

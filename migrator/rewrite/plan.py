@@ -64,6 +64,8 @@ class Plan:
     """Statement start line -> statements to insert right before it (a new `__init__`)."""
     imports: list[str] = field(default_factory=list)
     """Import statements to add at the top of the module."""
+    package: str = ""
+    """The top-level package of the file ('' when unknown): its imports are first party."""
     import_names: dict[str, list[str]] = field(default_factory=dict)
     """Module -> names to add to the file's existing `from <module> import ...` statement."""
 
