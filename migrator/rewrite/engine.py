@@ -11,6 +11,7 @@ from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
+from migrator.rewrite.unused import drop_unused_imports
 
 
 def plan_text(
@@ -61,7 +62,7 @@ def fix_text(
     from migrator.rewrite.codemod import apply  # libcst loads only when a file changes
 
     with gc_paused():
-        return apply(text, plan, tree), findings
+        return drop_unused_imports(tree, apply(text, plan, tree), path), findings
 
 
 @contextmanager
