@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrator.rewrite.imports import insert_imports
+from migrator.rewrite.layout import call_text
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region, regions
 
@@ -216,6 +217,12 @@ class _Apply(cst.CSTTransformer):
             semicolon=updated.semicolon,
         )
 
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        column = self.get_metadata(PositionProvider, original).start.column
+        return _wrapped(updated, column, self.plan.line_length, original)
+
     def leave_IndentedBlock(
         self, original: cst.IndentedBlock, updated: cst.IndentedBlock
     ) -> cst.IndentedBlock:
@@ -269,6 +276,47 @@ class _Apply(cst.CSTTransformer):
         return updated.with_changes(
             body=insert_imports(body, self.plan.imports, self.plan.package, _import_position(body))
         )
+
+
+def _wrapped(
+    line: cst.SimpleStatementLine, column: int, limit: int, original: cst.SimpleStatementLine
+) -> cst.SimpleStatementLine:
+    """A rewritten one-line statement that ends in a call of a created module (`y =
+    self.add(a, b)`, `return self.relu(x)`), split at that call's brackets when it has grown
+    past the line length; any other statement as it is."""
+    empty = cst.Module([])
+    if len(line.body) != 1:
+        return line
+    small = line.body[0]
+    value = getattr(small, "value", None)
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and isinstance(value.func.value, cst.Name)
+        and value.func.value.value == "self"
+        and value.args
+        and not value.lpar
+    ):
+        return line
+    text = empty.code_for_node(small)
+    if "\n" in text or column + len(text) <= limit or original.deep_equals(line):
+        return line
+    call = empty.code_for_node(value)
+    if not text.endswith(call):
+        return line
+    head = text[: -len(call)] + empty.code_for_node(value.func)
+    args = [
+        empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+        for a in value.args
+    ]
+    try:
+        split = cst.parse_statement(call_text(head, args, column, limit) + "\n")
+    except cst.ParserSyntaxError:
+        return line
+    assert isinstance(split, cst.SimpleStatementLine)  # a statement of one line
+    return split.with_changes(
+        leading_lines=line.leading_lines, trailing_whitespace=line.trailing_whitespace
+    )
 
 
 def _import_position(body: Sequence[cst.CSTNode]) -> int:

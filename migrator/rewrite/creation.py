@@ -51,7 +51,7 @@ class ModuleCreator:
         module = self.ctx.module_ref(op.module)
         name = self.names.new(op.key)
         self.registrations.append(
-            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+            Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
         )
         return name
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
+from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
 from migrator.rewrite.unused import drop_unused_imports
@@ -27,14 +28,19 @@ def plan_text(
 
 
 def _planned(
-    text: str, path: str, project: Project, ops_module: str, disable: frozenset[str]
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str,
+    disable: frozenset[str],
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
         tree = ast.parse(text)
         if not may_have_work(text):
             return tree, Plan(), []
-        return tree, *analyze(text, path, project, tree, ops_module, disable)
+        return tree, *analyze(text, path, project, tree, ops_module, disable, line_length)
 
 
 def check_text(
@@ -54,9 +60,11 @@ def fix_text(
     project: Project,
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[str, list[Finding]]:
-    """(rewritten text, findings) for one file's text (raises SyntaxError)."""
-    tree, plan, findings = _planned(text, path, project, ops_module, disable)
+    """(rewritten text, findings) for one file's text (raises SyntaxError); new lines keep
+    within `line_length`."""
+    tree, plan, findings = _planned(text, path, project, ops_module, disable, line_length)
     if not plan:
         return text, findings
     from migrator.rewrite.codemod import apply  # libcst loads only when a file changes
