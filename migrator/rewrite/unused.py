@@ -63,7 +63,7 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
                 # a statement alone between blank lines takes one of them along
                 skip_blank = bool(out) and not out[-1].strip()
             continue
-        if skip_blank and not line.strip():
+        if skip_blank and not line.strip() and i < len(lines):  # the text's end stays
             skip_blank = False
             continue
         skip_blank = False
