@@ -112,3 +112,56 @@ def test_fix_splits_a_rewritten_call_that_grew_too_long(tmp_path):
         "            self.mul(left, right), right\n"
         "        )  # sum\n"
     )
+
+
+def test_fix_lays_out_again_a_rewritten_multiline_call_past_the_line_length(tmp_path):
+    path = tmp_path / "net.py"
+    head = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.left_branch = nn.ReLU()\n        self.right_branch = nn.ReLU()\n"
+    )
+    path.write_text(
+        head + "\n    def forward(self, x):\n"
+        "        return torch.cat(\n"
+        "            [self.left_branch(x) * 2.0, self.right_branch(x) * 3.0, x * 4.0, x * 5.0], 1\n"
+        "        )\n",
+        encoding="utf-8",
+    )
+    assert main(["fix", "-q", str(path)]) == 1
+    assert path.read_text(encoding="utf-8").endswith(
+        "    def forward(self, x):\n"
+        "        return self.cat(\n"
+        "            self.mul(self.left_branch(x), 2.0),\n"
+        "            self.mul_1(self.right_branch(x), 3.0),\n"
+        "            self.mul_2(x, 4.0),\n"
+        "            self.mul_3(x, 5.0),\n"
+        "        )\n"
+    )
+
+
+OPS = """import torch
+{imports}
+
+class Net(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return (a + b) * (a - b) / a
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "expected"),
+    [
+        ("", "from migrator.nn import (\n    Add,\n    Div,\n    Mul,\n    Sub,\n)\n"),
+        (  # an existing import the names join
+            "from migrator.nn import Add\n",
+            "from migrator.nn import (\n    Add,\n    Div,\n    Mul,\n    Sub,\n)\n",
+        ),
+    ],
+)
+def test_imports_that_do_not_fit_take_one_name_a_line(tmp_path, imports, expected):
+    (tmp_path / "ruff.toml").write_text("line-length = 40\n", encoding="utf-8")
+    path = tmp_path / "net.py"
+    path.write_text(OPS.format(imports=imports), encoding="utf-8")
+    assert main(["fix", "-q", str(path)]) == 1
+    assert path.read_text(encoding="utf-8").startswith("import torch\n" + expected)

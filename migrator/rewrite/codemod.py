@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrator.rewrite.imports import insert_imports
-from migrator.rewrite.layout import call_text
+from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region, regions
 
@@ -259,15 +259,34 @@ class _Apply(cst.CSTTransformer):
         if not names:
             return updated
         last = updated.names[-1]
-        added = [cst.ImportAlias(cst.Name(n)) for n in names]
+        empty = cst.Module([])
+        added = [cst.ImportAlias(cst.Name(n)) for n in sorted(names)]
+        old = list(updated.names)
+        spelled = [empty.code_for_node(a.name) for a in old]
+        if spelled == sorted(spelled):  # a sorted list stays sorted, as isort keeps it
+            every = sorted(old + added, key=lambda a: empty.code_for_node(a.name))
+        else:
+            every = old + added
         if isinstance(last.comma, cst.Comma):  # a parenthesised list with a trailing comma
-            added = [a.with_changes(comma=last.comma) for a in added]
-            return updated.with_changes(names=[*updated.names, *added])
+            return updated.with_changes(names=[a.with_changes(comma=last.comma) for a in every])
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        head = [*updated.names[:-1], last.with_changes(comma=comma)]
-        return updated.with_changes(
-            names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:]
+        aliases = [a.with_changes(comma=comma) for a in every[:-1]] + [
+            every[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        ]
+        extended = updated.with_changes(names=aliases)
+        column = self.get_metadata(PositionProvider, original).start.column
+        if column + len(empty.code_for_node(extended)) <= self.plan.line_length or updated.lpar:
+            return extended
+        listed = [
+            empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in aliases
+        ]
+        line = cst.parse_statement(
+            from_import_text(module, listed, column, self.plan.line_length) + "\n"
         )
+        assert isinstance(line, cst.SimpleStatementLine)  # an import statement
+        wrapped = line.body[0]
+        assert isinstance(wrapped, cst.ImportFrom)
+        return wrapped.with_changes(semicolon=updated.semicolon)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.imports and self.plan.imports):
@@ -281,9 +300,10 @@ class _Apply(cst.CSTTransformer):
 def _wrapped(
     line: cst.SimpleStatementLine, column: int, limit: int, original: cst.SimpleStatementLine
 ) -> cst.SimpleStatementLine:
-    """A rewritten one-line statement that ends in a call of a created module (`y =
-    self.add(a, b)`, `return self.relu(x)`), split at that call's brackets when it has grown
-    past the line length; any other statement as it is."""
+    """A rewritten statement that ends in a call of a created module (`y = self.add(a, b)`,
+    `return self.relu(x)`) and has a line past the line length, laid out again at that call's
+    brackets (when the statement holds no comment and each argument is on one line); any other
+    statement as it is."""
     empty = cst.Module([])
     if len(line.body) != 1:
         return line
@@ -299,16 +319,19 @@ def _wrapped(
     ):
         return line
     text = empty.code_for_node(small)
-    if "\n" in text or column + len(text) <= limit or original.deep_equals(line):
+    # continuation lines are shown without the block's indentation, which is `column`
+    if max(column + len(part) for part in text.split("\n")) <= limit or "#" in text:
         return line
     call = empty.code_for_node(value)
-    if not text.endswith(call):
+    if not text.endswith(call) or original.deep_equals(line):
         return line
     head = text[: -len(call)] + empty.code_for_node(value.func)
     args = [
         empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
         for a in value.args
     ]
+    if any("\n" in part for part in [head, *args]):
+        return line
     try:
         split = cst.parse_statement(call_text(head, args, column, limit) + "\n")
     except cst.ParserSyntaxError:

@@ -1,6 +1,7 @@
 """Lay out new lines within the file's line length, the way black does for the simple calls the
 rewrite writes: on one line when it fits; else the arguments on one indented line between the
-brackets; else one argument per line, with a trailing comma when there are several."""
+brackets; else one argument per line, with a trailing comma when there are several. A `from`
+import that does not fit takes one name a line, as isort wraps it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def call_text(head: str, args: list[str], column: int, limit: int) -> str:
     if column + len(INDENT) + len(joined) <= limit or len(args) == 1:
         return f"{head}(\n{INDENT}{joined}\n)"
     return f"{head}(\n" + "".join(f"{INDENT}{a},\n" for a in args) + ")"
+
+
+def from_import_text(module: str, names: list[str], column: int, limit: int) -> str:
+    """`from module import names`, parenthesised one name a line (as isort and ruff wrap it)
+    when it does not fit."""
+    one = f"from {module} import {', '.join(names)}"
+    if column + len(one) <= limit:
+        return one
+    return f"from {module} import (\n" + "".join(f"{INDENT}{n},\n" for n in names) + ")"
 
 
 def line_length(path: str) -> int:
