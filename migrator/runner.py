@@ -27,6 +27,7 @@ from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
 from migrator.rewrite.engine import check_text, fix_text
+from migrator.rewrite.layout import line_length
 from migrator.rewrite.project import Project
 from migrator.suppress import split, suppressions, unused
 
@@ -142,7 +143,13 @@ def process(
         source = (read or read_source)(path)
         if rewrite:
             new_text, findings = fix_text(
-                source.text, str(path), Project(), config.ops_module, disable, config.toolkit
+                source.text,
+                str(path),
+                Project(),
+                config.ops_module,
+                disable,
+                toolkit=config.toolkit,
+                line_length=line_length(str(path)),
             )
         else:
             new_text = None

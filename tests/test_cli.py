@@ -23,7 +23,6 @@ class Net(nn.Module):
         return F.relu(self.conv(x))
 """
 FIXED = """import torch.nn as nn
-import torch.nn.functional as F
 
 
 class Net(nn.Module):

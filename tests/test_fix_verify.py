@@ -117,3 +117,20 @@ def test_set_up_errors_exit_2(project):
         "[[tool.migrator.verify]] entries to pyproject.toml\n"
     )
     assert (project / "zoo" / "net.py").read_text() == MODEL
+
+
+def test_each_path_is_verified_with_its_own_configuration(tmp_path):
+    """Two projects on one command line: each one's [[tool.migrator.verify]] targets are
+    verified (not only the first path's), and both files are written."""
+    for name in ("first", "second"):
+        (tmp_path / name / "models").mkdir(parents=True)
+        (tmp_path / name / "models" / "net.py").write_text(MODEL)
+        (tmp_path / name / "pyproject.toml").write_text(
+            '[tool.migrator]\n\n[[tool.migrator.verify]]\ntarget = "models/net.py:Net"\n'
+        )
+    result = migrator("fix", "--verify", "first/models", "second/models", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.count("=> PASS") == 2, result.stdout
+    assert "not written" not in result.stderr
+    for name in ("first", "second"):
+        assert "self.relu(self.conv(x))" in (tmp_path / name / "models" / "net.py").read_text()

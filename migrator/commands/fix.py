@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         found = outcomes(args, settings, raw, rewrite=True, progress=bar)
         if args.verify:
             found = list(found)  # every rewrite is known before any file is written
-            verified = _verify(found, settings.for_path(args.paths[0]), args)
+            configs = {id(c): c for c in map(settings.for_path, args.paths)}  # each path's own
+            verified = _verify(found, list(configs.values()), args)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
@@ -86,13 +87,14 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(args, fixer.finish())
 
 
-def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Namespace):
-    """Verify the configured targets against the in-memory rewrites, then (with --observers or
-    --onnx) run the quantization chain on the migrated models (imports torch)."""
+def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argparse.Namespace):
+    """Verify the targets the configurations of the paths given name against the in-memory
+    rewrites, then (with --observers or --onnx) run the quantization chain on the migrated models
+    (imports torch)."""
     from migrator.prove.targets import TargetError, config_targets
 
     try:
-        targets = config_targets(config)
+        targets = [target for config in configs for target in config_targets(config)]
         options = chain_options(args)
     except TargetError as exc:
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
@@ -112,9 +114,10 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
         for o in outcomes
         if isinstance(o, runner.Processed) and o.changed and o.new_text is not None
     }
-    ops_file = _ops_module_file(config)
-    if rewrites and ops_file is not None and not ops_file.exists():
-        rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix will write it
+    for config in configs:
+        ops_file = _ops_module_file(config)
+        if rewrites and ops_file is not None and not ops_file.exists():
+            rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix writes it
     verified = verify_rewrites(rewrites, targets)
     report_setup_errors(verified.results, "migrator fix --verify")
     compared = [result for result in verified.results if not result.error]

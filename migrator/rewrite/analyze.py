@@ -55,19 +55,25 @@ def analyze(
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
     toolkit: str = "",
+    line_length: int = 88,
 ) -> tuple[Plan, list[Finding]]:
     """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
-    return ProjectAnalysis(project, ops_module, toolkit).file(source, path, tree, disable)
+    return ProjectAnalysis(project, ops_module, toolkit, line_length).file(
+        source, path, tree, disable
+    )
 
 
 class ProjectAnalysis:
     """The analysis of the files of a project: the file at hand, and the files holding its
     family's classes, each worked out once a run so the names created in them are known."""
 
-    def __init__(self, project: Project, ops_module: str, toolkit: str = "") -> None:
+    def __init__(
+        self, project: Project, ops_module: str, toolkit: str = "", line_length: int = 88
+    ) -> None:
         self.project = project
         self.ops_module = ops_module
         self.toolkit = toolkit
+        self.line_length = line_length
 
     def file(
         self,
@@ -93,6 +99,7 @@ class ProjectAnalysis:
             disable=disable,
             toolkit=self.toolkit,
         )
+        ctx.plan.line_length = self.line_length
         ctx.skip = skip_lines(source)
         find_shared(ctx)
         ctx.suppress = suppressions(source)

@@ -56,7 +56,8 @@ class ClassAnalysis:
         hyper = HyperParameters(self.ctx, self.attributes)
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
-        for name, times in reached.items():
+        steps = []
+        for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
             if self.ctx.skip.intersection(header_lines(method)):
@@ -69,7 +70,7 @@ class ClassAnalysis:
                 self.attributes.tensor_attrs,
                 helper_call=self._helper_call(method),
             )
-            Scanner(
+            scanner = Scanner(
                 self.ctx,
                 method,
                 times,
@@ -83,7 +84,11 @@ class ClassAnalysis:
                 creator=creator,
                 methods=methods,
                 owner=self.cls,
-            ).scan()
+            )
+            steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
+        # the nodes of all methods in the order forward runs them: created modules are named so
+        for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):
+            scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()

@@ -7,6 +7,7 @@ of the text is kept as it is, without a LibCST tree.
 
 from __future__ import annotations
 
+import textwrap
 import ast
 import io
 import tokenize
@@ -15,6 +16,8 @@ from typing import Literal, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from migrator.rewrite.imports import insert_imports
+from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region, regions
 
@@ -250,6 +253,12 @@ class _Apply(cst.CSTTransformer):
             semicolon=updated.semicolon,
         )
 
+    def leave_SimpleStatementLine(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        column = self.get_metadata(PositionProvider, original).start.column
+        return _wrapped(updated, column, self.plan.line_length, original)
+
     def leave_IndentedBlock(
         self, original: cst.IndentedBlock, updated: cst.IndentedBlock
     ) -> cst.IndentedBlock:
@@ -286,29 +295,93 @@ class _Apply(cst.CSTTransformer):
         if not names:
             return updated
         last = updated.names[-1]
-        added = [cst.ImportAlias(cst.Name(n)) for n in names]
+        empty = cst.Module([])
+        added = [cst.ImportAlias(cst.Name(n)) for n in sorted(names)]
+        old = list(updated.names)
+        spelled = [empty.code_for_node(a.name) for a in old]
+        if spelled == sorted(spelled):  # a sorted list stays sorted, as isort keeps it
+            every = sorted(old + added, key=lambda a: empty.code_for_node(a.name))
+        else:
+            every = old + added
         if isinstance(last.comma, cst.Comma):  # a parenthesised list with a trailing comma
-            added = [a.with_changes(comma=last.comma) for a in added]
-            return updated.with_changes(names=[*updated.names, *added])
+            return updated.with_changes(names=[a.with_changes(comma=last.comma) for a in every])
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        head = [*updated.names[:-1], last.with_changes(comma=comma)]
-        return updated.with_changes(
-            names=head + [a.with_changes(comma=comma) for a in added[:-1]] + added[-1:]
+        aliases = [a.with_changes(comma=comma) for a in every[:-1]] + [
+            every[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        ]
+        extended = updated.with_changes(names=aliases)
+        column = self.get_metadata(PositionProvider, original).start.column
+        if column + len(empty.code_for_node(extended)) <= self.plan.line_length or updated.lpar:
+            return extended
+        listed = [
+            empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in aliases
+        ]
+        line = cst.parse_statement(
+            from_import_text(module, listed, column, self.plan.line_length) + "\n"
         )
+        assert isinstance(line, cst.SimpleStatementLine)  # an import statement
+        wrapped = line.body[0]
+        assert isinstance(wrapped, cst.ImportFrom)
+        return wrapped.with_changes(semicolon=updated.semicolon)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.imports and self.plan.imports):
             return updated
         body = list(updated.body)
-        at = _import_position(body)
-        new = [cst.parse_statement(code + "\n") for code in self.plan.imports]
-        return updated.with_changes(body=body[:at] + new + body[at:])
+        return updated.with_changes(
+            body=insert_imports(body, self.plan.imports, self.plan.package, _import_position(body))
+        )
+
+
+def _wrapped(
+    line: cst.SimpleStatementLine, column: int, limit: int, original: cst.SimpleStatementLine
+) -> cst.SimpleStatementLine:
+    """A rewritten statement that ends in a call of a created module (`y = self.add(a, b)`,
+    `return self.relu(x)`) and has a line past the line length, laid out again at that call's
+    brackets (when the statement holds no comment and each argument is on one line); any other
+    statement as it is."""
+    empty = cst.Module([])
+    if len(line.body) != 1:
+        return line
+    small = line.body[0]
+    value = getattr(small, "value", None)
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and isinstance(value.func.value, cst.Name)
+        and value.func.value.value == "self"
+        and value.args
+        and not value.lpar
+    ):
+        return line
+    text = empty.code_for_node(small)
+    # continuation lines are shown without the block's indentation, which is `column`
+    if max(column + len(part) for part in text.split("\n")) <= limit or "#" in text:
+        return line
+    call = empty.code_for_node(value)
+    if not text.endswith(call) or original.deep_equals(line):
+        return line
+    head = text[: -len(call)] + empty.code_for_node(value.func)
+    args = [
+        empty.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+        for a in value.args
+    ]
+    if any("\n" in part for part in [head, *args]):
+        return line
+    try:
+        split = cst.parse_statement(call_text(head, args, column, limit) + "\n")
+    except cst.ParserSyntaxError:
+        return line
+    assert isinstance(split, cst.SimpleStatementLine)  # a statement of one line
+    return split.with_changes(
+        leading_lines=line.leading_lines, trailing_whitespace=line.trailing_whitespace
+    )
 
 
 def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     """The class a helper function becomes: `__init__` creates its modules, `forward` is the
     function (its replacements made) with `self` first."""
-    init = "".join(f"        {code}\n" for code in made.init)
+    init = "".join(textwrap.indent(code, " " * 8) + "\n" for code in made.init)
     template = cst.parse_statement(
         f"class {made.name}({made.base}):\n"
         f'    """`{made.function}` as a module: its ops are submodules."""\n\n'

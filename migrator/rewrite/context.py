@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
+from migrator.rewrite.layout import from_import_text
 from migrator.rewrite.plan import Located, Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
@@ -185,10 +186,11 @@ class FileContext:
             self.plain_imports.append(module)
 
     def finish(self) -> None:
-        self.plan.imports = [f"import {m}" for m in self.plain_imports] + [
-            f"from {module} import {', '.join(sorted(names))}"
-            for module, names in self.from_imports.items()
+        self.plan.imports = [f"import {m}" for m in sorted(self.plain_imports)] + [
+            from_import_text(module, sorted(names), 0, self.plan.line_length)
+            for module, names in sorted(self.from_imports.items())
         ]
+        self.plan.package = self.info.names.module.split(".")[0]
         self.findings.sort()
 
 

@@ -56,7 +56,7 @@ class ModuleCreator:
         self.can_create()
         name = self.names.new(base)
         self.registrations.append(
-            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+            Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
         )
         return name
 

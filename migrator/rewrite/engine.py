@@ -9,8 +9,10 @@ from contextlib import contextmanager
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
+from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
+from migrator.rewrite.unused import drop_unused_imports
 
 
 def plan_text(
@@ -33,13 +35,14 @@ def _planned(
     ops_module: str,
     disable: frozenset[str],
     toolkit: str = "",
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
         tree = ast.parse(text)
         if not may_have_work(text):
             return tree, Plan(), []
-        return tree, *analyze(text, path, project, tree, ops_module, disable, toolkit)
+        return tree, *analyze(text, path, project, tree, ops_module, disable, toolkit, line_length)
 
 
 def check_text(
@@ -61,15 +64,17 @@ def fix_text(
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
     toolkit: str = "",
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[str, list[Finding]]:
-    """(rewritten text, findings) for one file's text (raises SyntaxError)."""
-    tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit)
+    """(rewritten text, findings) for one file's text (raises SyntaxError); new lines keep
+    within `line_length`."""
+    tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
         return text, findings
     from migrator.rewrite.codemod import apply  # libcst loads only when a file changes
 
     with gc_paused():
-        return apply(text, plan, tree), findings
+        return drop_unused_imports(tree, apply(text, plan, tree), path), findings
 
 
 @contextmanager

@@ -133,7 +133,10 @@ class HelperModules:
             name,
             base,
             function.name,
-            tuple(r.code for r in sorted(registrations, key=lambda r: r.key)),
+            tuple(
+                r.text(8, self.ctx.plan.line_length)
+                for r in sorted(registrations, key=lambda r: r.key)
+            ),
         )
         self.ctx.plan.helper_classes[function.lineno] = made
         self.made[key] = made

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.layout import INDENT, call_text
 from migrator.rewrite.order import ForwardOrder, Key
 
 
@@ -23,6 +24,12 @@ class Registration:
     """`self` attributes its constructor arguments read: it must come after them."""
     copy_of: InitAttr | None = None
     """The module it copies (a split): it must come after it, in the same block."""
+    args: tuple[str, ...] | None = None
+    """The constructor's arguments, when `code` is the statement up to the call's `(`."""
+
+    def text(self, column: int, limit: int) -> str:
+        """The statement, for a line indented by `column`, within `limit` columns."""
+        return self.code if self.args is None else call_text(self.code, [*self.args], column, limit)
 
 
 class Placement:
@@ -57,9 +64,14 @@ class Placement:
         registrations = sorted(registrations, key=lambda r: r.key)
         init, cls = self.attributes.init, self.attributes.cls
         if init is None:
-            body = "".join(f"    {r.code}\n" for r in registrations)
             first = next(
                 s for s in cls.node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+            column = first.col_offset + len(INDENT)
+            body = "".join(
+                f"{INDENT}{line}\n"
+                for r in registrations
+                for line in r.text(column, self.ctx.plan.line_length).split("\n")
             )
             self.ctx.plan.insert_before(
                 first.lineno,
@@ -73,7 +85,9 @@ class Placement:
         assert floor is not None  # modules are created only after `super().__init__()`
         for registration in registrations:
             line, floor = self._line_for(registration, runs, floor)
-            self.ctx.plan.insert_after(line, registration.code)
+            self.ctx.plan.insert_after(
+                line, registration.text(init.body[0].col_offset, self.ctx.plan.line_length)
+            )
 
     def _line_for(
         self, registration: Registration, runs: list[tuple[Key, int]], floor: int

@@ -78,6 +78,10 @@ class Plan:
     """Statement start line -> statements to insert right before it (a new `__init__`)."""
     imports: list[str] = field(default_factory=list)
     """Import statements to add at the top of the module."""
+    package: str = ""
+    line_length: int = 88
+    """The longest line new code may write (the file's ruff or black `line-length`)."""
+    """The top-level package of the file ('' when unknown): its imports are first party."""
     import_names: dict[str, list[str]] = field(default_factory=dict)
     """Module -> names to add to the file's existing `from <module> import ...` statement."""
     helper_classes: dict[int, HelperClass] = field(default_factory=dict)

@@ -47,7 +47,7 @@ class ReusedModules:
                         self.ctx.plan.replaces.append(replace)
                         self.ctx.report(node, "MIG001", message, op=op, attr=replace.attr)
                 continue
-            first = sites[0].func
+            first = min(sites, key=lambda s: (s.func.lineno, s.func.col_offset)).func
             try:
                 kind = self._split_kind(attr, sites)
             except Refusal as refusal:

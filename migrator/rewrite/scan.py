@@ -17,7 +17,7 @@ from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
 from migrator.rewrite.names import literal
-from migrator.rewrite.order import ForwardOrder
+from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
@@ -65,33 +65,42 @@ class Scanner:
         self.owner = owner
         self.shadowed = self.ctx.locals_of(method)
 
-    def scan(self) -> None:
-        for visit in self.ctx.visits(self.method):
-            node = visit.node
-            if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
-                # still a call of the module: reuse is counted
-                if isinstance(node, ast.Call) and self._module_call(node.func):
-                    self.sites.add(
-                        Site(
-                            node.func.attr,
-                            node.func,
-                            self._times(visit),
-                            self.order.key(self.method, node),
-                            skipped=True,
-                            method=self.method,
-                        )
+    def steps(self) -> list[tuple[Key, int, Visit]]:
+        """The method's nodes, each with when it runs on the forward path (and its place in the
+        method's run, for methods whose place is not known): `scan` takes them in that order,
+        arguments before the call that takes them, so created modules are named as they run."""
+        runs = self.ctx.positions_of(self.method)
+        return [
+            (self.order.key(self.method, v.node), runs[id(v.node)], v)
+            for v in self.ctx.visits(self.method)
+        ]
+
+    def scan(self, visit: Visit) -> None:
+        node = visit.node
+        if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
+            # still a call of the module: reuse is counted
+            if isinstance(node, ast.Call) and self._module_call(node.func):
+                self.sites.add(
+                    Site(
+                        node.func.attr,
+                        node.func,
+                        self._times(visit),
+                        self.order.key(self.method, node),
+                        skipped=True,
+                        method=self.method,
                     )
-                continue
-            try:
-                if isinstance(node, ast.Call):
-                    self._call(node, visit)
-                elif isinstance(node, ast.BinOp):
-                    self._binop(node, visit)
-                elif isinstance(node, ast.AugAssign):
-                    self._augassign(node, visit)
-            except Refusal as refusal:
-                assert isinstance(node, (ast.expr, ast.stmt))  # only the ops above refuse
-                self.ctx.refuse(node, refusal)
+                )
+            return
+        try:
+            if isinstance(node, ast.Call):
+                self._call(node, visit)
+            elif isinstance(node, ast.BinOp):
+                self._binop(node, visit)
+            elif isinstance(node, ast.AugAssign):
+                self._augassign(node, visit)
+        except Refusal as refusal:
+            assert isinstance(node, (ast.expr, ast.stmt))  # only the ops above refuse
+            self.ctx.refuse(node, refusal)
 
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
