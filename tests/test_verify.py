@@ -244,11 +244,22 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
 
 
 @pytest.mark.parametrize(
-    "name", ["binary_functions", "inplace_methods", "activations_b", "pooling_2d", "sdpa"]
+    "name",
+    [
+        "binary_functions",
+        "inplace_methods",
+        "activations_b",
+        "pooling_2d",
+        "sdpa",
+        "loops_range",
+        "loops_enumerate",
+        "loops_nested",
+    ],
 )
 def test_fixture_rewrites_verify(name):
     """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
-    nn.PReLU owning a weight, return pooling indices, or pass attn_mask by keyword."""
+    nn.PReLU owning a weight, return pooling indices, pass attn_mask by keyword, or index an
+    nn.ModuleList of copies by a loop (fx unrolls it: one module an iteration either way)."""
     from fixture_cases import expected_after
 
     case = FIXTURE_CASES / f"{name}.before.py"

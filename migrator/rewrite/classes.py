@@ -14,6 +14,7 @@ from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.hyper import HyperParameters
+from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement
 from migrator.rewrite.project import ClassInfo
@@ -66,6 +67,7 @@ class ClassAnalysis:
                 module_attrs,
                 self.attributes.tensor_attrs,
             )
+            loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             Scanner(
                 self.ctx,
                 method,
@@ -77,7 +79,9 @@ class ClassAnalysis:
                 sites=reused,
                 hyper=hyper,
                 creator=creator,
+                loops=loops,
             ).scan()
+            reused.loops[id(method)] = loops
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
         reused.split()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -15,6 +15,9 @@ from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
 from migrator.rewrite.walk import Visit, walk
 from migrator.suppress import Suppressions, suppressed
+
+if TYPE_CHECKING:
+    from migrator.rewrite.loops import Copies
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -36,6 +39,8 @@ class Site:
     """Under a `# migrator: skip` pragma: counts as a call, but its code is never changed."""
     method: ast.FunctionDef | None = None
     """The method holding the call."""
+    loop: Copies | str | None = None
+    """In a loop: the copies it can index, or why none can be (None: not in a loop)."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
+from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
 from migrator.rewrite.taken import TakenNames
@@ -36,8 +37,11 @@ class ModuleCreator:
         self._walks_known = False
         """What `_walks_submodules` found (False: not looked yet)."""
 
-    def create(self, op: Op, ctor: list[str], deps: set[str], key: Key) -> str:
-        """Plan `self.<name> = <Module>(...)` in `__init__`; return the new attribute name."""
+    def create(
+        self, op: Op, ctor: list[str], deps: set[str], key: Key, copies: Copies | None = None
+    ) -> str:
+        """Plan `self.<name> = <Module>(...)` in `__init__` (an nn.ModuleList of them for the
+        `copies` of a loop); return the new attribute name."""
         self._can_create()
         cls = self.attributes.cls
         made = self.ctx.project.find_class(op.module)
@@ -49,18 +53,34 @@ class ModuleCreator:
                 "creating it in `__init__` would recurse; left as is",
             )
         module = self.ctx.module_ref(op.module)
+        value = f"{module}({', '.join(ctor)})"
+        if copies is not None:
+            value = copies.build(value, self.ctx.module_ref("torch.nn.ModuleList"))
         name = self.names.new(op.key)
         self.registrations.append(
-            Registration(key, f"self.{name} = {module}({', '.join(ctor)})", deps)
+            Registration(
+                key,
+                f"self.{name} = {value}",
+                deps | (copies.deps if copies else set()),
+                floor=copies.floor if copies else 0,
+            )
         )
         return name
 
-    def copy(self, original: InitAttr, key: Key) -> str:
+    def copy(self, original: InitAttr, key: Key, copies: Copies | None = None) -> str:
         """Plan a copy of the module `__init__` assigns to `original` (its constructor call
-        again); return the new attribute name."""
+        again; an nn.ModuleList of such copies for the `copies` of a loop); return the new
+        attribute name."""
+        value = self.ctx.block_text(original.value, original.stmt)
+        deps: set[str] = set()
+        floor = 0
+        if copies is not None:
+            deps, floor = copies.deps, copies.floor
+            value = copies.build(value, self.ctx.module_ref("torch.nn.ModuleList"))
         name = self.names.new(original.name)
-        code = f"self.{name} = {self.ctx.block_text(original.value, original.stmt)}"
-        self.registrations.append(Registration(key, code, set(), original))
+        self.registrations.append(
+            Registration(key, f"self.{name} = {value}", deps, original, floor)
+        )
         return name
 
     def _can_create(self) -> None:

@@ -14,6 +14,7 @@ from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
+from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
@@ -40,6 +41,7 @@ class Scanner:
         sites: ReusedModules,
         hyper: HyperParameters,
         creator: ModuleCreator,
+        loops: LoopCopies,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -52,6 +54,7 @@ class Scanner:
         self.sites = sites
         self.hyper = hyper
         self.creator = creator
+        self.loops = loops
         self.shadowed = self.ctx.locals_of(method)
 
     def scan(self) -> None:
@@ -85,6 +88,18 @@ class Scanner:
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
 
+    def _loop(self, visit: Visit) -> Copies | str | None:
+        """The copies a module call at `visit` would need, or why a loop allows none (None:
+        it runs once per run of the method)."""
+        if not visit.repeated:
+            return None
+        if self.times > 1:
+            return "the loop is in a method that runs more than once per forward"
+        try:
+            return self.loops.copies(visit)
+        except Refusal as why:
+            return why.message
+
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
         return self_attr(func) and func.attr in self.module_attrs
@@ -100,6 +115,7 @@ class Scanner:
                     self.order.key(self.method, node),
                     method=self.method,
                     skipped=self.ctx.suppressed(func, "MIG003"),
+                    loop=self._loop(visit),
                 )
             )
             return
@@ -261,12 +277,18 @@ class Scanner:
         ctor = [f"{k}={hyper[id(v)][0] if k in bound.given else repr(v)}" for k, v in bound.ctor]
         deps = set().union(*(hyper[id(v)][1] for k, v in bound.ctor if k in bound.given))
         weight_module = None if bound.weight is None else self._weight_owner(op, bound.weight)
+        copies = None
         if visit.repeated:
-            raise Refusal(
-                "MIG105",
-                f"{label} runs in a loop or comprehension: one module would "
-                "serve every iteration; left as is",
-            )
+            try:
+                if weight_module is not None:
+                    raise Refusal("MIG105", "")
+                copies = self.loops.copies(visit)
+            except Refusal as why:
+                raise Refusal(
+                    "MIG105",
+                    f"{label} runs in a loop or comprehension: one module would serve every "
+                    f"iteration{_no_copies(why.message)}; left as is",
+                ) from None
         if self.times > 1:
             raise Refusal(
                 "MIG110",
@@ -293,14 +315,23 @@ class Scanner:
                 )
             )
             return
-        name = self.creator.create(op, ctor, deps, self.order.key(self.method, node))
+        name = self.creator.create(op, ctor, deps, self.order.key(self.method, node), copies)
+        index = ""
+        made = f"`self.{name}` = {op.module_name}({', '.join(ctor)})"
+        if copies is not None:
+            self.loops.commit(copies)
+            index = copies.subscript
+            made = (
+                f"`self.{name}{index}`, one {op.module_name}({', '.join(ctor)}) an "
+                f"iteration ({copies.describe()}) in an nn.ModuleList"
+            )
         self.ctx.plan.replaces.append(
-            Replace(kind, self.ctx.positions.span(node), name, tuple(inputs))
+            Replace(kind, self.ctx.positions.span(node), name, tuple(inputs), index)
         )
         self.ctx.report(
             node,
             code,
-            f"{label} -> `self.{name}` = {op.module_name}({', '.join(ctor)})",
+            f"{label} -> {made}",
             op=label.strip("`"),
             module=op.module,
             attr=name,
@@ -351,6 +382,12 @@ class Scanner:
             ):
                 return value.value.attr
         return None
+
+
+def _no_copies(reason: str) -> str:
+    """Why a loop cannot index copies, as the end of a MIG105 message ('' when not a loop
+    that could)."""
+    return f", and the loop cannot index copies: {reason}" if reason else ""
 
 
 def _arguments(
