@@ -163,18 +163,16 @@ class LoopCopies:
             count, deps, floor = self._range_count(call.args[0])
         if not isinstance(target, ast.Name):
             raise Refusal(None, f"its index `{self.ctx.text(target)}` is not a plain name")
-        body = [n for s in loop.body for n in ast.walk(s)]
         if target.id == "_":
-            if any(isinstance(n, ast.Name) and n.id == "_" for n in body):
-                raise Refusal(None, "its body uses `_`")
+            if any(
+                isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Load)
+                for n in ast.walk(self.method)
+            ):
+                raise Refusal(None, "the method reads `_`")
             index = self._fresh([t.index for t in outer])
             return Trips(index, count, frozenset(deps), floor, target)
-        rebound = [
-            n
-            for n in body + [n for r in rest for n in ast.walk(r)]
-            if isinstance(n, ast.Name) and n.id == target.id and not isinstance(n.ctx, ast.Load)
-        ]
-        if rebound or any(
+        inside = [*loop.body, *rest]
+        if any(_binds(n, target.id) for s in inside for n in ast.walk(s)) or any(
             isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
             for n in ast.walk(self.method)
         ):
@@ -248,6 +246,18 @@ class LoopCopies:
             raise Refusal(None, f"`self.{attr}` is not an nn.ModuleList or nn.Sequential")
         floor = info.top_index
         init = self.attributes.init
+        family = self.attributes.family
+        cls = self.attributes.cls
+        subclasses = family.subclasses_in_file(cls)
+        for sub in subclasses:  # grows while it is walked: their own subclasses too
+            subclasses += [s for s in family.subclasses_in_file(sub) if s not in subclasses]
+        for sub in [*subclasses, *family.subclasses_elsewhere(cls)]:
+            for method in sub.methods().values():
+                if any(
+                    self_attr(n) and n.attr == attr and not isinstance(n.ctx, ast.Load)
+                    for n in ast.walk(method)
+                ) or any(_grows(n, attr) for n in ast.walk(method)):
+                    raise Refusal(None, f"`self.{attr}` is changed in subclass `{sub.name}`")
         for name, method in self.attributes.methods.items():
             parents = {
                 id(child): node for node in ast.walk(method) for child in ast.iter_child_nodes(node)
@@ -284,8 +294,13 @@ class LoopCopies:
 
     def _fresh(self, taken: list[str]) -> str:
         """An index name the method does not use (nor an enclosing loop's index)."""
-        if self._used is None:
-            self._used = {n.id for n in ast.walk(self.method) if isinstance(n, ast.Name)}
+        if self._used is None:  # every identifier the method spells, whatever it names
+            self._used = {
+                value
+                for node in ast.walk(self.method)
+                for _, value in ast.iter_fields(node)
+                if isinstance(value, str)
+            }
             self._used |= self.shadowed
         used = self._used | set(taken)
         candidates = [*_INDEX_NAMES, *(f"i{n}" for n in range(1, len(used) + 2))]
@@ -296,6 +311,31 @@ def _target(stmt: ast.stmt, attr: str) -> ast.expr | None:
     """The `self.<attr>` that the `__init__` assignment `stmt` assigns."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     return next((t for t in targets if self_attr(t) and t.attr == attr), None)
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether `node` binds or deletes `name` in the scope it is in."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return node.name == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    return False
+
+
+def _grows(node: ast.AST, attr: str) -> bool:
+    """`self.<attr>.append(...)` and the other methods that add modules to a container."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in _GROWS
+        and self_attr(node.value)
+        and node.value.attr == attr
+    )
 
 
 def _truncation(parent: ast.AST | None, attr: str) -> bool:
