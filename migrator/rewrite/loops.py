@@ -42,6 +42,9 @@ class Trips:
     """The loop's index variable."""
     count: str
     """Its trip count, as `__init__` can compute it."""
+    over: str
+    """What `__init__` iterates to make a copy an iteration: `range(<count>)`, or the
+    container itself (`len(...)` would read as handing it to a module: MIG117)."""
     deps: frozenset[str]
     """`self` attributes the count reads."""
     floor: int
@@ -71,7 +74,7 @@ class Copies:
     def build(self, ctor: str, container: str) -> str:
         """`container([ctor for _ in range(count)])`, nested as the loops are."""
         for trips in reversed(self.trips):
-            ctor = f"{container}([{ctor} for _ in range({trips.count})])"
+            ctor = f"{container}([{ctor} for _ in {trips.over}])"
         return ctor
 
     def describe(self) -> str:
@@ -157,10 +160,10 @@ class LoopCopies:
             if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
                 raise Refusal(None, f"`{self.ctx.text(target)}` is not `index, item`")
             target, rest = pair.elts[0], [pair.elts[1]]
-            count, deps, floor = self._length(call.args[0])
+            count, deps, floor, over = self._length(call.args[0])
         else:
             rest = []
-            count, deps, floor = self._range_count(call.args[0])
+            count, deps, floor, over = self._range_count(call.args[0])
         if not isinstance(target, ast.Name):
             raise Refusal(None, f"its index `{self.ctx.text(target)}` is not a plain name")
         if target.id == "_":
@@ -170,16 +173,16 @@ class LoopCopies:
             ):
                 raise Refusal(None, "the method reads `_`")
             index = self._fresh([t.index for t in outer])
-            return Trips(index, count, frozenset(deps), floor, target)
+            return Trips(index, count, over, frozenset(deps), floor, target)
         inside = [*loop.body, *rest]
         if any(_binds(n, target.id) for s in inside for n in ast.walk(s)) or any(
             isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
             for n in ast.walk(self.method)
         ):
             raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
-        return Trips(target.id, count, frozenset(deps), floor, None)
+        return Trips(target.id, count, over, frozenset(deps), floor, None)
 
-    def _range_count(self, value: ast.expr) -> tuple[str, set[str], int]:
+    def _range_count(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Name)
@@ -197,9 +200,9 @@ class LoopCopies:
                 f"its trip count `{self.ctx.text(value)}` is not fixed at `__init__` time "
                 f"({why.message})",
             ) from None
-        return text, deps, 0
+        return text, deps, 0, f"range({text})"
 
-    def _length(self, value: ast.expr) -> tuple[str, set[str], int]:
+    def _length(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         """`len(...)` of a container attribute, or of `zip(...)` of several, as `__init__`
         computes it once it has built them."""
         parts = [value]
@@ -225,8 +228,11 @@ class LoopCopies:
             raise Refusal(None, "`min` is not the builtin in `__init__`")
         if not self._init_builtin("len"):
             raise Refusal(None, "`len` is not the builtin in `__init__`")
-        count = lengths[0] if len(lengths) == 1 else f"min({', '.join(lengths)})"
-        return count, {p.attr for p in parts if self_attr(p)}, floor
+        attrs = [p.attr for p in parts if self_attr(p)]
+        if len(lengths) == 1:
+            return lengths[0], set(attrs), floor, f"self.{attrs[0]}"
+        count = f"min({', '.join(lengths)})"
+        return count, set(attrs), floor, f"range({count})"
 
     def _container(self, attr: str) -> int:
         """The top-level `__init__` statement after which `self.<attr>`, an nn.ModuleList or
