@@ -194,6 +194,26 @@ class _Apply(cst.CSTTransformer):
         return updated if replace is None else updated.with_changes(value=replace.attr)
 
     # -- statements ----------------------------------------------------------------------------
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
+        replace = self._take("enumerate", original.target)
+        if replace is None:
+            return updated
+        target = updated.target
+        if isinstance(target, cst.Tuple) and not target.lpar:
+            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        pair = cst.Tuple(
+            [cst.Element(cst.Name(replace.attr), comma=comma), cst.Element(target)],
+            lpar=[],
+            rpar=[],
+        )
+        items = updated.iter
+        if isinstance(items, (cst.Name, cst.Attribute, cst.Call)):
+            items = items.with_changes(lpar=[], rpar=[])
+        return updated.with_changes(
+            target=pair, iter=cst.Call(cst.Name("enumerate"), [cst.Arg(items)])
+        )
+
     def leave_AugAssign(
         self, original: cst.AugAssign, updated: cst.AugAssign
     ) -> cst.BaseSmallStatement:

@@ -6,7 +6,7 @@ with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, 
 an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow. Its
 index is not rebound in the body, so each iteration calls the copy at its own index; `break`
 and `continue` only leave copies unused (copies are indistinguishable). A loop over `_` gets a
-fresh index name.
+fresh index name; a loop over containers (`for blk in self.blocks`) gets one from `enumerate`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from migrator.refusal import Refusal
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
-from migrator.rewrite.plan import Replace
+from migrator.rewrite.plan import Replace, ReplaceKind
 from migrator.rewrite.walk import Visit
 
 _CONTAINERS = frozenset(
@@ -49,8 +49,11 @@ class Trips:
     """`self` attributes the count reads."""
     floor: int
     """Top-level `__init__` statement after which the count is final."""
-    rename: ast.Name | None
+    rename: ast.Name | None = None
     """The `_` target that becomes `index`."""
+    enumerates: ast.expr | None = None
+    """The target of a loop over a container that becomes `index, <target>`, its iterable
+    wrapped in `enumerate`."""
 
 
 @dataclass(frozen=True)
@@ -122,13 +125,19 @@ class LoopCopies:
         return Copies(tuple(found))
 
     def commit(self, copies: Copies) -> None:
-        """Rename the `_` targets of the loops that now index copies."""
+        """Give the loops that now index copies their index: rename a `_` target, or
+        enumerate a container."""
         for trips in copies.trips:
-            if trips.rename is not None and id(trips.rename) not in self._renamed:
-                self._renamed.add(id(trips.rename))
-                self.ctx.plan.replaces.append(
-                    Replace("name", self.ctx.positions.span(trips.rename), trips.index)
-                )
+            headers: list[tuple[ReplaceKind, ast.expr | None]] = [
+                ("name", trips.rename),
+                ("enumerate", trips.enumerates),
+            ]
+            for kind, node in headers:
+                if node is not None and id(node) not in self._renamed:
+                    self._renamed.add(id(node))
+                    self.ctx.plan.replaces.append(
+                        Replace(kind, self.ctx.positions.span(node), trips.index)
+                    )
 
     def _analyse(self, loop: ast.For, outer: list[Trips]) -> Trips:
         """How `loop` runs copies; raises a refusal (without code) saying why it cannot."""
@@ -143,8 +152,10 @@ class LoopCopies:
             and not call.keywords
             and not isinstance(call.args[0], ast.Starred)
         ):
-            if self._container_iter(loop.iter):
-                raise Refusal(None, f"`{shown}` gives it no index: loop over `enumerate({shown})`")
+            if self._container_iter(loop.iter) and self._builtin("enumerate"):
+                count, deps, floor, over = self._length(loop.iter)
+                index = self._fresh([t.index for t in outer])
+                return Trips(index, count, over, frozenset(deps), floor, enumerates=loop.target)
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Name)
@@ -173,14 +184,14 @@ class LoopCopies:
             ):
                 raise Refusal(None, "the method reads `_`")
             index = self._fresh([t.index for t in outer])
-            return Trips(index, count, over, frozenset(deps), floor, target)
+            return Trips(index, count, over, frozenset(deps), floor, rename=target)
         inside = [*loop.body, *rest]
         if any(_binds(n, target.id) for s in inside for n in ast.walk(s)) or any(
             isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
             for n in ast.walk(self.method)
         ):
             raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
-        return Trips(target.id, count, over, frozenset(deps), floor, None)
+        return Trips(target.id, count, over, frozenset(deps), floor)
 
     def _range_count(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         if (
