@@ -19,7 +19,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.plan import Replace, ReplaceKind
-from migrator.rewrite.walk import Visit
+from migrator.rewrite.walk import Visit, header_lines
 
 _CONTAINERS = frozenset(
     {
@@ -153,6 +153,7 @@ class LoopCopies:
             and not isinstance(call.args[0], ast.Starred)
         ):
             if self._container_iter(loop.iter) and self._builtin("enumerate"):
+                self._header_changes(loop)
                 count, deps, floor, over = self._length(loop.iter)
                 index = self._fresh([t.index for t in outer])
                 return Trips(index, count, over, frozenset(deps), floor, enumerates=loop.target)
@@ -183,6 +184,7 @@ class LoopCopies:
                 for n in ast.walk(self.method)
             ):
                 raise Refusal(None, "the method reads `_`")
+            self._header_changes(loop)
             index = self._fresh([t.index for t in outer])
             return Trips(index, count, over, frozenset(deps), floor, rename=target)
         inside = [*loop.body, *rest]
@@ -192,6 +194,12 @@ class LoopCopies:
         ):
             raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
         return Trips(target.id, count, over, frozenset(deps), floor)
+
+    def _header_changes(self, loop: ast.For) -> None:
+        """Raise a refusal when the loop's header, which must change to give it an index, is
+        under `# migrator: skip`."""
+        if self.ctx.skip.intersection(header_lines(loop)):
+            raise Refusal(None, "it needs an index, and its header is under `# migrator: skip`")
 
     def _range_count(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         if (
