@@ -75,7 +75,7 @@ class Copies:
         return max(t.floor for t in self.trips)
 
     def build(self, ctor: str, container: str) -> str:
-        """`container([ctor for _ in range(count)])`, nested as the loops are."""
+        """`container([ctor for _ in <what __init__ iterates>])`, nested as the loops are."""
         for trips in reversed(self.trips):
             ctor = f"{container}([{ctor} for _ in {trips.over}])"
         return ctor
@@ -85,7 +85,7 @@ class Copies:
 
 
 class LoopCopies:
-    """Which loops of one method can index copies, and the `_` targets renamed for them."""
+    """Which loops of one method can index copies, and the loop headers given an index."""
 
     def __init__(
         self,
@@ -101,7 +101,7 @@ class LoopCopies:
         self.hyper = hyper
         self.shadowed = shadowed
         self._trips: dict[int, Trips | str] = {}
-        self._renamed: set[int] = set()
+        self._indexed: set[int] = set()
         self._used: set[str] | None = None
 
     def copies(self, visit: Visit) -> Copies:
@@ -133,8 +133,8 @@ class LoopCopies:
                 ("enumerate", trips.enumerates),
             ]
             for kind, node in headers:
-                if node is not None and id(node) not in self._renamed:
-                    self._renamed.add(id(node))
+                if node is not None and id(node) not in self._indexed:
+                    self._indexed.add(id(node))
                     self.ctx.plan.replaces.append(
                         Replace(kind, self.ctx.positions.span(node), trips.index)
                     )
