@@ -70,3 +70,24 @@ def test_inplace_op_on_module_output(module, fresh):
     source = INPLACE_ON_MODULE_OUTPUT.format(module=module)
     assert _static_converts(source) is fresh
     assert _runtime_converts(source) is fresh
+
+
+@pytest.mark.parametrize("name", ["loops_range", "loops_enumerate", "loops_nested"])
+def test_loop_copies_leave_the_preparer_nothing(name):
+    """fx unrolls a loop: the preparer gives each iteration's op, or each iteration's call of a
+    reused stateless module, a module of its own. The static rewrite's nn.ModuleList of copies
+    gives the same graph, so on the migrated model the preparer has nothing left to do."""
+    from fixture_cases import FIXTURES, import_path
+
+    case = FIXTURES / "cases" / f"{name}.before.py"
+    before = import_path(case, f"agreement_before_{name}").Model().eval()
+    after = import_path(case.with_name(f"{name}.after.py"), f"agreement_after_{name}")
+    migrated = after.Model().eval()
+    x = after.example_inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        original = prepare_report(prepare_model(before, example_inputs=x))
+        left = prepare_report(prepare_model(migrated, example_inputs=x))
+    assert original.converted or original.copies
+    assert (left.converted, left.copies, left.left) == ([], [], [])
+    assert [s.module for s in left.shared] == [s.module for s in original.shared]

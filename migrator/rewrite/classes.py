@@ -14,6 +14,7 @@ from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import report_helper_ops
 from migrator.rewrite.hyper import HyperParameters
+from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
@@ -70,6 +71,7 @@ class ClassAnalysis:
                 self.attributes.tensor_attrs,
                 helper_call=self._helper_call(method),
             )
+            loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
                 self.ctx,
                 method,
@@ -84,7 +86,9 @@ class ClassAnalysis:
                 creator=creator,
                 methods=methods,
                 owner=self.cls,
+                loops=loops,
             )
+            reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
         # the nodes of all methods in the order forward runs them: created modules are named so
         for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):

@@ -218,13 +218,40 @@ class _Apply(cst.CSTTransformer):
             return updated
         return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
 
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+    def leave_Attribute(
+        self, original: cst.Attribute, updated: cst.Attribute
+    ) -> cst.BaseExpression:
         replace = self._take("rename", original)
         if replace is None:
             return updated
-        return updated.with_changes(attr=cst.Name(replace.attr))
+        renamed = updated.with_changes(attr=cst.Name(replace.attr))
+        return _indexed(renamed, replace.index) if replace.index else renamed
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        replace = self._take("name", original)
+        return updated if replace is None else updated.with_changes(value=replace.attr)
 
     # -- statements ----------------------------------------------------------------------------
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
+        replace = self._take("enumerate", original.target)
+        if replace is None:
+            return updated
+        target = updated.target
+        if isinstance(target, cst.Tuple) and not target.lpar:
+            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        pair = cst.Tuple(
+            [cst.Element(cst.Name(replace.attr), comma=comma), cst.Element(target)],
+            lpar=[],
+            rpar=[],
+        )
+        items = updated.iter
+        if isinstance(items, (cst.Name, cst.Attribute, cst.Call)):
+            items = items.with_changes(lpar=[], rpar=[])
+        return updated.with_changes(
+            target=pair, iter=cst.Call(cst.Name("enumerate"), [cst.Arg(items)])
+        )
+
     def leave_AugAssign(
         self, original: cst.AugAssign, updated: cst.AugAssign
     ) -> cst.BaseSmallStatement:
@@ -478,7 +505,8 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
             args[-1] = args[-1].with_changes(
                 comma=args[-1].comma.with_changes(whitespace_after=kept)
             )
-    call = cst.Call(func=cst.Attribute(cst.Name("self"), cst.Name(replace.attr)), args=args)
+    func: cst.BaseExpression = cst.Attribute(cst.Name("self"), cst.Name(replace.attr))
+    call = cst.Call(func=_indexed(func, replace.index) if replace.index else func, args=args)
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
     if len(replace.inputs) == 1 and replace.inputs[0][0].kind == "elements" and args:
@@ -486,6 +514,20 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
         assert inner is not None  # "elements" are those of an argument
         call = _list_layout(call, _resolve(inner, node)[0][0])
     return call
+
+
+def _indexed(func: cst.BaseExpression, index: str) -> cst.BaseExpression:
+    """`func` followed by the subscripts `index` (`[i][j]`)."""
+    subscript = cst.parse_expression(f"_{index}")
+    assert isinstance(subscript, cst.Subscript)  # `index` is subscripts only
+    return _replace_base(subscript, func)
+
+
+def _replace_base(node: cst.Subscript, base: cst.BaseExpression) -> cst.Subscript:
+    inner = node.value
+    if isinstance(inner, cst.Subscript):
+        return node.with_changes(value=_replace_base(inner, base))
+    return node.with_changes(value=base)
 
 
 def _list_layout(call: cst.Call, items: cst.BaseExpression) -> cst.Call:

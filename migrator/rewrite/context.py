@@ -19,6 +19,7 @@ from migrator.suppress import Suppressions, suppressed
 
 if TYPE_CHECKING:
     from migrator.rewrite.helper_modules import HelperModules
+    from migrator.rewrite.loops import Copies
 
 MANY = 1 << 30
 """Call count standing for 'runs an unknown number of times' (loops)."""
@@ -40,6 +41,8 @@ class Site:
     """Under a `# migrator: skip` pragma: counts as a call, but its code is never changed."""
     method: ast.FunctionDef | None = None
     """The method holding the call."""
+    loop: Copies | str | None = None
+    """In a loop: the copies it can index, or why none can be (None: not in a loop)."""
 
 
 @dataclass

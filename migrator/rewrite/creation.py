@@ -9,6 +9,7 @@ from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
+from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
 from migrator.rewrite.taken import TakenNames
@@ -35,9 +36,18 @@ class ModuleCreator:
         self._walks_known = False
         """What `_walks_submodules` found (False: not looked yet)."""
 
-    def create(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
+    def create(
+        self,
+        module: str,
+        base: str,
+        ctor: list[str],
+        deps: set[str],
+        key: Key,
+        copies: Copies | None = None,
+    ) -> str:
         """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
-        `name` free and made from `base`); return the new attribute name."""
+        `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop);
+        return the new attribute name."""
         self.can_create()
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
@@ -48,24 +58,47 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key)
+        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key, copies)
 
-    def create_as(self, module: str, base: str, ctor: list[str], deps: set[str], key: Key) -> str:
-        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it;
-        return the new attribute name."""
+    def create_as(
+        self,
+        module: str,
+        base: str,
+        ctor: list[str],
+        deps: set[str],
+        key: Key,
+        copies: Copies | None = None,
+    ) -> str:
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it
+        (an nn.ModuleList of them for the `copies` of a loop); return the new attribute name."""
         self.can_create()
         name = self.names.new(base)
-        self.registrations.append(
-            Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
-        )
+        if copies is None:
+            registration = Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
+        else:
+            value = copies.build(
+                f"{module}({', '.join(ctor)})", self.ctx.module_ref("torch.nn.ModuleList")
+            )
+            registration = Registration(
+                key, f"self.{name} = {value}", deps | copies.deps, floor=copies.floor
+            )
+        self.registrations.append(registration)
         return name
 
-    def copy(self, original: InitAttr, key: Key) -> str:
+    def copy(self, original: InitAttr, key: Key, copies: Copies | None = None) -> str:
         """Plan a copy of the module `__init__` assigns to `original` (its constructor call
-        again); return the new attribute name."""
+        again; an nn.ModuleList of such copies for the `copies` of a loop); return the new
+        attribute name."""
+        value = self.ctx.block_text(original.value, original.stmt)
+        deps: set[str] = set()
+        floor = 0
+        if copies is not None:
+            deps, floor = copies.deps, copies.floor
+            value = copies.build(value, self.ctx.module_ref("torch.nn.ModuleList"))
         name = self.names.new(original.name)
-        code = f"self.{name} = {self.ctx.block_text(original.value, original.stmt)}"
-        self.registrations.append(Registration(key, code, set(), original))
+        self.registrations.append(
+            Registration(key, f"self.{name} = {value}", deps, original, floor)
+        )
         return name
 
     def can_create(self) -> None:

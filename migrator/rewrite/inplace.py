@@ -16,7 +16,8 @@ def inplace_unsafe(
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
     assignment of the current value, which must allocate a new tensor that nothing else
-    has read since."""
+    has read since; a loop it walks out of carries the value round, so nothing else in its
+    body may read it either."""
     if not isinstance(target, ast.Name):
         return "only a local name can be rebound"
     name = target.id
@@ -24,6 +25,13 @@ def inplace_unsafe(
         if header_only:
             if _shares(prior, name, headers_only=True):
                 return "the value is read before, so it may be shared"
+            if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _used_elsewhere(
+                prior, name, stmt
+            ):
+                return (
+                    "the loop around it also reads or assigns it: what that holds would "
+                    "see the next iteration's op"
+                )
             continue
         if _assigns(prior, name):
             if isinstance(prior.value, ast.BinOp) or fresh(prior.value):
@@ -88,6 +96,25 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
                     and parent.attr in _BENIGN_ATTRIBUTES
                 ):
                     continue
+                return True
+    return False
+
+
+def _used_elsewhere(loop: ast.For | ast.AsyncFor | ast.While, name: str, stmt: ast.stmt) -> bool:
+    """Whether the body of `loop`, which carries the value of `name` from one iteration to
+    the next, uses `name` anywhere but in `stmt` (the in-place op) and to look at its shape."""
+    own = {id(n) for n in ast.walk(stmt)}
+    for part in loop.body:
+        parents = {id(c): p for p in ast.walk(part) for c in ast.iter_child_nodes(p)}
+        for node in ast.walk(part):
+            if id(node) in own or not (isinstance(node, ast.Name) and node.id == name):
+                continue
+            parent = parents.get(id(node))
+            if not (
+                isinstance(parent, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and parent.attr in _BENIGN_ATTRIBUTES
+            ):
                 return True
     return False
 

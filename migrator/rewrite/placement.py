@@ -24,6 +24,8 @@ class Registration:
     """`self` attributes its constructor arguments read: it must come after them."""
     copy_of: InitAttr | None = None
     """The module it copies (a split): it must come after it, in the same block."""
+    floor: int = 0
+    """Top-level `__init__` statement it must follow (where a container it counts is final)."""
     args: tuple[str, ...] | None = None
     """The constructor's arguments, when `code` is the statement up to the call's `(`."""
 
@@ -97,7 +99,7 @@ class Placement:
         what its arguments read, and the modules created before it."""
         init, attrs = self.attributes.init, self.attributes.attrs
         assert init is not None  # `place` inserts into it
-        index = max([floor] + [attrs[d].top_index for d in registration.deps])
+        index = max([floor, registration.floor] + [attrs[d].top_index for d in registration.deps])
         before = [top for key, top in runs if key < registration.key]
         preceding = max(before[-1], index) if before else index
         original = registration.copy_of
@@ -107,6 +109,20 @@ class Placement:
             return original.stmt.lineno, floor
         index = max(preceding, original.top_index)
         return init.body[index].lineno, index
+
+
+def copy_can_follow(
+    attributes: ClassAttributes, original: InitAttr, deps: set[str], floor: int
+) -> bool:
+    """Whether a copy of `original` whose constructor also reads `deps` (and what is final
+    after top-level statement `floor`) can be placed after all of them: `_line_for` keeps a
+    copy beside its original when the names it reads change later."""
+    init = attributes.init
+    assert init is not None  # it assigns `original`
+    needed = max([floor] + [attributes.attrs[d].top_index for d in deps])
+    if needed < original.top_index or (needed == original.top_index and not original.nested):
+        return True
+    return not original.nested and _unchanged_between(init, original, len(init.body) - 1)
 
 
 def _unchanged_between(init: ast.FunctionDef, original: InitAttr, index: int) -> bool:

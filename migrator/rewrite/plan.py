@@ -12,7 +12,7 @@ Span = tuple[int, int, int, int]
 """(start line, start column, end line, end column) of an expression, parentheses excluded."""
 
 RefKind = Literal["arg", "kw", "receiver", "left", "right", "target", "elements", "star"]
-ReplaceKind = Literal["call", "binop", "augassign", "inplace", "rename"]
+ReplaceKind = Literal["call", "binop", "augassign", "inplace", "rename", "name", "enumerate"]
 
 
 class Located(Protocol):
@@ -45,7 +45,9 @@ class Replace:
 
     kind: "call" (a call or method call), "binop", "augassign" (the statement `a += b` becomes
     `a = self.add(a, b)`), "inplace" (the statement `a.add_(b)` becomes `a = self.add(a, b)`),
-    "rename" (the attribute `self.act` at span becomes `self.<attr>`).
+    "rename" (the attribute `self.act` at span becomes `self.<attr>`), "name" (the name at span
+    becomes `<attr>`: a loop's `_` turned into its index), "enumerate" (the `for` loop whose
+    target is at span runs over `enumerate(<its iterable>)`, with `<attr>` as the index).
     """
 
     kind: ReplaceKind
@@ -53,6 +55,8 @@ class Replace:
     attr: str
     inputs: tuple[tuple[InputRef, str | None], ...] = ()
     """Each input with the keyword to pass it by (None: positional)."""
+    index: str = ""
+    """Subscripts after `self.<attr>` (`[i]`): the copy an iteration of a loop calls."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.refusal import Refusal
 from migrator.rewrite.context import MANY, FileContext, Site
 from migrator.rewrite.creation import ModuleCreator
+from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.paths import most_runs
+from migrator.rewrite.placement import copy_can_follow
 from migrator.rewrite.plan import Replace
 
 
@@ -23,6 +25,8 @@ class ReusedModules:
         self.attributes = attributes
         self.creator = creator
         self.sites: dict[str, list[Site]] = {}
+        self.loops: dict[int, LoopCopies] = {}
+        """The loops of each scanned method (by `id`)."""
 
     def add(self, site: Site) -> None:
         """Record a call of a module attribute on the forward path."""
@@ -62,16 +66,27 @@ class ReusedModules:
                         site.func, "MIG003", f"`self.{attr}`: split suppressed", op=f"self.{attr}"
                     )
             info = self.attributes.attrs[attr]
-            for site in sites[1:]:
-                name = self.creator.copy(info, site.key)
+            keeps = not isinstance(sites[0].loop, Copies)  # the original serves one site
+            for site in sites[int(keeps) :]:
+                copies = site.loop if isinstance(site.loop, Copies) else None
+                name = self.creator.copy(info, site.key, copies)
+                index = ""
+                where = f"at {len(sites)} sites: this one becomes `self.{name}`"
+                if copies is not None:
+                    assert site.method is not None  # scanned in a method
+                    self.loops[id(site.method)].commit(copies)
+                    index = copies.subscript
+                    where = (
+                        f"in a loop: this site becomes `self.{name}{index}`, one copy an "
+                        f"iteration ({copies.describe()}) in an nn.ModuleList"
+                    )
                 self.ctx.plan.replaces.append(
-                    Replace("rename", self.ctx.positions.span(site.func), name)
+                    Replace("rename", self.ctx.positions.span(site.func), name, index=index)
                 )
                 self.ctx.report(
                     site.func,
                     "MIG003",
-                    f"`self.{attr}` ({kind}) is called at {len(sites)} sites: this one "
-                    f"becomes `self.{name}`",
+                    f"`self.{attr}` ({kind}) is called {where}",
                     op=f"self.{attr}",
                     module=kind,
                     attr=name,
@@ -111,13 +126,19 @@ class ReusedModules:
                 f"{where} and the class of `{self.ctx.text(value)}` cannot be "
                 "known statically; split it by hand if it is stateless",
             )
-        if any(s.times >= MANY for s in sites):
+        looped = [s for s in sites if s.times >= MANY and not isinstance(s.loop, Copies)]
+        if looped:
+            why = looped[0].loop
             raise Refusal(
                 "MIG105",
-                f"{where}: one module object serves every iteration; unroll "
-                "the loop or use an nn.ModuleList",
+                f"{where}: one module object serves every iteration"
+                + (
+                    f", and the loop cannot index copies: {why}; left as is"
+                    if why
+                    else "; unroll the loop or use an nn.ModuleList"
+                ),
             )
-        if any(s.times > 1 for s in sites):
+        if any(1 < s.times < MANY for s in sites):
             raise Refusal(
                 "MIG110", f"{where} inside a helper method that runs more than once per forward"
             )
@@ -127,6 +148,15 @@ class ReusedModules:
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
+        for site in sites:
+            if isinstance(site.loop, Copies) and not copy_can_follow(
+                self.attributes, info, site.loop.deps, site.loop.floor
+            ):
+                raise Refusal(
+                    "MIG109",
+                    f"{where}, and its copies would have to be made before the loop's trip "
+                    f"count ({site.loop.describe()}) is known in `__init__`",
+                )
         return label
 
 

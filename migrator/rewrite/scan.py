@@ -16,6 +16,7 @@ from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import inplace_unsafe
+from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
@@ -46,6 +47,7 @@ class Scanner:
         creator: ModuleCreator,
         methods: dict[str, ast.FunctionDef],
         owner: ClassInfo,
+        loops: LoopCopies,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -63,6 +65,7 @@ class Scanner:
         self.methods = methods
         """The class's methods (its static methods are helpers)."""
         self.owner = owner
+        self.loops = loops
         self.shadowed = self.ctx.locals_of(method)
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
@@ -105,6 +108,18 @@ class Scanner:
     def _times(self, visit: Visit) -> int:
         return MANY if visit.repeated else self.times
 
+    def _loop(self, visit: Visit) -> Copies | str | None:
+        """The copies a module call at `visit` would need, or why a loop allows none (None:
+        it runs once per run of the method)."""
+        if not visit.repeated:
+            return None
+        if self.times > 1:
+            return "the loop is in a method that runs more than once per forward"
+        try:
+            return self.loops.copies(visit)
+        except Refusal as why:
+            return why.message
+
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
         return self_attr(func) and func.attr in self.module_attrs
@@ -120,6 +135,7 @@ class Scanner:
                     self.order.key(self.method, node),
                     method=self.method,
                     skipped=self.ctx.suppressed(func, "MIG003"),
+                    loop=self._loop(visit),
                 )
             )
             return
@@ -384,12 +400,18 @@ class Scanner:
             if toolkit is not None and toolkit.renames is not None:
                 module, renames = toolkit.qualname, dict(toolkit.renames)
                 ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
+        copies = None
         if visit.repeated:
-            raise Refusal(
-                "MIG105",
-                f"{label} runs in a loop or comprehension: one module would "
-                "serve every iteration; left as is",
-            )
+            try:
+                if weight_module is not None:
+                    raise Refusal("MIG105", "")
+                copies = self.loops.copies(visit)
+            except Refusal as why:
+                raise Refusal(
+                    "MIG105",
+                    f"{label} runs in a loop or comprehension: one module would serve every "
+                    f"iteration{_no_copies(why.message)}; left as is",
+                ) from None
         if self.times > 1:
             raise Refusal(
                 "MIG110",
@@ -422,15 +444,26 @@ class Scanner:
                 f"{label}: {self.ctx.toolkit} has no module class that takes this call (its "
                 f"quantizer would reject {module.rsplit('.', 1)[1]}); left as is",
             )
-        name = self.creator.create(module, key, ctor, deps, self.order.key(self.method, node))
+        name = self.creator.create(
+            module, key, ctor, deps, self.order.key(self.method, node), copies
+        )
+        index = ""
+        short = module.rsplit(".", 1)[1]
+        made = f"`self.{name}` = {short}({', '.join(ctor)})"
+        if copies is not None:
+            self.loops.commit(copies)
+            index = copies.subscript
+            made = (
+                f"`self.{name}{index}`, one {short}({', '.join(ctor)}) an "
+                f"iteration ({copies.describe()}) in an nn.ModuleList"
+            )
         self.ctx.plan.replaces.append(
-            Replace(kind, self.ctx.positions.span(node), name, tuple(inputs))
+            Replace(kind, self.ctx.positions.span(node), name, tuple(inputs), index)
         )
         self.ctx.report(
             node,
             code,
-            f"{label} -> `self.{name}` = {module.rsplit('.', 1)[1]}({', '.join(ctor)})"
-            + (f", taking {at_call} at call time" if at_call else ""),
+            f"{label} -> {made}" + (f", taking {at_call} at call time" if at_call else ""),
             op=label.strip("`"),
             module=module,
             attr=name,
@@ -546,6 +579,12 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
                 f"{label} passes `self` as `{node.func.value.id}`, whose "
                 f"`.{node.func.attr}()` could be taken for a tensor method; left as is",
             )
+
+
+def _no_copies(reason: str) -> str:
+    """Why a loop cannot index copies, as the end of a MIG105 message ('' when not a loop
+    that could)."""
+    return f", and the loop cannot index copies: {reason}" if reason else ""
 
 
 def _arguments(

@@ -40,7 +40,7 @@ def find_shared(ctx: FileContext) -> None:
             ):
                 made[node.targets[0].attr] = qualname
                 values[node.targets[0].attr] = node.value
-            elif isinstance(node, ast.Call):
+            elif isinstance(node, ast.Call) and not _reads_only(ctx, node.func, init):
                 for value in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(value, ast.Attribute) and self_attr(value):
                         passed.setdefault(value.attr, []).append((value, visit.repeated))
@@ -108,3 +108,17 @@ def _called(
         if times > 1:
             found[attr] = (first, min(times, MANY))
     return found
+
+
+_READERS = frozenset({"len", "isinstance", "enumerate", "zip", "iter", "min", "max", "range"})
+"""Builtins that read what they are given and keep none of it."""
+
+
+def _reads_only(ctx: FileContext, func: ast.expr, init: ast.FunctionDef) -> bool:
+    """Whether `func` is such a builtin (`len(self.blocks)` hands the blocks to no module)."""
+    return (
+        isinstance(func, ast.Name)
+        and func.id in _READERS
+        and ctx.info.names.is_free(func.id)
+        and func.id not in ctx.locals_of(init)
+    )

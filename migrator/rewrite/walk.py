@@ -24,40 +24,51 @@ class Visit:
     """The innermost statement holding the node."""
     repeated: bool
     """Inside a loop body, comprehension, lambda or nested function."""
+    loops: tuple[ast.For, ...] = ()
+    """The `for` statements whose body holds the node, outermost first."""
+    other: bool = False
+    """Repeated by something else than those loops' bodies (a comprehension, lambda, nested
+    function, `while` or `async for` loop, a `for` target)."""
 
 
 def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
     visits: list[Visit] = []
-    stack: list[tuple[ast.AST, ast.stmt, bool]] = [(s, s, False) for s in reversed(func.body)]
+    Loops = tuple[ast.For, ...]
+    stack: list[tuple[ast.AST, ast.stmt, Loops, bool]] = [
+        (s, s, (), False) for s in reversed(func.body)
+    ]
     while stack:
-        node, stmt, repeated = stack.pop()
+        node, stmt, loops, other = stack.pop()
         if isinstance(node, ast.stmt):
             stmt = node
-        visits.append(Visit(node, stmt, repeated))
-        if isinstance(node, (ast.For, ast.AsyncFor)):
+        visits.append(Visit(node, stmt, bool(loops) or other, loops, other))
+        children: list[tuple[ast.AST, ast.stmt, Loops, bool]]
+        if isinstance(node, ast.For):
             children = [
-                (node.target, stmt, True),
-                (node.iter, stmt, repeated),
-                *((c, c, True) for c in node.body),
-                *((c, c, repeated) for c in node.orelse),
+                (node.target, stmt, loops, True),
+                (node.iter, stmt, loops, other),
+                *((c, c, (*loops, node), other) for c in node.body),
+                *((c, c, loops, other) for c in node.orelse),
             ]
-        elif isinstance(node, ast.While):
+        elif isinstance(node, (ast.AsyncFor, ast.While)):
+            head = node.target if isinstance(node, ast.AsyncFor) else node.test
             children = [
-                (node.test, stmt, True),
-                *((c, c, True) for c in node.body),
-                *((c, c, repeated) for c in node.orelse),
+                (head, stmt, loops, True),
+                *([(node.iter, stmt, loops, other)] if isinstance(node, ast.AsyncFor) else []),
+                *((c, c, loops, True) for c in node.body),
+                *((c, c, loops, other) for c in node.orelse),
             ]
         else:
-            inner = repeated or isinstance(node, _REPEATING)
+            inner = other or isinstance(node, _REPEATING)
             children = []
             for field in node._fields:
                 value = getattr(node, field, None)
                 if isinstance(value, list):
-                    children += [(c, stmt, inner) for c in value if isinstance(c, ast.AST)]
+                    children += [(c, stmt, loops, inner) for c in value if isinstance(c, ast.AST)]
                 elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
-                    children.append((value, stmt, inner))
+                    children.append((value, stmt, loops, inner))
         stack.extend(reversed(children))
     return visits
 

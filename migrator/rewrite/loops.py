@@ -1,0 +1,384 @@
+"""Loops whose trip count is fixed at `__init__` time: an op or a stateless module called in
+such a loop gets one copy per iteration, in an `nn.ModuleList` indexed by the loop's index.
+
+A loop qualifies when it is `for i in range(n)` or `for i, ... in enumerate(<containers>)`,
+with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, and a container
+an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow. Its
+index is not rebound in the body, so each iteration calls the copy at its own index; `break`
+and `continue` only leave copies unused (copies are indistinguishable). A loop over `_` gets a
+fresh index name; a loop over containers (`for blk in self.blocks`) gets one from `enumerate`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from migrator.refusal import Refusal
+from migrator.rewrite.attributes import ClassAttributes
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.hyper import HyperParameters
+from migrator.rewrite.plan import Replace, ReplaceKind
+from migrator.rewrite.walk import Visit, header_lines
+
+_CONTAINERS = frozenset(
+    {
+        "torch.nn.ModuleList",
+        "torch.nn.Sequential",
+        "torch.nn.modules.container.ModuleList",
+        "torch.nn.modules.container.Sequential",
+    }
+)
+_GROWS = frozenset({"append", "extend", "insert", "add_module", "register_module"})
+"""Methods of a container that add modules to it."""
+_INDEX_NAMES = ("i", "j", "k", "idx", "n", "m")
+
+
+@dataclass(frozen=True)
+class Trips:
+    """How one loop runs its copies."""
+
+    index: str
+    """The loop's index variable."""
+    count: str
+    """Its trip count, as `__init__` can compute it."""
+    over: str
+    """What `__init__` iterates to make a copy an iteration: `range(<count>)`, or the
+    container itself (`len(...)` would read as handing it to a module: MIG117)."""
+    deps: frozenset[str]
+    """`self` attributes the count reads."""
+    floor: int
+    """Top-level `__init__` statement after which the count is final."""
+    rename: ast.Name | None = None
+    """The `_` target that becomes `index`."""
+    enumerates: ast.expr | None = None
+    """The target of a loop over a container that becomes `index, <target>`, its iterable
+    wrapped in `enumerate`."""
+
+
+@dataclass(frozen=True)
+class Copies:
+    """One copy per iteration of each loop of a nest (outermost first)."""
+
+    trips: tuple[Trips, ...]
+
+    @property
+    def subscript(self) -> str:
+        return "".join(f"[{t.index}]" for t in self.trips)
+
+    @property
+    def deps(self) -> set[str]:
+        return set().union(*(t.deps for t in self.trips))
+
+    @property
+    def floor(self) -> int:
+        return max(t.floor for t in self.trips)
+
+    def build(self, ctor: str, container: str) -> str:
+        """`container([ctor for _ in <what __init__ iterates>])`, nested as the loops are."""
+        for trips in reversed(self.trips):
+            ctor = f"{container}([{ctor} for _ in {trips.over}])"
+        return ctor
+
+    def describe(self) -> str:
+        return " x ".join(t.count for t in self.trips)
+
+
+class LoopCopies:
+    """Which loops of one method can index copies, and the loop headers given an index."""
+
+    def __init__(
+        self,
+        ctx: FileContext,
+        method: ast.FunctionDef,
+        attributes: ClassAttributes,
+        hyper: HyperParameters,
+        shadowed: set[str],
+    ) -> None:
+        self.ctx = ctx
+        self.method = method
+        self.attributes = attributes
+        self.hyper = hyper
+        self.shadowed = shadowed
+        self._trips: dict[int, Trips | str] = {}
+        self._indexed: set[int] = set()
+        self._used: set[str] | None = None
+
+    def copies(self, visit: Visit) -> Copies:
+        """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
+        in a way no copies can follow, with why the loop cannot index them (or no message:
+        a comprehension, lambda, nested function, `while` or `async for` loop)."""
+        if visit.other or not visit.loops:
+            raise Refusal("MIG105", "")
+        found: list[Trips] = []
+        for loop in visit.loops:
+            trips = self._trips.get(id(loop))
+            if trips is None:
+                try:
+                    trips = self._analyse(loop, found)
+                except Refusal as why:
+                    trips = why.message
+                self._trips[id(loop)] = trips
+            if isinstance(trips, str):
+                raise Refusal("MIG105", trips)
+            found.append(trips)
+        return Copies(tuple(found))
+
+    def commit(self, copies: Copies) -> None:
+        """Give the loops that now index copies their index: rename a `_` target, or
+        enumerate a container."""
+        for trips in copies.trips:
+            headers: list[tuple[ReplaceKind, ast.expr | None]] = [
+                ("name", trips.rename),
+                ("enumerate", trips.enumerates),
+            ]
+            for kind, node in headers:
+                if node is not None and id(node) not in self._indexed:
+                    self._indexed.add(id(node))
+                    self.ctx.plan.replaces.append(
+                        Replace(kind, self.ctx.positions.span(node), trips.index)
+                    )
+
+    def _analyse(self, loop: ast.For, outer: list[Trips]) -> Trips:
+        """How `loop` runs copies; raises a refusal (without code) saying why it cannot."""
+        shown = self.ctx.text(loop.iter)
+        call = loop.iter
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ("range", "enumerate")
+            and self._builtin(call.func.id)
+            and len(call.args) == 1
+            and not call.keywords
+            and not isinstance(call.args[0], ast.Starred)
+        ):
+            if self._container_iter(loop.iter) and self._builtin("enumerate"):
+                self._header_changes(loop)
+                count, deps, floor, over = self._length(loop.iter)
+                index = self._fresh([t.index for t in outer])
+                return Trips(index, count, over, frozenset(deps), floor, enumerates=loop.target)
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in ("range", "enumerate")
+            ):
+                raise Refusal(
+                    None, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
+                )
+            raise Refusal(None, f"the trip count of `{shown}` is not fixed at `__init__` time")
+        target: ast.expr = loop.target
+        if call.func.id == "enumerate":
+            pair = target
+            if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
+                raise Refusal(None, f"`{self.ctx.text(target)}` is not `index, item`")
+            target, rest = pair.elts[0], [pair.elts[1]]
+            count, deps, floor, over = self._length(call.args[0])
+        else:
+            rest = []
+            count, deps, floor, over = self._range_count(call.args[0])
+        if not isinstance(target, ast.Name):
+            raise Refusal(None, f"its index `{self.ctx.text(target)}` is not a plain name")
+        if target.id == "_":
+            if any(
+                isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Load)
+                for n in ast.walk(self.method)
+            ):
+                raise Refusal(None, "the method reads `_`")
+            self._header_changes(loop)
+            index = self._fresh([t.index for t in outer])
+            return Trips(index, count, over, frozenset(deps), floor, rename=target)
+        inside = [*loop.body, *rest]
+        if any(_binds(n, target.id) for s in inside for n in ast.walk(s)) or any(
+            isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
+            for n in ast.walk(self.method)
+        ):
+            raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
+        return Trips(target.id, count, over, frozenset(deps), floor)
+
+    def _header_changes(self, loop: ast.For) -> None:
+        """Raise a refusal when the loop's header, which must change to give it an index, is
+        under `# migrator: skip`."""
+        if self.ctx.skip.intersection(header_lines(loop)):
+            raise Refusal(None, "it needs an index, and its header is under `# migrator: skip`")
+
+    def _range_count(self, value: ast.expr) -> tuple[str, set[str], int, str]:
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "len"
+            and self._builtin("len")
+            and len(value.args) == 1
+            and not value.keywords
+        ):
+            return self._length(value.args[0])
+        try:
+            text, deps = self.hyper.resolve(value, self.shadowed)
+        except Refusal as why:
+            raise Refusal(
+                None,
+                f"its trip count `{self.ctx.text(value)}` is not fixed at `__init__` time "
+                f"({why.message})",
+            ) from None
+        return text, deps, 0, f"range({text})"
+
+    def _length(self, value: ast.expr) -> tuple[str, set[str], int, str]:
+        """`len(...)` of a container attribute, or of `zip(...)` of several, as `__init__`
+        computes it once it has built them."""
+        parts = [value]
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "zip"
+            and self._builtin("zip")
+            and value.args
+            and not value.keywords
+        ):
+            parts = list(value.args)
+        floor = 0
+        for part in parts:
+            if not self_attr(part):
+                raise Refusal(
+                    None,
+                    f"the length of `{self.ctx.text(value)}` is not fixed at `__init__` time",
+                )
+            floor = max(floor, self._container(part.attr))
+        lengths = [f"len(self.{p.attr})" for p in parts if self_attr(p)]
+        if len(lengths) > 1 and not self._init_builtin("min"):
+            raise Refusal(None, "`min` is not the builtin in `__init__`")
+        if not self._init_builtin("len"):
+            raise Refusal(None, "`len` is not the builtin in `__init__`")
+        attrs = [p.attr for p in parts if self_attr(p)]
+        if len(lengths) == 1:
+            return lengths[0], set(attrs), floor, f"self.{attrs[0]}"
+        count = f"min({', '.join(lengths)})"
+        return count, set(attrs), floor, f"range({count})"
+
+    def _container(self, attr: str) -> int:
+        """The top-level `__init__` statement after which `self.<attr>`, an nn.ModuleList or
+        nn.Sequential built in `__init__`, keeps its length; raises a refusal when nothing
+        proves that it does."""
+        info = self.attributes.attrs.get(attr)
+        if info is None:
+            raise Refusal(None, f"`self.{attr}` is not assigned in this class's `__init__`")
+        if info.nested or info.count > 1:
+            raise Refusal(None, f"`self.{attr}` is assigned conditionally or repeatedly")
+        made = (
+            self.ctx.info.names.resolve(info.value.func)
+            if isinstance(info.value, ast.Call)
+            else None
+        )
+        if made not in _CONTAINERS:
+            raise Refusal(None, f"`self.{attr}` is not an nn.ModuleList or nn.Sequential")
+        floor = info.top_index
+        init = self.attributes.init
+        family = self.attributes.family
+        cls = self.attributes.cls
+        subclasses = family.subclasses_in_file(cls)
+        for sub in subclasses:  # grows while it is walked: their own subclasses too
+            subclasses += [s for s in family.subclasses_in_file(sub) if s not in subclasses]
+        for sub in [*subclasses, *family.subclasses_elsewhere(cls)]:
+            for method in sub.methods().values():
+                if any(
+                    self_attr(n) and n.attr == attr and not isinstance(n.ctx, ast.Load)
+                    for n in ast.walk(method)
+                ) or any(_grows(n, attr) for n in ast.walk(method)):
+                    raise Refusal(None, f"`self.{attr}` is changed in subclass `{sub.name}`")
+        for name, method in self.attributes.methods.items():
+            parents = {
+                id(child): node for node in ast.walk(method) for child in ast.iter_child_nodes(node)
+            }
+            for node in ast.walk(method):
+                if not (self_attr(node) and node.attr == attr):
+                    continue
+                parent = parents.get(id(node))
+                if isinstance(node.ctx, ast.Store) and node is not _target(info.stmt, attr):
+                    if not _truncation(parent, attr):
+                        raise Refusal(None, f"`self.{attr}` is reassigned in `{name}`")
+                elif isinstance(parent, ast.Attribute) and parent.attr in _GROWS:
+                    if method is not init:
+                        raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
+                    assert init is not None  # `method` is it
+                    floor = max(floor, _top_index(init, node))
+                elif isinstance(parent, ast.AugAssign) and parent.target is node:
+                    raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
+        return floor
+
+    def _container_iter(self, value: ast.expr) -> bool:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return value.func.id == "zip" and all(self_attr(a) for a in value.args)
+        return self_attr(value)
+
+    def _builtin(self, name: str) -> bool:
+        """Whether `name` in this method is the builtin."""
+        return name not in self.shadowed and self.ctx.info.names.is_free(name)
+
+    def _init_builtin(self, name: str) -> bool:
+        init = self.attributes.init
+        local = self.ctx.locals_of(init) if init is not None else set()
+        return name not in local and self.ctx.info.names.is_free(name)
+
+    def _fresh(self, taken: list[str]) -> str:
+        """An index name the method does not use (nor an enclosing loop's index)."""
+        if self._used is None:  # every identifier the method spells, whatever it names
+            self._used = {
+                value
+                for node in ast.walk(self.method)
+                for _, value in ast.iter_fields(node)
+                if isinstance(value, str)
+            }
+            self._used |= self.shadowed
+        used = self._used | set(taken)
+        candidates = [*_INDEX_NAMES, *(f"i{n}" for n in range(1, len(used) + 2))]
+        return next(c for c in candidates if c not in used and self.ctx.info.names.is_free(c))
+
+
+def _target(stmt: ast.stmt, attr: str) -> ast.expr | None:
+    """The `self.<attr>` that the `__init__` assignment `stmt` assigns."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return next((t for t in targets if self_attr(t) and t.attr == attr), None)
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether `node` binds or deletes `name` in the scope it is in."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return node.name == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    return False
+
+
+def _grows(node: ast.AST, attr: str) -> bool:
+    """`self.<attr>.append(...)` and the other methods that add modules to a container."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in _GROWS
+        and self_attr(node.value)
+        and node.value.attr == attr
+    )
+
+
+def _truncation(parent: ast.AST | None, attr: str) -> bool:
+    """`self.<attr> = self.<attr>[a:b]`: what is left is never longer."""
+    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+        return False
+    value = parent.value
+    return (
+        isinstance(value, ast.Subscript)
+        and self_attr(value.value)
+        and value.value.attr == attr
+        and isinstance(value.slice, ast.Slice)
+    )
+
+
+def _top_index(init: ast.FunctionDef, node: ast.expr) -> int:
+    for i, top in enumerate(init.body):
+        assert top.end_lineno is not None  # parsed: set
+        if top.lineno <= node.lineno <= top.end_lineno:
+            return i
+    return len(init.body) - 1
