@@ -344,6 +344,48 @@ def test_cli_verifies_configured_entries_against_head(repo, capsys):
     ]
 
 
+def test_the_original_side_is_read_from_git_in_one_batch(repo, monkeypatch):
+    """However many targets and changed files: one `git cat-file --batch` reads every original
+    file, no `git show` per file, and the targets of a repository share one original side."""
+    from migrator.prove.load import Side
+    from migrator.prove.revision import git_sides
+    from migrator.prove.verify import verify_base
+
+    layers = repo / "verify_pkg" / "layers.py"
+    layers.write_text(layers.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
+    (repo / "verify_pkg" / "added.py").write_text("ADDED = 1\n", encoding="utf-8")
+    calls: list[list[str]] = []
+    run = subprocess.run
+
+    def recording(command, *args, **kwargs):
+        if command[0] == "git":
+            calls.append(command[3:])  # after `git -C FOLDER`
+        return run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", recording)
+    targets = config_targets(load_config([str(repo)]))
+    results = verify_base(targets, Side("working tree"))
+    assert [r.ok for r in results] == [True, True], [r.checks for r in results]
+    assert [call[:2] for call in calls] == [
+        ["rev-parse", "--show-toplevel"],
+        ["rev-parse", "--verify"],
+        ["diff", "--name-only"],
+        ["cat-file", "--batch"],
+    ]
+    sides = git_sides([target.file for target in targets], "HEAD")
+    net, untraceable = (sides[target.file] for target in targets)
+    assert net is untraceable  # one original side: each original file imported once
+    models = repo / "verify_pkg" / "models"
+    assert isinstance(net, Side) and net.overlay == {
+        path: _git_output(repo, "show", f"HEAD:{path.relative_to(repo).as_posix()}")
+        for path in (layers, models / "net.py", models / "untraceable.py")
+    }  # added.py is not at HEAD: the original side reads it from disk
+
+
+def _git_output(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True).stdout
+
+
 def test_cli_set_up_errors_exit_2_with_one_line(repo, capsys):
     """A misspelt target or one without inputs is not "not equivalent" (exit 1): exit 2, one
     line each; the other targets are still verified and reported."""
