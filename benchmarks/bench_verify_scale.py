@@ -6,7 +6,8 @@ Makes a temporary project: a git repository holding `--targets` small models (co
 functionals, a residual `+`, a reused ReLU; widths and depths vary), committed as written and
 migrated by `fix` in the work tree, one `[[tool.migrator.verify]]` entry each. Then times, as
 separate processes: `migrator verify` (one process, the baseline) and `pytest --migrator-verify
--n N` (pytest-xdist) for each N; every run must pass every target.
+-n N` (pytest-xdist) for each N; every run must pass every target. Wall seconds show the
+speed-up on an idle machine; CPU seconds (the runs and their workers) what the workers cost.
 """
 
 from __future__ import annotations
@@ -81,14 +82,16 @@ def make_project(root: Path, count: int) -> None:
         (zoo / name).write_text(migrated)
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system of the run and its workers)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start = time.perf_counter()
+    before, start = os.times(), time.perf_counter()
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
+    seconds, after = time.perf_counter() - start, os.times()
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return seconds
+    cpu = after.children_user + after.children_system - before.children_user
+    return seconds, cpu - before.children_system
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,12 +117,13 @@ def main(argv: list[str] | None = None) -> int:
                     timed([*pytest, *plugin, "-n", str(workers)], root),
                 )
             )
-    base = rows[0][1]
-    print(f"{args.targets} targets, {os.cpu_count()} CPUs")
-    print("| run | wall s | x one process |")
-    print("|---|---:|---:|")
-    for name, seconds in rows:
-        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f} |")
+    base = rows[0][1][0]
+    load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
+    print(f"{args.targets} targets, {os.cpu_count()} CPUs, load average {load}")
+    print("| run | wall s | x one process | CPU s |")
+    print("|---|---:|---:|---:|")
+    for name, (seconds, cpu) in rows:
+        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f} | {cpu:.1f} |")
     return 0
 
 

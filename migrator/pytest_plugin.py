@@ -12,7 +12,10 @@ only when an item runs.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +140,23 @@ class _Verifier:
         original = self._sides[target.file.resolve()]
         if isinstance(original, LoadError):
             return TargetResult(target.label, self.rev, self._migrated.label, error=str(original))
-        return verify_target(target, original, self._migrated)
+        with _thread_share():
+            return verify_target(target, original, self._migrated)
+
+
+@contextlib.contextmanager
+def _thread_share() -> Iterator[None]:
+    """Under pytest-xdist, torch uses this worker's share of the CPUs while an item runs (N
+    workers each on every CPU would oversubscribe the machine); as it was afterwards."""
+    import torch
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers) if workers > 1 else threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _name(target: Target, root: Path) -> str:

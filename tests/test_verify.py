@@ -445,3 +445,67 @@ def test_import_migrator_and_cli_do_not_import_torch():
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _pair(forward_a: str, forward_b: str):
+    """Two one-conv models (same weights) whose forwards are the given bodies."""
+    import torch
+
+    models = []
+    for body in (forward_a, forward_b):
+        namespace: dict = {"torch": torch}
+        source = "def forward(self, x):\n" + "".join(
+            f"    {line.strip()}\n" for line in body.split(";")
+        )
+        exec(source, namespace)
+        cls = type("Net", (torch.nn.Module,), {"forward": namespace["forward"]})
+        model = cls()
+        torch.manual_seed(0)
+        model.conv = torch.nn.Conv2d(3, 3, 1)
+        models.append(model.eval())
+    return models, (torch.randn(1, 3, 4, 4),)
+
+
+@pytest.mark.parametrize(
+    ("in_place", "out_of_place", "status"),
+    [
+        (
+            "y = self.conv(x); y += x; return y.relu_()",
+            "y = self.conv(x); return (y + x).relu_()",
+            "pass",
+        ),
+        # a view of the written tensor sees the write; the out-of-place twin's view does not
+        (
+            "y = self.conv(x); v = y.view(-1); y.add_(1); return v",
+            "y = self.conv(x); v = y.view(-1); y = y + 1; return v",
+            "fail",
+        ),
+        # a later read of the written tensor sees the write
+        (
+            "y = self.conv(x); y.add_(1); return y * 2",
+            "y = self.conv(x); z = y + 1; return y * 2",
+            "fail",
+        ),
+        # an input is never rewritten out of place
+        ("x.add_(1); return self.conv(x)", "x = x + 1; return self.conv(x)", "fail"),
+    ],
+)
+def test_export_reads_in_place_ops_on_unshared_intermediates_as_out_of_place(
+    in_place, out_of_place, status
+):
+    from migrator.prove.compare import check_export
+    from migrator.prove.outputs import clone, difference
+
+    def run(model):  # what a caller sees: the output and the inputs afterwards
+        given = clone(inputs)
+        return model(*given), given
+
+    (original, migrated), inputs = _pair(in_place, out_of_place)
+    result = check_export(original, migrated, inputs)
+    assert result.status == status, result.detail
+    assert (difference(run(original), run(migrated)) is None) == (status == "pass")
+    if status == "pass":
+        assert "as exported, in-place ops on unshared intermediates" in result.detail

@@ -13,6 +13,7 @@ import inspect
 import io
 import logging
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -285,8 +286,9 @@ def check_export(
 ) -> CheckResult:
     """Both export with torch.export.export (eval mode) to the same ATen graph, names aside.
 
-    Graphs equal as exported are equal decomposed too (decomposing is a function of the graph),
-    so the decompositions run only when the exported graphs differ."""
+    Graphs equal as exported (an in-place call on an unshared intermediate read as its
+    out-of-place twin) are equal decomposed too: decomposing is a function of the graph, so
+    the decompositions run only when the exported graphs differ."""
     expected, expected_error = _export(original, inputs)
     actual, actual_error = _export(migrated, inputs)
     if expected is None:
@@ -298,7 +300,12 @@ def check_export(
             "export", FAIL, f"the original exports, the migrated model does not: {actual_error}"
         )
     how = "as exported"
-    if _aten_rows(expected) != _aten_rows(actual):
+    twins = _out_of_place_twins(expected), _out_of_place_twins(actual)
+    if _aten_rows(expected, twins[0]) == _aten_rows(actual, twins[1]):
+        if twins[0] or twins[1]:
+            how += ", in-place ops on unshared intermediates as their out-of-place twins"
+        expected_rows = actual_rows = _aten_rows(actual, twins[1])
+    else:
         expected, expected_error = _decomposed(expected)
         actual, actual_error = _decomposed(actual)
         if expected is None or actual is None:
@@ -309,7 +316,7 @@ def check_export(
                 f"{expected_error or actual_error}",
             )
         how = "functional, implicit ops decomposed"
-    expected_rows, actual_rows = _aten_rows(expected), _aten_rows(actual)
+        expected_rows, actual_rows = _aten_rows(expected), _aten_rows(actual)
     figures = {"aten_nodes": sum(1 for n in actual.graph.nodes if n.op == "call_function")}
     mismatch = _first_mismatch(expected_rows, actual_rows)
     if mismatch is not None:
@@ -388,7 +395,71 @@ def _aten_args(node: fx.Node, args: tuple) -> tuple:
     return args
 
 
-def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
+def _out_of_place_twins(program: torch.export.ExportedProgram) -> dict[fx.Node, str]:
+    """In-place ATen calls (`add_`) that compute what their out-of-place twin (`add`) computes
+    and may be compared as it: the tensor written is the fresh result of a call that aliases
+    nothing, read before only by such calls and never after (nor viewed), and every tensor
+    argument has the result's dtype (so no type promotion tells them apart). A call read as its
+    twin returns a fresh tensor, so `relu_(add_(y, x))` reads as `relu(add(y, x))`."""
+    order = {node: position for position, node in enumerate(program.graph.nodes)}
+    twins = {}
+    for node in program.graph.nodes:
+        twin = _twin(node)
+        written = node.args[0] if node.args else None
+        if twin is None or not isinstance(written, fx.Node):
+            continue
+        if not (_aliases_nothing(written) or written in twins):  # a twin's result is fresh
+            continue
+        readers = [user for user in written.users if user is not node]
+        if any(order[user] > order[node] or not _aliases_nothing(user) for user in readers):
+            continue
+        dtype = _dtype(node)
+        if dtype is None or any(_dtype(arg) != dtype for arg in node.all_input_nodes):
+            continue
+        twins[node] = twin
+    return twins
+
+
+def _twin(node: fx.Node) -> str | None:
+    """The out-of-place overload of an in-place ATen call writing its first argument only."""
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return None
+    name = target.overloadpacket.__name__
+    written = [
+        arg.name for arg in target._schema.arguments if arg.alias_info and arg.alias_info.is_write
+    ]
+    if not name.endswith("_") or written != [target._schema.arguments[0].name]:
+        return None
+    packet = getattr(getattr(torch.ops, target.namespace), name[:-1], None)
+    twin = getattr(packet, target._overloadname, None)
+    if not isinstance(twin, torch._ops.OpOverload) or _schema_aliases(twin):
+        return None
+    return str(twin)
+
+
+def _aliases_nothing(node: fx.Node) -> bool:
+    """A call of an ATen op that writes no argument and returns new tensors (no view)."""
+    target = node.target
+    return (
+        node.op == "call_function"
+        and isinstance(target, torch._ops.OpOverload)
+        and not _schema_aliases(target)
+    )
+
+
+def _schema_aliases(op: torch._ops.OpOverload) -> bool:
+    return any(item.alias_info is not None for item in (*op._schema.arguments, *op._schema.returns))
+
+
+def _dtype(node: fx.Node) -> torch.dtype | None:
+    value = node.meta.get("val")
+    return value.dtype if isinstance(value, torch.Tensor) else None
+
+
+def _aten_rows(
+    program: torch.export.ExportedProgram, twins: Mapping[fx.Node, str] | None = None
+) -> list[tuple]:
     signature = program.graph_signature
     weights = {"PARAMETER", "BUFFER"}
     inputs = {
@@ -410,7 +481,9 @@ def _aten_rows(program: torch.export.ExportedProgram) -> list[tuple]:
         elif node.op == "output":
             target = outputs
         else:
-            target = str(node.target) if node.op == "call_function" else node.op
+            target = (twins or {}).get(node) or (
+                str(node.target) if node.op == "call_function" else node.op
+            )
         args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
         rows.append((node.op, target, _aten_args(node, args), kwargs))
     return rows
