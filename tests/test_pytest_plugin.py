@@ -75,6 +75,10 @@ def _junit(path: Path) -> dict[str, tuple[str, str, dict[str, str]]]:
 def test_one_item_per_target_with_outcomes_in_the_report_and_junit(project, pytester):
     collected = pytester.runpytest("--migrator-verify", *PLUGIN, "--collect-only", "-q")
     assert [line for line in collected.outlines if "::" in line] == list(IDS)
+    marked = pytester.runpytest(
+        "--migrator-verify", *PLUGIN, "--collect-only", "-q", "-m", "migrator_verify", "-k", "build"
+    )
+    assert [line for line in marked.outlines if "::" in line] == ["pyproject.toml::zoo/b.py:build"]
 
     result = pytester.runpytest("--migrator-verify", *PLUGIN, "-rA", "--junitxml=out.xml")
     result.assert_outcomes(passed=2, failed=1)
