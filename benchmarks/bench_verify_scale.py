@@ -5,9 +5,10 @@
 Makes a temporary project: a git repository holding `--targets` small models (convolutions,
 functionals, a residual `+`, a reused ReLU; widths and depths vary), committed as written and
 migrated by `fix` in the work tree, one `[[tool.migrator.verify]]` entry each. Then times, as
-separate processes: `migrator verify` (one process, the baseline) and `pytest --migrator-verify
--n N` (pytest-xdist) for each N; every run must pass every target. Wall seconds show the
-speed-up on an idle machine; CPU seconds (the runs and their workers) what the workers cost.
+separate processes: `migrator verify` (one process, the baseline), `pytest --migrator-verify`
+alone and with `-n N` (pytest-xdist) for each N; every run must pass every target. Wall
+seconds show the speed-up on an idle machine; CPU seconds (the runs and their workers) what
+the workers cost.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 timed([sys.executable, "-m", "migrator", "verify"], root),
             )
         ]
+        rows.append(("`pytest --migrator-verify` (no xdist)", timed([*pytest, *plugin], root)))
         for workers in args.workers:
             rows.append(
                 (
