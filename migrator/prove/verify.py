@@ -45,7 +45,9 @@ class TargetResult:
         return not self.error and all(check.status != FAIL for check in self.checks)
 
     def to_dict(self) -> dict:
-        return {**asdict(replace(self, built=None)), "ok": self.ok}
+        data = asdict(replace(self, built=None))
+        del data["built"]  # a model, not a result
+        return {**data, "ok": self.ok}
 
 
 @dataclass
@@ -53,8 +55,6 @@ class RewriteVerification:
     """What `verify_rewrites` found: per-target results and the files not to write."""
 
     results: list[TargetResult]
-    migrated: Side
-    """The files at their new text, each imported once: build the migrated models from it."""
     blocked: frozenset[Path]
     """Rewritten files a failing target uses (its own file, or one it imports): leave them
     untouched."""
@@ -148,7 +148,6 @@ def verify_rewrites(
     failing = set().union(*(files for files, r in zip(used, results) if not r.ok))
     return RewriteVerification(
         results,
-        migrated,
         frozenset(failing & rewrites.keys()),
         frozenset(set(rewrites).difference(*used)),
     )
