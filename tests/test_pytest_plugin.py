@@ -117,7 +117,16 @@ def test_items_distribute_over_xdist_workers(project, pytester):
     assert "fx graph    FAIL" in cases["pyproject.toml::zoo/c.py:Net"][1]
 
 
-def test_without_the_flag_or_the_entries(project, pytester):
+def test_set_up_errors_fail_with_one_line_and_without_the_flag_nothing_runs(project, pytester):
+    (project / "zoo" / "d.py").write_text(MODEL)  # not committed: no original
+    (project / "pyproject.toml").write_text(
+        PYPROJECT + '[[tool.migrator.verify]]\ntarget = "zoo/d.py:Net"\n'
+    )
+    result = pytester.runpytest("--migrator-verify", *PLUGIN, "-k", "d.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["zoo/d.py:Net: cannot be verified: zoo/d.py does not exist at HEAD"]
+    )
     assert pytester.runpytest(*PLUGIN).ret == pytest.ExitCode.NO_TESTS_COLLECTED
     (project / "pyproject.toml").write_text("[tool.migrator]\n")
     result = pytester.runpytest("--migrator-verify", *PLUGIN)
