@@ -62,18 +62,24 @@ def test_fix_verify_runs_the_chain_on_the_migrated_model(tmp_path):
     assert _row(result.stdout, "Net ")[1] == "PASS"
 
 
-def test_fix_verify_with_the_chain_imports_each_side_once(tmp_path):
-    """The original and the migrated model file each run once: verify and the chain share the
-    migrated side's import."""
+def test_fix_verify_with_the_chain_imports_and_builds_each_side_once(tmp_path):
+    """The original and the migrated model file each run once, and each side's model is built
+    once: the chain runs on the migrated model verify built and checked."""
     counted = MODEL + (
         '\nwith open(__file__ + ".runs", "a") as _runs:\n    _runs.write("ran\\n")\n'
+        "\n\ndef build():\n"
+        '    with open(__file__ + ".builds", "a") as builds:\n'
+        '        builds.write("built\\n")\n'
+        "    return Net()\n"
     )
     (tmp_path / "zoo").mkdir()
     (tmp_path / "zoo" / "__init__.py").write_text("")
     (tmp_path / "zoo" / "net.py").write_text(counted)
     (tmp_path / "pyproject.toml").write_text(
-        '[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n'
+        '[[tool.migrator.verify]]\ntarget = "zoo/net.py:build"\n'
     )
     result = migrator("fix", "--diff", "--verify", "--observers", "--onnx", "zoo", cwd=tmp_path)
-    assert _row(result.stdout, "Net ")[-1] == "ok", result.stdout + result.stderr
+    assert _row(result.stdout, "build ")[-1] == "ok", result.stdout + result.stderr
+    assert _row(result.stdout, "build ")[1] == "PASS"
     assert (tmp_path / "zoo" / "net.py.runs").read_text() == "ran\nran\n"
+    assert (tmp_path / "zoo" / "net.py.builds").read_text() == "built\nbuilt\n"

@@ -361,6 +361,48 @@ def test_cli_verifies_configured_entries_against_head(repo, capsys):
     ]
 
 
+def test_the_original_side_is_read_from_git_in_one_batch(repo, monkeypatch):
+    """However many targets and changed files: one `git cat-file --batch` reads every original
+    file, no `git show` per file, and the targets of a repository share one original side."""
+    from migrator.prove.load import Side
+    from migrator.prove.revision import git_sides
+    from migrator.prove.verify import verify_base
+
+    layers = repo / "verify_pkg" / "layers.py"
+    layers.write_text(layers.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
+    (repo / "verify_pkg" / "added.py").write_text("ADDED = 1\n", encoding="utf-8")
+    calls: list[list[str]] = []
+    run = subprocess.run
+
+    def recording(command, *args, **kwargs):
+        if command[0] == "git":
+            calls.append(command[3:])  # after `git -C FOLDER`
+        return run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", recording)
+    targets = config_targets(load_config([str(repo)]))
+    results = verify_base(targets, Side("working tree"))
+    assert [r.ok for r in results] == [True, True], [r.checks for r in results]
+    assert [call[:2] for call in calls] == [
+        ["rev-parse", "--show-toplevel"],
+        ["rev-parse", "--verify"],
+        ["diff", "--name-only"],
+        ["cat-file", "--batch"],
+    ]
+    sides = git_sides([target.file for target in targets], "HEAD")
+    net, untraceable = (sides[target.file] for target in targets)
+    assert net is untraceable  # one original side: each original file imported once
+    models = repo / "verify_pkg" / "models"
+    assert isinstance(net, Side) and net.overlay == {
+        path: _git_output(repo, "show", f"HEAD:{path.relative_to(repo).as_posix()}")
+        for path in (layers, models / "net.py", models / "untraceable.py")
+    }  # added.py is not at HEAD: the original side reads it from disk
+
+
+def _git_output(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True).stdout
+
+
 def test_cli_set_up_errors_exit_2_with_one_line(repo, capsys):
     """A misspelt target or one without inputs is not "not equivalent" (exit 1): exit 2, one
     line each; the other targets are still verified and reported."""
@@ -420,3 +462,67 @@ def test_import_migrator_and_cli_do_not_import_torch():
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _pair(forward_a: str, forward_b: str):
+    """Two one-conv models (same weights) whose forwards are the given bodies."""
+    import torch
+
+    models = []
+    for body in (forward_a, forward_b):
+        namespace: dict = {"torch": torch}
+        source = "def forward(self, x):\n" + "".join(
+            f"    {line.strip()}\n" for line in body.split(";")
+        )
+        exec(source, namespace)
+        cls = type("Net", (torch.nn.Module,), {"forward": namespace["forward"]})
+        model = cls()
+        torch.manual_seed(0)
+        model.conv = torch.nn.Conv2d(3, 3, 1)
+        models.append(model.eval())
+    return models, (torch.randn(1, 3, 4, 4),)
+
+
+@pytest.mark.parametrize(
+    ("in_place", "out_of_place", "status"),
+    [
+        (
+            "y = self.conv(x); y += x; return y.relu_()",
+            "y = self.conv(x); return (y + x).relu_()",
+            "pass",
+        ),
+        # a view of the written tensor sees the write; the out-of-place twin's view does not
+        (
+            "y = self.conv(x); v = y.view(-1); y.add_(1); return v",
+            "y = self.conv(x); v = y.view(-1); y = y + 1; return v",
+            "fail",
+        ),
+        # a later read of the written tensor sees the write
+        (
+            "y = self.conv(x); y.add_(1); return y * 2",
+            "y = self.conv(x); z = y + 1; return y * 2",
+            "fail",
+        ),
+        # an input is never rewritten out of place
+        ("x.add_(1); return self.conv(x)", "x = x + 1; return self.conv(x)", "fail"),
+    ],
+)
+def test_export_reads_in_place_ops_on_unshared_intermediates_as_out_of_place(
+    in_place, out_of_place, status
+):
+    from migrator.prove.compare import check_export
+    from migrator.prove.outputs import clone, difference
+
+    def run(model):  # what a caller sees: the output and the inputs afterwards
+        given = clone(inputs)
+        return model(*given), given
+
+    (original, migrated), inputs = _pair(in_place, out_of_place)
+    result = check_export(original, migrated, inputs)
+    assert result.status == status, result.detail
+    assert (difference(run(original), run(migrated)) is None) == (status == "pass")
+    if status == "pass":
+        assert "as exported, in-place ops on unshared intermediates" in result.detail

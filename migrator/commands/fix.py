@@ -118,12 +118,12 @@ def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argpars
         ops_file = _ops_module_file(config)
         if rewrites and ops_file is not None and not ops_file.exists():
             rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix writes it
-    verified = verify_rewrites(rewrites, targets)
+    verified = verify_rewrites(rewrites, targets, keep=args.observers or args.onnx)
     report_setup_errors(verified.results, "migrator fix --verify")
     compared = [result for result in verified.results if not result.error]
     text, chained = format_text(compared) if compared else "", True
     if compared and (args.observers or args.onnx):
-        table, chained = run_chains(targets, compared, verified.migrated, options)
+        table, chained = run_chains(compared, options)
         text += "\n" + table
     return verified, chained, text
 

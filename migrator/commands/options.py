@@ -114,33 +114,29 @@ def report_setup_errors(results, prefix: str) -> None:
             print(f"{prefix}: {result.target}: {result.error}", file=sys.stderr)
 
 
-def run_chains(targets: list[Target], results, side, options: dict) -> tuple[str, bool]:
-    """Run the chain on the model of each verified target, built from `side` (the migrated
-    one, whose files are already imported), and render one table: equivalence, observers,
-    float and QDQ ONNX errors, total seconds, after a table of the seconds per step; a target
-    is named by its factory where that is unique (imports torch)."""
+def run_chains(results, options: dict) -> tuple[str, bool]:
+    """Run the chain on the migrated model each verified result kept (`TargetResult.built`:
+    the model verify built and checked, not a second one) and render one table: equivalence,
+    observers, float and QDQ ONNX errors, total seconds, after a table of the seconds per step;
+    a target is named by its factory where that is unique (imports torch)."""
     from migrator.chain import run_chain, summary_table
-    from migrator.prove.build import MIGRATED_SEED, build
-    from migrator.prove.load import LoadError
 
-    by_label = {target.label: target for target in targets}
-    names = [label.rpartition(":")[2] for label in by_label]
-    short = {
-        label: name if names.count(name) == 1 else label for label, name in zip(by_label, names)
-    }
+    names = [result.target.rpartition(":")[2] for result in results]
     rows, timings, ok = [], [], True
     for result in results:
         equivalence = _equivalence_cell(result)
-        try:
-            built = build(by_label[result.target], side, MIGRATED_SEED)
-            problem = "" if built.inputs is not None else "no example inputs"
-        except LoadError as exc:
-            problem = str(exc)
-        if problem:
+        built = result.built
+        short = result.target.rpartition(":")[2]
+        if names.count(short) > 1:
+            short = result.target
+        if built is None or built.inputs is None:
+            problem = next(
+                (check.detail for check in result.checks if check.name == "load"), "not built"
+            )
             rows.append({"target": result.target, "equivalence": equivalence, "observers": problem})
             ok = False
             continue
-        report = run_chain(built.model, built.inputs, name=short[result.target], **options)
+        report = run_chain(built.model, built.inputs, name=short, **options)
         ok = ok and report.ok
         row = report.summary_row()
         rows.append({"target": row.pop("target"), "equivalence": equivalence, **row})

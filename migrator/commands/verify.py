@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from migrator.prove.verify import format_json, format_text, verify_base
 
     migrated = Side("working tree")
-    results = verify_base(targets, migrated, args.base)
+    results = verify_base(targets, migrated, args.base, keep=args.observers or args.onnx)
     compared = [result for result in results if not result.error]
     report_setup_errors(results, "migrator verify")
     if args.format == "json":
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_text(compared))
     ok = all(result.ok for result in compared)
     if compared and (args.observers or args.onnx):
-        table, chained = run_chains(targets, compared, migrated, options)
+        table, chained = run_chains(compared, options)
         print(table)
         ok = ok and chained
     if len(compared) < len(results):

@@ -16,7 +16,6 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import linecache
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +24,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-_GIT_TIMEOUT = 60.0
 _OWN_PACKAGE = __name__.partition(".")[0]
 _FILE_MODULE = "_migrator_verified_file"
 """Module name of a file imported on its own (its name is not a module name)."""
@@ -59,52 +57,6 @@ def import_root(file: Path) -> tuple[Path, str]:
         parts.insert(0, folder.name)
         folder = folder.parent
     return folder, ".".join(parts)
-
-
-def git_side(file: Path, rev: str) -> Side:
-    """The files under `file`'s import root as they are at git revision `rev`."""
-    root, _ = import_root(file)
-    try:
-        top = Path(_git(root, "rev-parse", "--show-toplevel").strip()).resolve()
-    except LoadError as exc:
-        raise LoadError(
-            f"no git revision to take the original from (--base {rev}): {exc}"
-        ) from None
-    relative = file.resolve().relative_to(top).as_posix()
-    try:
-        _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except LoadError:
-        raise LoadError(f"unknown git revision {rev!r}") from None
-    try:
-        _git(top, "cat-file", "-e", f"{rev}:{relative}")
-    except LoadError:
-        raise LoadError(f"{relative} does not exist at {rev}") from None
-    changed = _git(top, "diff", "--name-only", "-z", rev, "--", str(root.resolve()))
-    overlay = {}
-    for path in filter(None, changed.split("\0")):
-        if path.endswith(".py"):
-            try:
-                overlay[top / path] = _git(top, "show", f"{rev}:{path}", text=False)
-            except LoadError:
-                continue  # added since rev: the original side has it from disk
-    return Side(rev, overlay)
-
-
-def _git(cwd: Path, *args: str, text: bool = True) -> Any:
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(cwd), *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise LoadError(f"git {args[0]} failed: {exc}") from None
-    if result.returncode != 0:
-        message = " ".join(result.stderr.decode(errors="replace").split())
-        raise LoadError(f"git {' '.join(args)}: {message}")
-    return result.stdout.decode() if text else result.stdout
 
 
 @dataclass(frozen=True)

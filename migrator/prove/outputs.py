@@ -31,16 +31,12 @@ def preserved_buffers(model: torch.nn.Module) -> Iterator[None]:
                 buffer.copy_(value)
 
 
-def run_seeded(
-    model: torch.nn.Module, inputs: tuple[Any, ...], seed: int = 0, keep_buffers: bool = True
-) -> Any:
-    """`model(*inputs)` without gradients, the global RNG seeded with `seed` and left as found."""
-    with torch.random.fork_rng(), torch.no_grad():
+def run_seeded(model: torch.nn.Module, inputs: tuple[Any, ...], seed: int = 0) -> Any:
+    """`model(*inputs)` without gradients, the global RNG seeded with `seed` and left as found,
+    and the model's buffers put back as they were."""
+    with torch.random.fork_rng(), torch.no_grad(), preserved_buffers(model):
         torch.manual_seed(seed)
-        if not keep_buffers:
-            return model(*clone(inputs))
-        with preserved_buffers(model):
-            return model(*clone(inputs))
+        return model(*clone(inputs))
 
 
 def difference(expected: Any, actual: Any, where: str = "output") -> str | None:

@@ -141,8 +141,9 @@ def prepare_model(
     namer = _Namer(gm, model)
     _convert_ops(gm, model, options, namer, report)
     _split_reused_modules(gm, namer, report)
-    gm.graph.lint()
-    gm.recompile()
+    if report.converted or report.copies:  # else the traced graph and its code stand
+        gm.graph.lint()
+        gm.recompile()
     gm.meta[REPORT] = report
     if report.left or report.shared:
         warnings.warn(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,9 @@ import torch
 
 from migrator.prove import compare
 from migrator.prove.compare import FAIL, SKIP, CheckResult
-from migrator.prove.build import MIGRATED_SEED, ORIGINAL_SEED, build
-from migrator.prove.load import LoadError, Side, git_side, load
+from migrator.prove.build import MIGRATED_SEED, ORIGINAL_SEED, Built, build
+from migrator.prove.load import LoadError, Side, load
+from migrator.prove.revision import git_sides
 from migrator.prove.targets import Target
 
 
@@ -35,13 +36,18 @@ class TargetResult:
     error: str = ""
     """A set-up error: the original cannot be built (no git revision, no such attribute, no
     example inputs...), so nothing was compared."""
+    built: Built | None = field(default=None, repr=False, compare=False)
+    """The migrated model verified (the original's weights loaded), kept when asked for: the
+    quantization chain runs on it instead of building it again."""
 
     @property
     def ok(self) -> bool:
         return not self.error and all(check.status != FAIL for check in self.checks)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ok": self.ok}
+        data = asdict(replace(self, built=None))
+        del data["built"]  # a model, not a result
+        return {**data, "ok": self.ok}
 
 
 @dataclass
@@ -49,8 +55,6 @@ class RewriteVerification:
     """What `verify_rewrites` found: per-target results and the files not to write."""
 
     results: list[TargetResult]
-    migrated: Side
-    """The files at their new text, each imported once: build the migrated models from it."""
     blocked: frozenset[Path]
     """Rewritten files a failing target uses (its own file, or one it imports): leave them
     untouched."""
@@ -67,9 +71,12 @@ class RewriteVerification:
         return None
 
 
-def verify_target(target: Target, original: Side, migrated: Side) -> TargetResult:
+def verify_target(
+    target: Target, original: Side, migrated: Side, keep: bool = False
+) -> TargetResult:
     """Build `target` from both sides (the original's weights loaded into the migrated model)
-    and run the checks: state_dict, fx graph, export, outputs."""
+    and run the checks: state_dict, fx graph, export, outputs. With `keep`, the migrated model
+    stays in `built`, in eval mode."""
     result = TargetResult(target.label, original.label, migrated.label)
     try:
         built = build(target, original, ORIGINAL_SEED)
@@ -90,6 +97,8 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
         result.checks.append(CheckResult("load", FAIL, str(exc)))
         return result
     result.inputs = ", ".join(_shape(x) for x in inputs)
+    if keep:
+        result.built = built
     checks = result.checks
     checks.append(_guarded("state_dict", compare.check_state_dict, reference, candidate))
     reference.eval()
@@ -107,35 +116,38 @@ def verify_target(target: Target, original: Side, migrated: Side) -> TargetResul
     return result
 
 
-def verify_base(targets: Iterable[Target], migrated: Side, rev: str = "HEAD") -> list[TargetResult]:
-    """Each target's file at git revision `rev` (the original) against `migrated` (the working
-    tree)."""
+def verify_base(
+    targets: Iterable[Target], migrated: Side, rev: str = "HEAD", keep: bool = False
+) -> list[TargetResult]:
+    """Each target's file at git revision `rev` (the original, read from git in one batch for
+    all targets) against `migrated` (the working tree)."""
+    targets = list(targets)
+    sides = git_sides((target.file for target in targets), rev)
     results = []
     for target in targets:
-        try:
-            original = git_side(target.file, rev)
-        except LoadError as exc:
-            results.append(TargetResult(target.label, rev, migrated.label, error=str(exc)))
+        original = sides[target.file.resolve()]
+        if isinstance(original, LoadError):
+            results.append(TargetResult(target.label, rev, migrated.label, error=str(original)))
             continue
-        results.append(verify_target(target, original, migrated))
+        results.append(verify_target(target, original, migrated, keep))
     return results
 
 
 def verify_rewrites(
-    rewrites: Mapping[Path, tuple[str, str]], targets: Iterable[Target]
+    rewrites: Mapping[Path, tuple[str, str]], targets: Iterable[Target], keep: bool = False
 ) -> RewriteVerification:
     """Verify every target whose file is rewritten or imports a rewritten file, with all files
-    at their old text (original) and at their new text (migrated); nothing is written."""
+    at their old text (original) and at their new text (migrated); nothing is written. `keep`
+    keeps each migrated model (`TargetResult.built`)."""
     rewrites = {Path(p).resolve(): texts for p, texts in rewrites.items()}
     original = Side("before fix", {p: old for p, (old, _) in rewrites.items()})
     migrated = Side("after fix", {p: new for p, (_, new) in rewrites.items()})
     affected = [t for t in targets if t.file.resolve() in rewrites or _uses_overlay(t, migrated)]
-    results = [verify_target(t, original, migrated) for t in affected]
+    results = [verify_target(t, original, migrated, keep) for t in affected]
     used = [{t.file.resolve(), *map(Path, r.overridden)} for t, r in zip(affected, results)]
     failing = set().union(*(files for files, r in zip(used, results) if not r.ok))
     return RewriteVerification(
         results,
-        migrated,
         frozenset(failing & rewrites.keys()),
         frozenset(set(rewrites).difference(*used)),
     )
