@@ -21,6 +21,7 @@ from typing import Any, Callable, Literal
 
 import torch
 
+from migrator.confirm.divergence import first_divergence
 from migrator.confirm.failure import ConfirmFailure, first_line
 from migrator.confirm.onnx_export import export_float, export_qdq
 from migrator.confirm.roundtrip import RoundTrip, float_round_trip, qdq_round_trip
@@ -63,6 +64,8 @@ class ChainReport:
     qdq_node_count: int = 0
     onnx_files: dict[Literal["float", "qdq"], str] = field(default_factory=dict)
     """Written .onnx paths by model kind."""
+    divergence: str = ""
+    """When the QDQ model is not exact in onnxruntime: the op where it first diverges."""
 
     @property
     def ok(self) -> bool:
@@ -132,6 +135,7 @@ class ChainReport:
             "float_onnx": self.float_onnx.to_dict() if self.float_onnx else None,
             "qdq_onnx": self.qdq_onnx.to_dict() if self.qdq_onnx else None,
             "observers": self.observers.to_dict() if self.observers else None,
+            "divergence": self.divergence,
         }
 
     def to_json(self) -> str:
@@ -159,6 +163,8 @@ class ChainReport:
             parts.append(
                 render_table(["onnx", "output", "max abs", "max rel", "tolerance", "result"], rows)
             )
+        if self.divergence:
+            parts.append(f"QDQ in onnxruntime {self.divergence}")
         if self.observers:
             parts.append(self.observers.to_table())
         parts += [f"file: {path}" for path in self.files]
@@ -245,6 +251,17 @@ def _confirm_qdq(
         report.qdq_onnx = report._run(
             "ort_qdq", qdq_round_trip, converted, captured.example_inputs, qdq_file.path, qdq_steps
         )
+        if report.qdq_onnx.max_abs > 0:
+            report.divergence = _divergence(converted, captured, qdq_file.path)
+
+
+def _divergence(converted: torch.fx.GraphModule, captured: Captured, path: Path) -> str:
+    """Where the QDQ model first diverges in onnxruntime, as one line."""
+    try:
+        found = first_divergence(converted, captured.example_inputs, path)
+    except Exception as error:  # a diagnosis that cannot run says why, it fails nothing
+        return f"cannot locate the first divergence: {first_line(error)}"
+    return found.describe() if found else "every quantized tensor agrees; the float tail differs"
 
 
 def _observe(
