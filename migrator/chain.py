@@ -26,6 +26,7 @@ from migrator.confirm.failure import ConfirmFailure, first_line
 from migrator.confirm.onnx_export import export_float, export_qdq
 from migrator.confirm.roundtrip import RoundTrip, float_round_trip, qdq_round_trip
 from migrator.observe.calibrate import Calibration, calibrate, calibration_batches
+from migrator.observe.choices import Quantization
 from migrator.observe.capture import Captured, capture
 from migrator.observe.pt2e import convert_pt2e, prepare_pt2e
 from migrator.observe.quantizer import ModuleQuantizer
@@ -187,16 +188,18 @@ def run_chain(
     out_dir: str | Path | None = None,
     exclude: Iterable[str] = (),
     module_dtypes: Mapping[str, str] | None = None,
+    quantization: Quantization | None = None,
     calibration: Calibration = None,
     qdq_steps: float = 1.0,
 ) -> ChainReport:
     """Run the chain on `model`, writing the ONNX files to `out_dir`.
 
     Without `out_dir` the files go to a temporary folder removed on return, and
-    `onnx_files` stays empty. `exclude` and `module_dtypes` address modules by name (see
-    `ModuleQuantizer`); `calibration` is None (example inputs), a number of random batches,
-    or a callable returning batches (see `migrator.observe.calibrate`). QDQ outputs pass
-    within `qdq_steps` quantisation steps of onnxruntime (see `migrator.confirm.roundtrip`).
+    `onnx_files` stays empty. `exclude` and `module_dtypes` address modules by name, and
+    `quantization` chooses dtypes and schemes per module (see `ModuleQuantizer`);
+    `calibration` is None (example inputs), a number of random batches, or a callable
+    returning batches (see `migrator.observe.calibrate`). QDQ outputs pass within `qdq_steps`
+    quantisation steps of onnxruntime (see `migrator.confirm.roundtrip`).
     """
     report = ChainReport(name or type(model).__name__)
     with contextlib.ExitStack() as stack:
@@ -207,7 +210,10 @@ def run_chain(
         )
         with contextlib.suppress(_StepFailed):
             captured = report._run("capture", capture, model, example_inputs)
-            converted = _observe(report, captured, exclude, module_dtypes, calibration)
+            options = {"exclude": exclude, "module_dtypes": module_dtypes}
+            converted = _observe(
+                report, captured, options | {"quantization": quantization}, calibration
+            )
             _confirm_float(report, model, captured, out)
             if converted is not None:
                 _confirm_qdq(report, converted, captured, out, qdq_steps)
@@ -265,17 +271,12 @@ def _divergence(converted: torch.fx.GraphModule, captured: Captured, path: Path)
 
 
 def _observe(
-    report: ChainReport,
-    captured: Captured,
-    exclude: Iterable[str],
-    module_dtypes: Mapping[str, str] | None,
-    calibration: Calibration,
+    report: ChainReport, captured: Captured, options: dict[str, Any], calibration: Calibration
 ) -> torch.fx.GraphModule | None:
-    """Prepare, calibrate, report the observers and convert; None if a step failed."""
+    """Prepare with a quantizer made with `options`, calibrate, report the observers and
+    convert; None if a step failed."""
     try:
-        prepared, quantizer = report._run(
-            "prepare", _prepare, captured.graph_module, exclude, module_dtypes
-        )
+        prepared, quantizer = report._run("prepare", _prepare, captured.graph_module, options)
         batches = calibration_batches(captured.example_inputs, calibration)
         report.calibration_batches = report._run("calibrate", calibrate, prepared, batches)
         report.observers = report._run("report", observer_report, prepared, quantizer)
@@ -285,11 +286,9 @@ def _observe(
 
 
 def _prepare(
-    graph_module: torch.fx.GraphModule,
-    exclude: Iterable[str],
-    module_dtypes: Mapping[str, str] | None,
+    graph_module: torch.fx.GraphModule, options: dict[str, Any]
 ) -> tuple[torch.fx.GraphModule, ModuleQuantizer]:
-    quantizer = ModuleQuantizer(exclude, module_dtypes)
+    quantizer = ModuleQuantizer(**options)
     return prepare_pt2e(graph_module, quantizer), quantizer
 
 

@@ -93,7 +93,7 @@ def _verify(outcomes: list[runner.Outcome], config: Config, args: argparse.Names
 
     try:
         targets = config_targets(config)
-        options = chain_options(args)
+        options = chain_options(args, config.quantization)
     except TargetError as exc:
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
         return None

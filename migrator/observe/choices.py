@@ -5,7 +5,7 @@ Read from `[tool.migrator.quantization]` and the command line (`--activation-dty
 
     [tool.migrator.quantization]
     activation-dtype = "int8"        # int8 (default), uint8, int16
-    activation-scheme = "affine"     # affine (default) or symmetric (zero point 0; 128 for uint8)
+    activation-scheme = "affine"     # affine (default) or symmetric (zero point 0; 127 for uint8)
     weights = "per-channel"          # per-channel (default) or per-tensor, always symmetric
     overrides = [
         { module = "head.*", activation-dtype = "int16" },

@@ -58,7 +58,7 @@ class LeftInFloat:
 
 def activation_spec(dtype: torch.dtype, symmetric: bool = False) -> QuantizationSpec:
     """Per-tensor spec over the full range of `dtype`: affine, or symmetric (zero point 0, or
-    the middle of an unsigned range)."""
+    127 for uint8)."""
     info = torch.iinfo(dtype)
     return QuantizationSpec(
         dtype=dtype,
@@ -99,8 +99,8 @@ def fixed_spec(
     either side of it."""
     info = torch.iinfo(dtype)
     if symmetric:
-        zero_point = 0 if info.min < 0 else (info.min + info.max + 1) // 2
-        scale = max(abs(low), abs(high)) / (info.max - zero_point + 1)
+        zero_point = 0 if info.min < 0 else (info.min + info.max) // 2  # torchao's choice
+        scale = max(abs(low), abs(high)) / ((info.max - info.min + 1) // 2)
     else:
         scale = (high - low) / (info.max - info.min + 1)
         zero_point = info.min - round(low / scale)
