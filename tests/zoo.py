@@ -772,7 +772,7 @@ class ChainCase:
 CHAIN_SAMPLES = [
     ChainCase("timm", _small("resnet18")),
     ChainCase("timm", _small("mobilenetv3_small_100")),
-    ChainCase("timm", _small("efficientnet_b0")),
+    ChainCase("timm", _small("efficientnet_b0"), qdq_steps=2),  # see the README
     ChainCase("timm", _small("convnext_atto")),
     ChainCase("timm", _small("vit_tiny_patch16_224", img_size=64, depth=4)),
     ChainCase(
