@@ -784,6 +784,7 @@ CHAIN_SAMPLES = [
             depths=(2, 2),
             num_heads=(3, 6),
         ),
+        qdq_steps=2,  # see the README
     ),
     ChainCase("torchvision", _small("lraspp_mobilenet_v3_large")),
 ]

@@ -7,9 +7,11 @@ A float output passes within `FLOAT_RTOL` of its largest magnitude (plus `FLOAT_
 elementwise relative bound fails on values near zero at the end of long float accumulations,
 which onnxruntime and torch sum in different orders. A quantized output passes
 within one quantisation step (the scale of the output's last dequantize) by default. Deep
-models may need more: onnxruntime and torch accumulate convolutions in different orders, so a
-value lying on a rounding boundary inside the network can round the other way, and that one
-step can grow on its way to the output.
+models may need more: a value inside the network that lies on a rounding boundary can be
+quantized one step apart, and that step can grow on its way to the output. Two causes were
+seen (`migrator.confirm.divergence` tells which): onnxruntime and torch accumulate a conv or
+linear in different orders (float results an ulp apart), and torch's `quantize_per_tensor`
+rounds `x * (1 / scale)` where QuantizeLinear rounds `x / scale` (equal floats, rounded apart).
 """
 
 from __future__ import annotations
