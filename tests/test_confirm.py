@@ -212,3 +212,30 @@ def test_first_divergence_names_the_first_quantized_tensor_that_differs(resnet, 
     assert found is not None and found.agreeing == 3 and found.total == len(quantizes)
     assert found.max_steps >= 1 and found.float_gap == 0  # same float values, rounded apart
     assert "equal float results round apart" in found.describe()
+
+
+class Branchy(torch.nn.Module):
+    """A forward that branches on a tensor's value: torch.export cannot capture it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        if y.sum() > 0:  # the line the failure names
+            return y * 2
+        return y
+
+
+def test_a_capture_failure_is_one_line_naming_the_source_line_and_the_reason():
+    report = run_chain(Branchy().eval(), torch.randn(2, 3, 4, 4))
+    (failure,) = report.failures
+    line = next(
+        number
+        for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "the line the failure names" in text
+    )
+    assert "\n" not in failure and failure.startswith("capture: CaptureFailure: ")
+    assert f"{__file__}:{line} (if y.sum() > 0:" in failure
+    assert "data-dependent" in failure
