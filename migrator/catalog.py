@@ -1110,6 +1110,31 @@ DATA_MOVEMENT_OPS: frozenset[str] = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class WeightedCall:
+    """Where an ATen op that computes with a learned weight takes the weight and the bias, and
+    how it is observed."""
+
+    weight: int
+    bias: int | None
+    observed: Observation
+
+
+# ATen ops that compute with a learned weight, wherever they run: inside the WEIGHTED modules
+# above, or called as functionals (`F.conv2d(x, self.weight)` in a forward, a subclass's own
+# forward): observed as those modules are, the weight per channel, the bias in float.
+WEIGHTED_CALLS: dict[str, WeightedCall] = {
+    **{f"conv{n}d": WeightedCall(1, 2, WEIGHTED) for n in (1, 2, 3)},
+    **{
+        f"conv_transpose{n}d": WeightedCall(1, 2, Observation(Observe.WEIGHTED, weight_axis=1))
+        for n in (1, 2, 3)
+    },
+    "linear": WeightedCall(1, 2, WEIGHTED),
+    "bilinear": WeightedCall(2, 3, WEIGHTED),
+    "embedding": WeightedCall(0, None, WEIGHTED),
+}
+
+
 def _observations() -> dict[str, Observation]:
     observations = dict(OTHER_MODULES)
     for op in CATALOG:

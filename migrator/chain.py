@@ -21,10 +21,12 @@ from typing import Any, Callable, Literal
 
 import torch
 
+from migrator.confirm.divergence import first_divergence
 from migrator.confirm.failure import ConfirmFailure, first_line
 from migrator.confirm.onnx_export import export_float, export_qdq
 from migrator.confirm.roundtrip import RoundTrip, float_round_trip, qdq_round_trip
 from migrator.observe.calibrate import Calibration, calibrate, calibration_batches
+from migrator.observe.choices import Quantization
 from migrator.observe.capture import Captured, capture
 from migrator.observe.pt2e import convert_pt2e, prepare_pt2e
 from migrator.observe.quantizer import ModuleQuantizer
@@ -63,6 +65,8 @@ class ChainReport:
     qdq_node_count: int = 0
     onnx_files: dict[Literal["float", "qdq"], str] = field(default_factory=dict)
     """Written .onnx paths by model kind."""
+    divergence: str = ""
+    """When the QDQ model is not exact in onnxruntime: the op where it first diverges."""
 
     @property
     def ok(self) -> bool:
@@ -132,6 +136,7 @@ class ChainReport:
             "float_onnx": self.float_onnx.to_dict() if self.float_onnx else None,
             "qdq_onnx": self.qdq_onnx.to_dict() if self.qdq_onnx else None,
             "observers": self.observers.to_dict() if self.observers else None,
+            "divergence": self.divergence,
         }
 
     def to_json(self) -> str:
@@ -159,6 +164,8 @@ class ChainReport:
             parts.append(
                 render_table(["onnx", "output", "max abs", "max rel", "tolerance", "result"], rows)
             )
+        if self.divergence:
+            parts.append(f"QDQ in onnxruntime {self.divergence}")
         if self.observers:
             parts.append(self.observers.to_table())
         parts += [f"file: {path}" for path in self.files]
@@ -181,16 +188,18 @@ def run_chain(
     out_dir: str | Path | None = None,
     exclude: Iterable[str] = (),
     module_dtypes: Mapping[str, str] | None = None,
+    quantization: Quantization | None = None,
     calibration: Calibration = None,
     qdq_steps: float = 1.0,
 ) -> ChainReport:
     """Run the chain on `model`, writing the ONNX files to `out_dir`.
 
     Without `out_dir` the files go to a temporary folder removed on return, and
-    `onnx_files` stays empty. `exclude` and `module_dtypes` address modules by name (see
-    `ModuleQuantizer`); `calibration` is None (example inputs), a number of random batches,
-    or a callable returning batches (see `migrator.observe.calibrate`). QDQ outputs pass
-    within `qdq_steps` quantisation steps of onnxruntime (see `migrator.confirm.roundtrip`).
+    `onnx_files` stays empty. `exclude` and `module_dtypes` address modules by name, and
+    `quantization` chooses dtypes and schemes per module (see `ModuleQuantizer`);
+    `calibration` is None (example inputs), a number of random batches, or a callable
+    returning batches (see `migrator.observe.calibrate`). QDQ outputs pass within `qdq_steps`
+    quantisation steps of onnxruntime (see `migrator.confirm.roundtrip`).
     """
     report = ChainReport(name or type(model).__name__)
     with contextlib.ExitStack() as stack:
@@ -201,7 +210,10 @@ def run_chain(
         )
         with contextlib.suppress(_StepFailed):
             captured = report._run("capture", capture, model, example_inputs)
-            converted = _observe(report, captured, exclude, module_dtypes, calibration)
+            options = {"exclude": exclude, "module_dtypes": module_dtypes}
+            converted = _observe(
+                report, captured, options | {"quantization": quantization}, calibration
+            )
             _confirm_float(report, model, captured, out)
             if converted is not None:
                 _confirm_qdq(report, converted, captured, out, qdq_steps)
@@ -245,20 +257,26 @@ def _confirm_qdq(
         report.qdq_onnx = report._run(
             "ort_qdq", qdq_round_trip, converted, captured.example_inputs, qdq_file.path, qdq_steps
         )
+        if report.qdq_onnx.max_abs > 0:
+            report.divergence = _divergence(converted, captured, qdq_file.path)
+
+
+def _divergence(converted: torch.fx.GraphModule, captured: Captured, path: Path) -> str:
+    """Where the QDQ model first diverges in onnxruntime, as one line."""
+    try:
+        found = first_divergence(converted, captured.example_inputs, path)
+    except Exception as error:  # a diagnosis that cannot run says why, it fails nothing
+        return f"cannot locate the first divergence: {first_line(error)}"
+    return found.describe() if found else "every quantized tensor agrees; the float tail differs"
 
 
 def _observe(
-    report: ChainReport,
-    captured: Captured,
-    exclude: Iterable[str],
-    module_dtypes: Mapping[str, str] | None,
-    calibration: Calibration,
+    report: ChainReport, captured: Captured, options: dict[str, Any], calibration: Calibration
 ) -> torch.fx.GraphModule | None:
-    """Prepare, calibrate, report the observers and convert; None if a step failed."""
+    """Prepare with a quantizer made with `options`, calibrate, report the observers and
+    convert; None if a step failed."""
     try:
-        prepared, quantizer = report._run(
-            "prepare", _prepare, captured.graph_module, exclude, module_dtypes
-        )
+        prepared, quantizer = report._run("prepare", _prepare, captured.graph_module, options)
         batches = calibration_batches(captured.example_inputs, calibration)
         report.calibration_batches = report._run("calibrate", calibrate, prepared, batches)
         report.observers = report._run("report", observer_report, prepared, quantizer)
@@ -268,11 +286,9 @@ def _observe(
 
 
 def _prepare(
-    graph_module: torch.fx.GraphModule,
-    exclude: Iterable[str],
-    module_dtypes: Mapping[str, str] | None,
+    graph_module: torch.fx.GraphModule, options: dict[str, Any]
 ) -> tuple[torch.fx.GraphModule, ModuleQuantizer]:
-    quantizer = ModuleQuantizer(exclude, module_dtypes)
+    quantizer = ModuleQuantizer(**options)
     return prepare_pt2e(graph_module, quantizer), quantizer
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from migrator.files import Rules
 from migrator.findings import CODES
+from migrator.observe.choices import Quantization, parse_quantization
 
 TOOLKITS = ("aimet",)
 """Quantization toolkits whose own op-module classes `toolkit` can make the rewrite use."""
@@ -27,6 +28,7 @@ KNOWN_KEYS = {
     "select",
     "disable",
     "per_file_ignores",
+    "quantization",
     "verify",
 }
 
@@ -54,6 +56,8 @@ class Config:
     per_file_ignores: dict[str, frozenset[str]] = field(default_factory=dict)
     """Glob -> codes disabled in the files it matches."""
     verify: list[object] = field(default_factory=list)
+    quantization: Quantization = field(default_factory=Quantization)
+    """How the quantization chain quantizes each module (`[tool.migrator.quantization]`)."""
     unknown: list[str] = field(default_factory=list)
 
     @property
@@ -131,8 +135,13 @@ def read(path: Path, warn: Callable[[str], None]) -> Config | None:
         }
         verify = table.get("verify", [])
         config.verify = verify if isinstance(verify, list) else [verify]
+        if "quantization" in table:
+            where = f"{path}: [tool.migrator.quantization]"
+            config.quantization = parse_quantization(table["quantization"], where)
     except TypeError as exc:
         raise ConfigError(f"{path}: [tool.migrator] {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return config
 
 

@@ -14,6 +14,7 @@ from onnx import numpy_helper
 from quant_models import MysteryNet, ResNetish, ViTish, randomize_batchnorm
 
 from migrator.chain import STEPS, ChainReport, run_chain, summary_table, write_export
+from migrator.confirm.divergence import first_divergence
 from migrator.confirm.failure import ConfirmFailure
 from migrator.confirm.onnx_export import export_float, export_qdq
 from migrator.confirm.roundtrip import float_round_trip, qdq_round_trip, run_onnx
@@ -192,3 +193,49 @@ def test_vit_chain_with_per_module_dtypes_and_exclusions():
 
 def test_target_names_become_safe_file_names():
     assert ChainReport("models/net.py:Net").file_stem == "models_net.py_Net"
+
+
+def test_first_divergence_names_the_first_quantized_tensor_that_differs(resnet, tmp_path):
+    _, captured, converted, _, qdq_file = resnet
+    assert first_divergence(converted, captured.example_inputs, qdq_file.path) is None
+    model = onnx.load(str(qdq_file.path))
+    quantizes = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    scale = quantizes[3].input[1]  # the 4th quantize's scale, halved in a copy of it
+    halved = onnx.helper.make_node("Mul", [scale, "two"], ["halved_scale"])
+    two = onnx.helper.make_tensor("two", onnx.TensorProto.FLOAT, [], [0.5])
+    model.graph.initializer.append(two)
+    model.graph.node.insert(list(model.graph.node).index(quantizes[3]), halved)
+    quantizes[3].input[1] = "halved_scale"
+    broken = tmp_path / "broken.onnx"
+    onnx.save(model, str(broken))
+    found = first_divergence(converted, captured.example_inputs, broken)
+    assert found is not None and found.agreeing == 3 and found.total == len(quantizes)
+    assert found.max_steps >= 1 and found.float_gap == 0  # same float values, rounded apart
+    assert "equal float results round apart" in found.describe()
+
+
+class Branchy(torch.nn.Module):
+    """A forward that branches on a tensor's value: torch.export cannot capture it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        if y.sum() > 0:  # the line the failure names
+            return y * 2
+        return y
+
+
+def test_a_capture_failure_is_one_line_naming_the_source_line_and_the_reason():
+    report = run_chain(Branchy().eval(), torch.randn(2, 3, 4, 4))
+    (failure,) = report.failures
+    line = next(
+        number
+        for number, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "the line the failure names" in text
+    )
+    assert "\n" not in failure and failure.startswith("capture: CaptureFailure: ")
+    assert f"{__file__}:{line} (if y.sum() > 0:" in failure
+    assert "data-dependent" in failure

@@ -179,7 +179,7 @@ def test_unknown_module_names_are_refused():
 
 
 def test_core_torch_ao_observers_are_refused(monkeypatch):
-    def torch_ao_spec(dtype):
+    def torch_ao_spec(dtype, symmetric=False):
         observer = torch.ao.quantization.observer.MinMaxObserver
         return quantizer_module.QuantizationSpec(dtype=dtype, observer_or_fake_quant_ctr=observer)
 

@@ -344,3 +344,50 @@ def test_a_fixed_range_output_is_read_through_its_own_fixed_observer():
     assert type(quantizer.observer_of[sigmoid]) is FixedQParamsObserver
     assert quantizer.observer_of[edge] is quantizer.observer_of[sigmoid]
     assert observer_report(prepared, quantizer).ok
+
+
+class FunctionalWeights(nn.Module):
+    """Convs and linears called as functionals with learned weights: in the module's own
+    forward, in a subclass's own forward (timm's `Linear`), with another module's weight, and
+    with a weight computed at run time (weight standardisation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3, 3, 3))
+        self.bias = nn.Parameter(torch.randn(4))
+        self.head = OwnLinear(4, 5)
+        self.other = nn.Conv2d(4, 4, 1)
+        self.std = nn.Parameter(torch.randn(4, 4, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.conv2d(x, self.weight, self.bias)
+        y = torch.nn.functional.conv2d(y, self.other.weight, self.other.bias)
+        y = torch.nn.functional.conv2d(y, self.std - self.std.mean((1, 2, 3), keepdim=True))
+        return self.head(y.mean((2, 3)))
+
+
+class OwnLinear(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+
+def test_functional_convs_and_linears_are_observed_as_their_modules():
+    captured = capture(FunctionalWeights().eval(), (torch.randn(2, 3, 8, 8),))
+    quantizer = ModuleQuantizer()
+    prepared = prepare_pt2e(captured.graph_module, quantizer)
+    calibrate(prepared, calibration_batches(captured.example_inputs, None))
+    weighted = [
+        n
+        for n in prepared.graph.nodes
+        if n.target in (torch.ops.aten.conv2d.default, torch.ops.aten.linear.default)
+    ]
+    assert len(weighted) == 4
+    for node in weighted:
+        weight, bias = node.args[1], node.args[2] if len(node.args) > 2 else None
+        observer = getattr(prepared, weight.target)  # the weight's observer
+        assert type(observer) is PerChannelMinMaxObserver and observer.ch_axis == 0
+        assert bias is None or bias.op == "get_attr"  # the bias stays in float
+        (output,) = node.users
+        assert type(getattr(prepared, output.target)) is MinMaxObserver
+    assert {r.op for r in quantizer.left_in_float}.isdisjoint({"conv2d", "linear"})
+    assert observer_report(prepared, quantizer).ok

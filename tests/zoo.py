@@ -11,6 +11,9 @@ not the run.
 
     python tests/zoo.py run ZOO ROOT|- SPECS.json OUT_DIR [--prepare]  # worker: build, save
     python tests/zoo.py list ZOO                                       # every model's spec
+    python tests/zoo.py chain ROOT CASES.json OUT_DIR                  # worker: the chain
+
+`run_chains` takes the migrated models through the quantization chain (`migrator.chain`).
 """
 
 from __future__ import annotations
@@ -860,10 +863,186 @@ def _list_worker(zoo: str) -> None:
     print(json.dumps([asdict(_complete(module, zoo, Spec(n))) for n in names]))
 
 
+# -- the quantization chain on migrated models ----------------------------------------------
+
+
+@dataclass
+class ChainCase:
+    """One model of a zoo taken through the quantization chain after migration, and the QDQ
+    error onnxruntime may show (in quantisation steps; see the README for why some need 2)."""
+
+    zoo: str
+    spec: Spec
+    qdq_steps: float = 1.0
+
+
+CHAIN_SAMPLES = [
+    ChainCase("timm", _small("resnet18")),
+    ChainCase("timm", _small("mobilenetv3_small_100")),
+    ChainCase("timm", _small("efficientnet_b0"), qdq_steps=2),  # see the README
+    ChainCase("timm", _small("convnext_atto")),
+    ChainCase("timm", _small("vit_tiny_patch16_224", img_size=64, depth=4)),
+    ChainCase(
+        "timm",
+        _small(
+            "swin_tiny_patch4_window7_224",
+            img_size=64,
+            window_size=2,
+            depths=(2, 2),
+            num_heads=(3, 6),
+        ),
+        qdq_steps=2,  # see the README
+    ),
+    ChainCase("torchvision", _small("lraspp_mobilenet_v3_large")),
+]
+"""The smallest variants of each kind the chain must handle (a ResNet, a MobileNetV3, an
+EfficientNet, a ConvNeXt, a ViT, a Swin, a segmentation model), on 64x64 images."""
+
+
+def migrate(zoos: list[str], workdir: Path) -> tuple[Path, float]:
+    """Copy and migrate each of `zoos` under `workdir/copy` (the folder to put first on
+    `sys.path`); that folder and the seconds it took."""
+    start = time.perf_counter()
+    root = workdir / "copy"
+    for zoo in zoos:
+        package = copy_package(zoo, root)
+        run = fix([package / sub for sub in ZOOS[zoo]], write=True)
+        if run.errors:
+            raise RuntimeError(f"migrator fix failed on {zoo}: {run.errors[0]}")
+    return root, time.perf_counter() - start
+
+
+def run_chains(cases: list[ChainCase], workdir: Path, *, jobs: int = 2) -> tuple[list[dict], float]:
+    """Migrate the zoos of `cases`, then run the chain on each model built from the migrated
+    copy, in `jobs` worker processes; each model's summary (see `_chain_summary`), in order,
+    and the seconds the migration took."""
+    root, seconds = migrate(sorted({case.zoo for case in cases}), workdir)
+    out = workdir / "chains"
+    out.mkdir()
+    shares = [cases[start::jobs] for start in range(jobs)]
+    commands = []
+    for index, share in enumerate(shares):
+        case_file = workdir / f"cases{index}.json"
+        case_file.write_text(json.dumps([asdict(case) for case in share]), encoding="utf-8")
+        commands.append([sys.executable, __file__, "chain", str(root), str(case_file), str(out)])
+    with ThreadPoolExecutor(jobs) as pool:
+        logs = list(pool.map(lambda c: subprocess.run(c, capture_output=True, text=True), commands))
+    summaries = []
+    for case in cases:
+        path = out / f"{case.spec.name}.json"
+        if not path.exists():
+            log = next(log for log, share in zip(logs, shares) if case in share)
+            tail = (log.stdout + log.stderr).strip().splitlines()[-1:] or ["no output"]
+            summaries.append({"name": case.spec.name, "error": f"the worker died: {tail[0]}"})
+        else:
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+    return summaries, seconds
+
+
+def _modules_run(model, inputs: tuple) -> set[str]:
+    """Names of the modules a forward of `model` calls."""
+    import torch
+
+    ran: set[str] = set()
+    handles = [
+        module.register_forward_hook(lambda *_, name=name: ran.add(name))
+        for name, module in model.named_modules()
+    ]
+    with torch.no_grad():
+        model(*inputs)
+    for handle in handles:
+        handle.remove()
+    return ran
+
+
+def _chain_summary(module, case: ChainCase) -> dict:
+    """Build `case`'s model (BatchNorm statistics randomised, as after training), run the chain
+    on a batch of 2; what it found: failures, seconds per step, observers and groups, the
+    float error relative to the largest output, the QDQ error in steps and where it first
+    diverges, what stays in float by reason, and every weighted module that ran without a
+    weight observer (`unobserved`)."""
+    import torch
+    from quant_models import randomize_batchnorm
+
+    from migrator.catalog import Observe
+    from migrator.chain import run_chain
+    from migrator.observe.policy import observation_of
+
+    spec = _complete(module, case.zoo, case.spec)
+    torch.manual_seed(0)
+    model = randomize_batchnorm(_build(module, case.zoo, spec)).eval()
+    inputs = _inputs(spec, train=False)
+    report = run_chain(model, inputs, name=spec.name, qdq_steps=case.qdq_steps)
+    observers = report.observers
+    observed = {label for r in observers.observers for label in r.observes} if observers else set()
+    unobserved = [
+        name
+        for name in sorted(_modules_run(model, inputs))
+        if (
+            policy := observation_of(
+                f"{type(sub := model.get_submodule(name)).__module__}.{type(sub).__qualname__}"
+            )
+        )
+        and policy.how is Observe.WEIGHTED
+        and f"{name}.weight" not in observed
+    ]
+    left: dict[str, int] = {}
+    for record in observers.left_in_float if observers else ():
+        left[record.reason] = left.get(record.reason, 0) + 1
+    return {
+        "name": spec.name,
+        "zoo": case.zoo,
+        "error": None,
+        "input": list(inputs[0].shape),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "ok": report.ok,
+        "failures": report.failures,
+        "timings": report.timings,
+        "observers": observers.observer_count if observers else None,
+        "groups": observers.group_count if observers else None,
+        "problems": observers.problems if observers else [],
+        "float_rel": max((o.max_rel for o in report.float_onnx.outputs), default=0.0)
+        if report.float_onnx
+        else None,
+        "float_ok": report.float_onnx.ok if report.float_onnx else None,
+        "qdq_steps": report.qdq_onnx.max_steps if report.qdq_onnx else None,
+        "qdq_ok": report.qdq_onnx.ok if report.qdq_onnx else None,
+        "qdq_steps_allowed": case.qdq_steps,
+        "divergence": report.divergence,
+        "left_in_float": left,
+        "unobserved": unobserved,
+    }
+
+
+def _chain_worker(root: str, case_file: str, out: str) -> None:
+    import importlib
+
+    import torch
+
+    sys.path.insert(0, root)
+    torch.set_num_threads(1)
+    cases = json.loads(Path(case_file).read_text(encoding="utf-8"))
+    modules = {}
+    for data in cases:
+        case = ChainCase(data["zoo"], Spec(**data["spec"]), data["qdq_steps"])
+        if case.zoo not in modules:  # the torchvision shim is defined once
+            modules[case.zoo] = (
+                importlib.import_module(case.zoo) if modules else _import_zoo(case.zoo)
+            )
+        try:
+            summary = _chain_summary(modules[case.zoo], case)
+        except Exception as error:  # noqa: BLE001 - any failure is a finding about this model
+            summary = {"name": case.spec.name, "error": f"{type(error).__name__}: {error}"}
+        path = Path(out) / f"{case.spec.name}.json"
+        path.write_text(json.dumps(summary), encoding="utf-8")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         _run_worker(
             *sys.argv[2:6], prepare="--prepare" in sys.argv[6:], aimet="--aimet" in sys.argv[6:]
         )
+    elif sys.argv[1] == "chain":
+        _chain_worker(*sys.argv[2:5])
     else:
         _list_worker(sys.argv[2])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from migrator.config import ConfigError, add_config_argument, load
 from migrator.prove.targets import TargetError
 from migrator.commands.options import (
     add_chain_arguments,
@@ -32,13 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_target_arguments(parser)
     add_chain_arguments(parser)
+    add_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         [target] = targets_from_args(args, [args.target])
-        options = chain_options(args)
-    except TargetError as exc:
+        options = chain_options(args, load(["."], args.config).quantization)
+    except (TargetError, ConfigError) as exc:
         print(f"migrator export: {exc}", file=sys.stderr)
         return 2
 

@@ -95,7 +95,7 @@ def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argpars
 
     try:
         targets = [target for config in configs for target in config_targets(config)]
-        options = chain_options(args)
+        options = chain_options(args, configs[0].quantization)
     except TargetError as exc:
         print(f"migrator fix --verify: {exc}", file=sys.stderr)
         return None

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from migrator.observe.choices import ALLOWED, Quantization, parse_override_text
 from migrator.prove.targets import Target, TargetError, parse_input, parse_kwargs, parse_target
 
 
@@ -55,6 +56,22 @@ def add_chain_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--
         metavar="MODULE=DTYPE",
         help="activation dtype for one module: int8 (default), uint8 or int16",
     )
+    for name, values in ALLOWED.items():
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            choices=values,
+            default=None,
+            help=f"for every module (default: [tool.migrator.quantization], else {values[0]})",
+        )
+    parser.add_argument(
+        "--quantize",
+        action="append",
+        default=[],
+        metavar="SELECTOR,KEY=VALUE",
+        help="choices for some modules, as an override of [tool.migrator.quantization]: "
+        "'module=head.*,activation-dtype=int16' or 'class=torch.nn.Linear,weights=per-tensor'; "
+        "repeatable, a later one wins",
+    )
     parser.add_argument(
         "--calibration-batches",
         type=int,
@@ -72,8 +89,15 @@ def add_chain_arguments(parser: argparse.ArgumentParser, exclude_flag: str = "--
     )
 
 
-def chain_options(args: argparse.Namespace) -> dict:
-    """run_chain keyword arguments from the chain options (raises TargetError)."""
+def chain_options(args: argparse.Namespace, configured: Quantization | None = None) -> dict:
+    """run_chain keyword arguments from the chain options, the quantization choices on top of
+    the `configured` ones (raises TargetError)."""
+    try:
+        overrides = tuple(parse_override_text(text) for text in args.quantize)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+    defaults = {name: getattr(args, name) for name in ALLOWED if getattr(args, name) is not None}
+    quantization = (configured or Quantization()).with_(defaults, overrides)
     dtypes = {}
     for item in args.module_dtype:
         module, sep, dtype = item.partition("=")
@@ -83,6 +107,7 @@ def chain_options(args: argparse.Namespace) -> dict:
     return {
         "exclude": tuple(args.exclude_modules),
         "module_dtypes": dtypes,
+        "quantization": quantization,
         "calibration": args.calibration_batches,
         "qdq_steps": args.qdq_steps,
     }

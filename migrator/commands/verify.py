@@ -52,11 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0: every target passes; 1: a target is not equivalent; 2: a target could not be set up."""
     try:
-        if args.targets:
-            targets = targets_from_args(args, args.targets)
-        else:
-            targets = config_targets(load(["."], args.config))
-        options = chain_options(args)
+        config = load(["."], args.config)
+        targets = targets_from_args(args, args.targets) if args.targets else config_targets(config)
+        options = chain_options(args, config.quantization)
     except (TargetError, ConfigError) as exc:
         print(f"migrator verify: {exc}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.fx import Node
 
+from migrator.confirm.failure import first_line
 from migrator.graph import as_tuple, last_model_frame, owning_module
 
 BATCH_DIM_NAME = "batch"
@@ -60,13 +61,22 @@ def eval_mode(model: torch.nn.Module):
         model.train(was_training)
 
 
+class CaptureFailure(Exception):
+    """torch.export failed: one line with the model source line it failed at, and why."""
+
+
 def capture(model: torch.nn.Module, example_inputs: Any) -> Captured:
     """Export `model` (in eval mode) with a dynamic batch dimension on every tensor input."""
     inputs = as_tuple(example_inputs)
     trace_inputs = _trace_inputs(inputs)
     dynamic_shapes = batch_dynamic_shapes(inputs)
     with eval_mode(model):
-        program = torch.export.export(model, trace_inputs, dynamic_shapes=dynamic_shapes)
+        try:
+            program = torch.export.export(model, trace_inputs, dynamic_shapes=dynamic_shapes)
+        except Exception as error:  # export raises many types; all become one line
+            frame = last_model_frame(str(error))
+            where = f" at {frame.file}:{frame.line} ({frame.code.strip()})" if frame else ""
+            raise CaptureFailure(f"torch.export failed{where}: {first_line(error)}") from None
     return Captured(program, program.module(), inputs, trace_inputs, dynamic_shapes)
 
 

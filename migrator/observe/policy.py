@@ -2,8 +2,10 @@
 
 A unit is one call of a module whose class has a policy in the catalog (`OBSERVATIONS`; a
 subclass that keeps its base's `forward` counts as its base): all the nodes the call ran,
-observed as a whole. Any other node is a unit on its own: a data-movement op
-(`DATA_MOVEMENT_OPS`) shares its input's observer; anything else has no policy.
+observed as a whole. Any other node is a unit on its own: an op computing with a learned
+weight (`WEIGHTED_CALLS`: `F.conv2d`, `F.linear` in a forward) is observed as its module
+would be, a data-movement op (`DATA_MOVEMENT_OPS`) shares its input's observer; anything else
+has no policy.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from functools import cache
 
 from torch.fx import Graph, Node
 
-from migrator.catalog import DATA_MOVEMENT_OPS, OBSERVATIONS, SHARE, Observation
+from migrator.catalog import (
+    DATA_MOVEMENT_OPS,
+    OBSERVATIONS,
+    SHARE,
+    WEIGHTED_CALLS,
+    Observation,
+)
 from migrator.graph import innermost_call
 from migrator.prove.ops import resolve
 
@@ -27,6 +35,8 @@ class Unit:
     nodes: list[Node]
     observation: Observation | None
     """None: the catalog has no policy for it."""
+    type_name: str = ""
+    """Qualified name of the module's class ('' outside any module)."""
 
     def inputs(self) -> list[tuple[Node, Node]]:
         """Edges `(producer, consumer)` into the unit from outside it, in graph order."""
@@ -77,6 +87,27 @@ def observation_of(type_name: str) -> Observation | None:
     return None
 
 
+def _own_observation(node: Node) -> Observation | None:
+    """The policy of an op outside any catalog module."""
+    weighted = WEIGHTED_CALLS.get(op_name(node))
+    if weighted is not None:
+        return weighted.observed
+    return SHARE if op_name(node) in DATA_MOVEMENT_OPS else None
+
+
+def weighted_role(producer: Node, consumer: Node) -> str | None:
+    """'weight' or 'bias' when `consumer` computes with a learned weight (`WEIGHTED_CALLS`) and
+    takes `producer` in that place, else None."""
+    weighted = WEIGHTED_CALLS.get(op_name(consumer))
+    if weighted is None:
+        return None
+    for role, position in (("weight", weighted.weight), ("bias", weighted.bias)):
+        if position is not None and position < len(consumer.args):
+            if consumer.args[position] is producer:
+                return role
+    return None
+
+
 def units(graph: Graph) -> list[Unit]:
     """The observed units of `graph`, in the order of their first node."""
     calls: dict[str, Unit] = {}
@@ -87,11 +118,11 @@ def units(graph: Graph) -> list[Unit]:
         call = innermost_call(node)
         observation = observation_of(call.type_name) if call else None
         if observation is None or call is None:
-            own = SHARE if op_name(node) in DATA_MOVEMENT_OPS else None
-            result.append(Unit(call.name if call else "", [node], own))
+            name, type_name = (call.name, call.type_name) if call else ("", "")
+            result.append(Unit(name, [node], _own_observation(node), type_name))
         elif call.key in calls:
             calls[call.key].nodes.append(node)
         else:
-            calls[call.key] = Unit(call.name, [node], observation)
+            calls[call.key] = Unit(call.name, [node], observation, call.type_name)
             result.append(calls[call.key])
     return result

@@ -5,7 +5,8 @@ module name: `exclude=("layer1.0.relu_1",)`, `module_dtypes={"head": "int16"}`. 
 covers every module under it (`layer1` covers `layer1.0.conv1`).
 
 How a module is observed is its class's `Observation` in `migrator.catalog` (see there and
-`migrator.observe.policy`). Defaults: weights int8 per-channel symmetric; activations int8
+`migrator.observe.policy`); with which dtype and scheme, its `Choices`
+(`migrator.observe.choices`). Defaults: weights int8 per-channel symmetric; activations int8
 per-tensor affine. What stays in float, and why, is in `left_in_float` after `annotate`.
 """
 
@@ -19,8 +20,9 @@ from torch.fx import GraphModule, Node
 
 from migrator.catalog import Observe
 from migrator.graph import source_location
+from migrator.observe.choices import Choices, Override, Quantization
 from migrator.observe.groups import SharingGroup, sharing_groups
-from migrator.observe.policy import Unit, op_name, units
+from migrator.observe.policy import Unit, op_name, resolve_class, units, weighted_role
 from migrator.observe.pt2e import (
     FixedQParamsQuantizationSpec,
     MinMaxObserver,
@@ -54,21 +56,31 @@ class LeftInFloat:
     reason: str
 
 
-def activation_spec(dtype: torch.dtype) -> QuantizationSpec:
-    """Per-tensor affine spec over the full range of `dtype`."""
+def activation_spec(dtype: torch.dtype, symmetric: bool = False) -> QuantizationSpec:
+    """Per-tensor spec over the full range of `dtype`: affine, or symmetric (zero point 0, or
+    127 for uint8)."""
     info = torch.iinfo(dtype)
     return QuantizationSpec(
         dtype=dtype,
         quant_min=info.min,
         quant_max=info.max,
-        qscheme=torch.per_tensor_affine,
+        qscheme=torch.per_tensor_symmetric if symmetric else torch.per_tensor_affine,
         observer_or_fake_quant_ctr=MinMaxObserver,
     )
 
 
-def weight_spec(dtype: torch.dtype, axis: int = 0) -> QuantizationSpec:
-    """Per-output-channel (along `axis`) symmetric spec with a range symmetric around zero."""
+def weight_spec(dtype: torch.dtype, axis: int = 0, per_channel: bool = True) -> QuantizationSpec:
+    """Symmetric spec with a range symmetric around zero: per output channel (along `axis`),
+    or one scale for the whole weight."""
     info = torch.iinfo(dtype)
+    if not per_channel:
+        return QuantizationSpec(
+            dtype=dtype,
+            quant_min=-info.max,
+            quant_max=info.max,
+            qscheme=torch.per_tensor_symmetric,
+            observer_or_fake_quant_ctr=MinMaxObserver,
+        )
     return QuantizationSpec(
         dtype=dtype,
         quant_min=-info.max,
@@ -79,17 +91,26 @@ def weight_spec(dtype: torch.dtype, axis: int = 0) -> QuantizationSpec:
     )
 
 
-def fixed_spec(dtype: torch.dtype, low: float, high: float) -> FixedQParamsQuantizationSpec:
-    """Per-tensor affine spec with fixed qparams spanning [low, high] over the range of `dtype`."""
+def fixed_spec(
+    dtype: torch.dtype, low: float, high: float, symmetric: bool = False
+) -> FixedQParamsQuantizationSpec:
+    """Per-tensor spec with fixed qparams spanning [low, high] over the range of `dtype`; when
+    `symmetric`, with the symmetric zero point, spanning the larger of |low| and |high| on
+    either side of it."""
     info = torch.iinfo(dtype)
-    scale = (high - low) / (info.max - info.min + 1)
+    if symmetric:
+        zero_point = 0 if info.min < 0 else (info.min + info.max) // 2  # torchao's choice
+        scale = max(abs(low), abs(high)) / ((info.max - info.min + 1) // 2)
+    else:
+        scale = (high - low) / (info.max - info.min + 1)
+        zero_point = info.min - round(low / scale)
     return FixedQParamsQuantizationSpec(
         dtype=dtype,
         scale=scale,
-        zero_point=info.min - round(low / scale),
+        zero_point=zero_point,
         quant_min=info.min,
         quant_max=info.max,
-        qscheme=torch.per_tensor_affine,
+        qscheme=torch.per_tensor_symmetric if symmetric else torch.per_tensor_affine,
     )
 
 
@@ -124,28 +145,30 @@ def _input_spec(producer: Node, act: QuantizationSpec) -> object:
     return act
 
 
-def _specs(unit: Unit, dtype: torch.dtype) -> tuple[dict, dict]:
-    """The specs of the unit's input edges and output nodes by its policy."""
-    observation, act = unit.observation, activation_spec(dtype)
+def _specs(unit: Unit, choices: Choices) -> tuple[dict, dict]:
+    """The specs of the unit's input edges and output nodes by its policy and choices."""
+    dtype = DTYPES[choices.activation_dtype]
+    symmetric = choices.activation_scheme == "symmetric"
+    observation, act = unit.observation, activation_spec(dtype, symmetric)
     assert observation is not None  # units without a policy are left in float, not annotated
     floats = [edge for edge in unit.inputs() if _is_float_tensor(edge[0])]
-    activations = [edge for edge in floats if not unit.owns(edge[0])]
+    weighted = observation.how is Observe.WEIGHTED  # a data table (migrator's Embedding) is input
+    roles = {edge: weighted_role(*edge) if weighted else None for edge in floats}
+    activations = [edge for edge in floats if not (roles[edge] or unit.owns(edge[0]))]
     outputs = [node for node in unit.outputs() if _is_float_tensor(node)]
     inputs = {edge: _input_spec(edge[0], act) for edge in activations}
     if observation.how is Observe.WEIGHTED:
         weight = weight_spec(
-            torch.int16 if dtype == torch.int16 else torch.int8, observation.weight_axis
+            torch.int16 if dtype == torch.int16 else torch.int8,
+            observation.weight_axis,
+            choices.weights == "per-channel",
         )
-        inputs |= {
-            edge: weight
-            for edge in floats
-            if unit.owns(edge[0]) and str(edge[0].target).endswith("weight")
-        }
+        inputs |= {edge: weight for edge in floats if roles[edge] == "weight"}
     if observation.how in (Observe.OWN_OUTPUT, Observe.WEIGHTED):
         return inputs, dict.fromkeys(outputs, act)
     if observation.how is Observe.FIXED_RANGE:
         assert observation.range is not None  # every FIXED_RANGE row gives its range
-        return inputs, dict.fromkeys(outputs, fixed_spec(dtype, *observation.range))
+        return inputs, dict.fromkeys(outputs, fixed_spec(dtype, *observation.range, symmetric))
     if not activations:
         return {}, {}
     first = activations[0]
@@ -155,9 +178,9 @@ def _specs(unit: Unit, dtype: torch.dtype) -> tuple[dict, dict]:
     return inputs, dict.fromkeys(outputs, shared)
 
 
-def _annotate(unit: Unit, dtype: torch.dtype) -> bool:
+def _annotate(unit: Unit, choices: Choices) -> bool:
     """Annotate the unit's nodes by its policy; whether any of its outputs is observed."""
-    inputs, outputs = _specs(unit, dtype)
+    inputs, outputs = _specs(unit, choices)
     for node in unit.nodes:
         edges = {
             producer: spec for (producer, consumer), spec in inputs.items() if consumer is node
@@ -178,7 +201,10 @@ class ModuleQuantizer(Quantizer):
     """
 
     def __init__(
-        self, exclude: Iterable[str] = (), module_dtypes: Mapping[str, str] | None = None
+        self,
+        exclude: Iterable[str] = (),
+        module_dtypes: Mapping[str, str] | None = None,
+        quantization: Quantization | None = None,
     ) -> None:
         super().__init__()
         self.exclude = tuple(exclude)
@@ -188,26 +214,39 @@ class ModuleQuantizer(Quantizer):
             raise ValueError(
                 f"unsupported dtype {', '.join(unknown)}; choose from {', '.join(DTYPES)}"
             )
+        by_depth = sorted(self.module_dtypes.items(), key=lambda item: len(item[0]))
+        self.quantization = (quantization or Quantization()).with_(
+            {},
+            tuple(Override({"activation_dtype": dtype}, module=name) for name, dtype in by_depth),
+        )
         self.groups: list[SharingGroup] = []
         self.observer_of: dict = {}
         self.left_in_float: list[LeftInFloat] = []
 
-    def _activation_dtype(self, module: str) -> torch.dtype:
-        names = [name for name in self.module_dtypes if _covers(name, module)]
-        return DTYPES[self.module_dtypes[max(names, key=len)]] if names else torch.int8
+    def _choices(self, unit: Unit) -> Choices:
+        cls = resolve_class(unit.type_name) if unit.type_name else None
+
+        def is_a(name: str) -> bool:
+            base = resolve_class(name)
+            return cls is not None and base is not None and issubclass(cls, base)
+
+        return self.quantization.for_module(unit.module, is_a)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         observed = units(model.graph)
         for name in (*self.exclude, *self.module_dtypes):
             if not any(_covers(name, unit.module) for unit in observed):
                 raise ValueError(f"no op of the model runs in a module named {name!r}")
+        for override in self.quantization.overrides:
+            if override.cls is not None and resolve_class(override.cls) is None:
+                raise ValueError(f"quantization override: no class named {override.cls!r}")
         self.left_in_float = []
         for unit in observed:
             outputs = [node for node in unit.outputs() if node.meta.get("val") is not None]
             if not outputs:
                 continue  # nothing to observe: unused, or run for its effect (a shape assertion)
             reason = self._float_reason(unit, outputs)
-            if reason is None and not _annotate(unit, self._activation_dtype(unit.module)):
+            if reason is None and not _annotate(unit, self._choices(unit)):
                 reason = NO_SHARED_INPUT
             if reason is not None:
                 self.left_in_float.append(
