@@ -64,8 +64,16 @@ def report_helper_ops(
 def _report_elsewhere(
     ctx: FileContext, info: FileInfo, function: ast.FunctionDef, caller: ast.FunctionDef
 ) -> None:
-    """A helper in another file: one finding at each call of it on the forward path."""
-    found = [label for label, _ in ops_in(info, function)]
+    """A helper in another file: one finding at each call of it on the forward path, naming
+    the ops it runs itself and through the helpers it calls."""
+    found, todo, seen = [], [(info, function)], set()
+    while todo:
+        where, helper = todo.pop()
+        if id(helper) in seen:
+            continue
+        seen.add(id(helper))
+        found += [label for label, _ in ops_in(where, helper)]
+        todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
     for node in ast.walk(caller):
