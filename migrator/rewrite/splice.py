@@ -140,11 +140,14 @@ class _Splicer:
             raise _Unsure from None
         found: dict[tuple[ReplaceKind, Span], ast.AST] = {}
         statements: dict[int, list[ast.stmt]] = {}
-        for node in ast.walk(tree):
+        todo: list[ast.AST] = [tree]
+        while todo:
+            node = todo.pop()
             if isinstance(node, ast.JoinedStr):
                 raise _Unsure  # positions inside f-strings are not the codemod's
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
+                todo.append(child)
             if isinstance(node, ast.stmt) and node.lineno + self.offset in plan.inserts:
                 statements.setdefault(node.lineno + self.offset, []).append(node)
             if isinstance(node, (ast.Call, ast.BinOp, ast.AugAssign, ast.Attribute)):
