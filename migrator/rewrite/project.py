@@ -323,7 +323,7 @@ _PARSED: dict[str, ast.Module] = {}
 """Source text -> its `ast`, for the files the analysis reads besides the one at hand, most
 recently used last: each file of a run reads the same siblings and bases, and a text parses to
 the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`."""
-_PARSED_CHARS = 4_000_000
+_PARSED_CHARS = 1_000_000
 
 
 def parse_cached(source: str) -> ast.Module:
