@@ -1,14 +1,14 @@
-"""Apply a `Plan` to source text with LibCST, so everything the plan does not touch keeps its
-exact formatting and comments.
+"""Apply a `Plan` to regions of source text with LibCST, so everything the plan does not touch
+keeps its exact formatting and comments.
 
-Only the regions of the file the plan changes (`regions.py`) are parsed and rewritten: the rest
-of the text is kept as it is, without a LibCST tree.
+Only the regions of the file the plan changes (`regions.py`) that are not plain text edits
+(`splice.py`) are parsed and rewritten (`edit.py` decides): the rest of the text is kept as it
+is, without a LibCST tree.
 """
 
 from __future__ import annotations
 
 import textwrap
-import ast
 import io
 import tokenize
 from typing import Literal, Sequence
@@ -19,34 +19,27 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from migrator.rewrite.imports import insert_imports
 from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
-from migrator.rewrite.regions import Region, regions
+from migrator.rewrite.regions import Region
 
 _STAND_IN = "if 1:\n"
 """The block an indented region is parsed in."""
 
 
-def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
-    """The source with the plan's replacements, inserted statements and imports (`tree`: the
-    source's `ast`, parsed again when not given)."""
-    lines = source.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
+def rewrite(
+    source: str, plan: Plan, parts: list[Region], starts: list[int]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """The new text of each of the regions `parts` (in file order; `starts`: the offset of
+    each line of `source`), and the comments moved next to the statements creating modules,
+    by attribute (for inserts made elsewhere too)."""
     config = cst.PartialParserConfig(default_indent=_default_indent(source))
-    parts = (
-        regions(plan, tree or ast.parse(source), lines)
-        if "\r" not in source
-        else [Region(1, len(lines), False)]
-    )  # lines as LibCST and `ast` count them
     wrappers = [_parse(source[starts[r.start - 1] : starts[r.end]], r, config) for r in parts]
     replaces = {(r.kind, r.span): r for r in plan.replaces}
     comments: dict[str, list[str]] = {}
     for region, wrapper in zip(parts, wrappers):
         wrapper.visit(_MoveComments(replaces, comments, _offset(region)))
     import_names = dict(plan.import_names)
-    out, done = [], 0
-    for region, wrapper in zip(parts, wrappers):
-        code = wrapper.visit(
+    codes = [
+        wrapper.visit(
             _Apply(
                 plan,
                 replaces,
@@ -55,10 +48,10 @@ def apply(source: str, plan: Plan, tree: ast.Module | None = None) -> str:
                 _offset(region),
                 imports=region.start == 1 and not region.indented,
             )
-        ).code
-        out += [source[done : starts[region.start - 1]], code.removeprefix(_STAND_IN)]
-        done = starts[region.end]
-    return "".join(out) + source[done:]
+        ).code.removeprefix(_STAND_IN)
+        for region, wrapper in zip(parts, wrappers)
+    ]
+    return codes, comments
 
 
 def _parse(text: str, region: Region, config: cst.PartialParserConfig) -> MetadataWrapper:

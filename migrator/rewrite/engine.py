@@ -1,4 +1,4 @@
-"""Rewrite or check one file's text: analysis, then (for `fix`) the codemod."""
+"""Rewrite or check one file's text: analysis, then (for `fix`) the edits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
+from migrator.rewrite.edit import apply
 from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project
@@ -71,7 +72,6 @@ def fix_text(
     tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
         return text, findings
-    from migrator.rewrite.codemod import apply  # libcst loads only when a file changes
 
     with gc_paused():
         return drop_unused_imports(tree, apply(text, plan, tree), path), findings

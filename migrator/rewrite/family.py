@@ -3,8 +3,10 @@ subclasses in the file, and its subclasses elsewhere in its package."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from migrator.rewrite.project import ClassInfo, FileInfo, Project
-from migrator.rewrite.subclasses import subclass_files
+from migrator.rewrite.subclasses import files_naming, package_index
 
 
 class Family:
@@ -20,15 +22,17 @@ class Family:
         self.info = info
         self._generation = project.generation
         self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo]]] = {}
-        self._subclasses: dict[ClassInfo, list[ClassInfo]] | None = None
+        self._subclasses: dict[FileInfo, dict[ClassInfo, list[ClassInfo]]] = {}
         self._order = {cls: i for i, cls in enumerate(info.classes.values())}
+        self._package: dict[str, frozenset[Path]] | None = None
+        """The index of this file's package (`subclasses.package_index`), read once."""
 
     def _current(self) -> int:
         """The project's generation, the caches emptied if it has changed."""
         if self._generation != self.project.generation:
             self._generation = self.project.generation
             self._ancestors.clear()
-            self._subclasses = None
+            self._subclasses.clear()
         return self._generation
 
     def _lineage(self, cls: ClassInfo) -> tuple[list[ClassInfo], set[ClassInfo]]:
@@ -57,18 +61,20 @@ class Family:
         """Whether `cls` is a subclass of `base` (not `base` itself)."""
         return base in self._lineage(cls)[1]
 
-    def _subclasses_of(self) -> dict[ClassInfo, list[ClassInfo]]:
-        """Class -> the classes of this file deriving from it, in file order."""
+    def _subclasses_of(self, info: FileInfo | None = None) -> dict[ClassInfo, list[ClassInfo]]:
+        """Class -> the classes of `info` (default: this file) deriving from it, in file
+        order."""
+        info = info or self.info
         generation = self._current()
-        if self._subclasses is not None:
-            return self._subclasses
+        if info in self._subclasses:
+            return self._subclasses[info]
         subclasses: dict[ClassInfo, list[ClassInfo]] = {}
-        for other in self.info.classes.values():
+        for other in info.classes.values():
             for ancestor in self._lineage(other)[0]:
                 if ancestor is not other:
                     subclasses.setdefault(ancestor, []).append(other)
         if generation == self.project.generation:
-            self._subclasses = subclasses
+            self._subclasses[info] = subclasses
         return subclasses
 
     def related(self, cls: ClassInfo) -> list[ClassInfo]:
@@ -95,20 +101,20 @@ class Family:
 
     def subclasses_elsewhere(self, cls: ClassInfo) -> list[ClassInfo]:
         """Subclasses of `cls` in other files of its package."""
-        path = self.info.path
-        if path is None or not path.exists():
-            return []
-        found: list[ClassInfo] = []
+        if self._package is None:
+            path = self.info.path
+            self._package = package_index(path) if path is not None and path.exists() else {}
+        found: dict[ClassInfo, None] = {}
         names, todo = {cls.name}, [cls.name]
         while todo:
-            for file in subclass_files(path, {todo.pop()}):
+            for file in files_naming(self._package, {todo.pop()}):
                 info = self.project.load_file(file)
                 if info is None or info is self.info:
                     continue
-                for other in info.classes.values():
-                    if other not in found and self.derives(other, cls):
-                        found.append(other)
+                for other in self._subclasses_of(info).get(cls, ()):
+                    if other not in found:
+                        found[other] = None
                         if other.name not in names:
                             names.add(other.name)
                             todo.append(other.name)
-        return found
+        return list(found)

@@ -152,7 +152,7 @@ class HelperModules:
             and name not in self.ctx.pending_names()
             and info.names.is_free(name)
             and name not in info.classes
-            and name not in info.functions()
+            and name not in info.functions
         )
 
     def _refused(self, function: ast.FunctionDef, static: bool) -> str | None:

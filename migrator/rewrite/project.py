@@ -53,8 +53,9 @@ class FileInfo:
     source: str | None = None
     """The text, for files loaded from disk (so their own rewrite can be worked out)."""
 
+    @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
-        """The module-level functions."""
+        """The module-level functions (worked out once: the tree does not change)."""
         return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
 
 
@@ -109,7 +110,7 @@ class Project:
             return self._by_module[module]
         try:
             source = path.read_text(encoding="utf-8")
-            info = self.add(ast.parse(source), path)
+            info = self.add(parse_cached(source), path)
         except (SyntaxError, ValueError, OSError):
             return None
         info.source = source
@@ -138,7 +139,7 @@ class Project:
                 if candidate.is_file():
                     try:
                         source = candidate.read_text(encoding="utf-8")
-                        tree = ast.parse(source)
+                        tree = parse_cached(source)
                     except (SyntaxError, ValueError, OSError):
                         return None
                     info = self.add(tree, candidate)
@@ -160,7 +161,7 @@ class Project:
     ) -> tuple[FileInfo, ast.FunctionDef] | None:
         """The module-level function named by a qualified name and the file that defines it,
         following re-exports (`from .pool1d import global_pool_nlc` in a package)."""
-        return self._find(qualname, within, lambda info, name: info.functions().get(name))
+        return self._find(qualname, within, lambda info, name: info.functions.get(name))
 
     def _find(self, qualname: str, within: FileInfo | None, pick, _depth: int = 0):
         """(file, what `pick(file, name)` finds there) for `module.name`, following imports and
@@ -316,3 +317,24 @@ def _torch_root() -> Path | None:
     spec = importlib.util.find_spec("torch")
     locations = spec.submodule_search_locations if spec else None
     return Path(locations[0]).parent if locations else None
+
+
+_PARSED: dict[str, ast.Module] = {}
+"""Source text -> its `ast`, for the files the analysis reads besides the one at hand, most
+recently used last: each file of a run reads the same siblings and bases, and a text parses to
+the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`."""
+_PARSED_CHARS = 1_000_000
+
+
+def parse_cached(source: str) -> ast.Module:
+    """`ast.parse(source)`, from the cache when the same text was parsed lately."""
+    tree = _PARSED.pop(source, None)
+    if tree is None:
+        tree = ast.parse(source)
+    _PARSED[source] = tree
+    total = sum(map(len, _PARSED))
+    while total > _PARSED_CHARS and len(_PARSED) > 1:
+        oldest = next(iter(_PARSED))
+        total -= len(oldest)
+        del _PARSED[oldest]
+    return tree

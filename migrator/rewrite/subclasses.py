@@ -17,7 +17,16 @@ _CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
 def subclass_files(path: Path, base_names: set[str]) -> list[Path]:
     """Files of the package of `path` (its folder, outside a package) that declare a class
     with a base spelled with one of `base_names` (last dotted part)."""
-    index = _index(_package_folder(path))
+    return files_naming(package_index(path), base_names)
+
+
+def package_index(path: Path) -> dict[str, frozenset[Path]]:
+    """Base name -> files of the package of `path` declaring a class with a base of that name."""
+    return _index(_package_folder(path))
+
+
+def files_naming(index: dict[str, frozenset[Path]], base_names: set[str]) -> list[Path]:
+    """The files of `index` declaring a class with a base spelled with one of `base_names`."""
     return sorted({f for name in base_names for f in index.get(name, ())})
 
 
