@@ -74,6 +74,8 @@ BODIES = {
     "module_parenthesis_on_line_before": "        y = self.fc((\n            y + x))",
     "module_grouped_binop_own_line": "        y = self.fc(\n            (y + x)\n        )",
     "comment_line_after": "        y = F.relu(y)\n        # a comment\n\n        y = y * x",
+    # copies indexed by the loop, its header unchanged: `self.relu[i](y)`
+    "loop_copies": "        for i in range(2):\n            y = F.relu(y)",
 }
 
 

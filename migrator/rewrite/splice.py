@@ -134,6 +134,8 @@ class _Splicer:
         wanted = {(r.kind, r.span): r for line in inside for r in self.by_line.get(line, ())}
         if any(span[0] != span[2] for _, span in wanted):
             raise _Unsure
+        if any(r.index for r in wanted.values()):  # `self.add[i](...)`: the codemod's
+            raise _Unsure
         text = "\n".join(body) + "\n"
         try:
             tree = ast.parse(_STAND_IN + text if region.indented else text)
