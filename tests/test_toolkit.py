@@ -187,13 +187,13 @@ def test_aimet_on_real_zoo_models(name, aimet, tmp_path):
     assert [n for n in after if before[n]["valid"] and not after[n]["valid"]] == []
     for model in after:
         assert ("validator error" in after[model]) <= ("validator error" in before[model]), model
-        assert set(after[model]["reused"]) <= set(before[model]["reused"]), model
+        assert set(after[model].get("reused", [])) <= set(before[model].get("reused", [])), model
         if toolkit:
             assert before[model]["quantsim"] != "ok" or after[model]["quantsim"] == "ok", model
     for key in ("missing", "added excluding op modules"):
         total = {side: 0 for side in ("before", "after")}
         for model in after:
-            found_before, found_after = before[model][key], after[model][key]
+            found_before, found_after = before[model].get(key, {}), after[model].get(key, {})
             for kind, count in found_after.items():
                 assert count <= found_before.get(kind, 0), (key, model, kind)
             total["before"] += sum(found_before.values())
