@@ -173,6 +173,16 @@ class Scanner:
                         op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
                     )
 
+    def _runs_once(self, label: str) -> None:
+        """Refuse an op in a helper method that runs more than once per forward (MIG110)."""
+        if self.times > 1:
+            raise Refusal(
+                "MIG110",
+                f"{label} is in `{self.method.name}`, which runs "
+                f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
+                " per forward; left as is",
+            )
+
     def _helper_of(self, call: ast.Call) -> ast.FunctionDef | None:
         """The helper function of this file that `call` runs, if it may become a module."""
         modules = self.ctx.helper_modules
@@ -206,13 +216,7 @@ class Scanner:
                 f"{label} runs in a loop or comprehension: one module would serve every "
                 "iteration; left as is",
             )
-        if self.times > 1:
-            raise Refusal(
-                "MIG110",
-                f"{label} is in `{self.method.name}`, which runs "
-                f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
-                " per forward; left as is",
-            )
+        self._runs_once(label)
         _module_methods(function, node, label)
         owner = self.owner if function in self.methods.values() else None
         overriding = owner and modules.overriding(owner, function.name)
@@ -412,13 +416,7 @@ class Scanner:
                     f"{label} runs in a loop or comprehension: one module would serve every "
                     f"iteration{_no_copies(why.message)}; left as is",
                 ) from None
-        if self.times > 1:
-            raise Refusal(
-                "MIG110",
-                f"{label} is in `{self.method.name}`, which runs "
-                f"{'in a loop' if self.times >= MANY else f'{self.times} times'}"
-                " per forward; left as is",
-            )
+        self._runs_once(label)
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
             replace = Replace(kind, self.ctx.positions.span(node), weight_module, tuple(inputs))
