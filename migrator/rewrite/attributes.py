@@ -47,24 +47,33 @@ class ClassAttributes:
         self._collect()
 
     def _super_index(self) -> int | None:
+        """The top-level statement of `__init__` after which the module is initialised: a
+        `super().__init__(...)` call, or a `try` / `if` every path through which makes one (timm's
+        `BatchNormAct2d` retries it in `except TypeError:`)."""
         if self.init is None:
             return None
         for i, stmt in enumerate(self.init.body):
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                func = stmt.value.func
-                if isinstance(func, ast.Attribute) and func.attr == "__init__":
-                    owner = func.value
-                    if (
-                        isinstance(owner, ast.Call)
-                        and isinstance(owner.func, ast.Name)
-                        and owner.func.id == "super"
-                    ):
-                        return i
-                    if self.ctx.info.names.resolve(owner) or (
-                        isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes
-                    ):
-                        return i
+            if self._initialises(stmt):
+                return i
         return None
+
+    def _initialises(self, stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.Try) and not stmt.finalbody and not stmt.orelse:
+            blocks = [stmt.body] + [handler.body for handler in stmt.handlers]
+            return all(any(self._initialises(s) for s in block) for block in blocks)
+        if isinstance(stmt, ast.If) and stmt.orelse:
+            return all(any(self._initialises(s) for s in b) for b in (stmt.body, stmt.orelse))
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        func = stmt.value.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "__init__"):
+            return False
+        owner = func.value
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name):
+            return owner.func.id == "super"
+        return bool(self.ctx.info.names.resolve(owner)) or (
+            isinstance(owner, ast.Name) and owner.id in self.ctx.info.classes
+        )
 
     def _collect(self) -> None:
         for name, method in self.methods.items():

@@ -119,7 +119,8 @@ class ModuleCreator:
             return
         if super_index is None:
             raise Refusal(
-                "MIG109", "`__init__` has no `super().__init__()` call to create the module after"
+                "MIG109",
+                "`__init__` makes no `super().__init__()` call (on every path) to create the module after",
             )
         if init.body[super_index].lineno == init.lineno:
             raise Refusal(
