@@ -101,9 +101,9 @@ class ProjectAnalysis:
         )
         ctx.plan.line_length = self.line_length
         ctx.skip = skip_lines(source)
-        find_shared(ctx)
-        ctx.suppress = suppressions(source)
         family = Family(project, info)
+        find_shared(ctx, family)
+        ctx.suppress = suppressions(source)
         ctx.helper_modules = HelperModules(ctx, family, self)
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):

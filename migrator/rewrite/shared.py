@@ -16,7 +16,7 @@ from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.runs import reach
 
 
-def find_shared(ctx: FileContext) -> None:
+def find_shared(ctx: FileContext, family: Family) -> None:
     """Record in `ctx.shared` why each class of this file is shared (by qualified name), and
     report an instance of a class of another file handed around here (MIG117 at the hand-over:
     that file's analysis cannot see it)."""
@@ -44,7 +44,7 @@ def find_shared(ctx: FileContext) -> None:
                 for value in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(value, ast.Attribute) and self_attr(value):
                         passed.setdefault(value.attr, []).append((value, visit.repeated))
-        called = _called(ctx, cls, set(made)) if made else {}
+        called = _called(ctx, cls, family, set(made)) if made else {}
         for attr, qualname in made.items():
             uses = passed.get(attr, [])
             if uses and (len(uses) > 1 or uses[0][1]):
@@ -83,12 +83,12 @@ def _has_ops(cls: ClassInfo | None) -> bool:
 
 
 def _called(
-    ctx: FileContext, cls: ClassInfo, attrs: set[str]
+    ctx: FileContext, cls: ClassInfo, family: Family, attrs: set[str]
 ) -> dict[str, tuple[ast.Attribute, int]]:
     """Each of `attrs` that the methods on the forward path of `cls` call more than once on one
     path through them (calls in exclusive branches count once) or in a loop, with its first
     call and how many times it runs."""
-    runs = reach(ctx, cls, Family(ctx.project, ctx.info))
+    runs = reach(ctx, cls, family)
     methods = cls.methods()
     calls: dict[str, dict[str, list[ast.Attribute]]] = {}
     looped: dict[str, ast.Attribute] = {}
