@@ -657,6 +657,12 @@ def _measure(
     return summary
 
 
+def _one_line(exc: Exception, limit: int | None = None) -> str:
+    """`Type: first line of the message` (cut at `limit` characters), for a summary."""
+    first = (str(exc).splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first[:limit]}"
+
+
 def _prepare_counts(model) -> dict:
     """What `migrator.prepare_model` still had to do on `model`: ops it turned into modules,
     reused stateless module calls it gave a copy, ops it left, shared stateful modules; and
@@ -673,7 +679,7 @@ def _prepare_counts(model) -> dict:
             warnings.simplefilter("ignore")
             prepared = migrator.prepare_model(model)
     except Exception as exc:  # noqa: BLE001 - fx cannot trace every model
-        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+        return {"error": _one_line(exc)}
     report = prepare_report(prepared)
     sites = [[c.call, [c.source]] for c in report.converted]
     calls: dict[str, list[str]] = {}
@@ -718,7 +724,7 @@ def _aimet_counts(model, inputs: tuple) -> dict:
             found["missing"] = dict(Counter(op.type for op in missing))
         except Exception as exc:  # noqa: BLE001 - the validator's own failure is a result
             found["valid"] = False
-            found["validator error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0:1]}"
+            found["validator error"] = _one_line(exc)
         before = {name for name, _ in model.named_modules()}
         # the op modules in the model, which `prepare_model` would otherwise trace into
         ops = sorted(
@@ -729,7 +735,7 @@ def _aimet_counts(model, inputs: tuple) -> dict:
             try:
                 prepared = prepare_model(model, module_classes_to_exclude=exclude)
             except Exception as exc:  # noqa: BLE001 - fx cannot trace every model
-                found["prepare error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0:1]}"
+                found["prepare error"] = _one_line(exc)
                 return found
             added = [m for name, m in prepared.named_modules() if name and name not in before]
             found[key] = dict(Counter(type(m).__name__ for m in added))
@@ -747,7 +753,7 @@ def _quantsim(model, inputs: tuple) -> str:
         sim = QuantizationSimModel(copy.deepcopy(model), dummy_input=inputs)
         sim.compute_encodings(lambda m: m(*inputs))
     except Exception as exc:  # noqa: BLE001 - the rejection is the result
-        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        return _one_line(exc, 200)
     return "ok"
 
 
