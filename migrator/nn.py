@@ -85,6 +85,27 @@ __all__ = [
 ]
 
 
+# ----------------------------------------------------------------- split copies
+
+
+def stateless_copy(module: Optional[torch.nn.Module]) -> Optional[torch.nn.Module]:
+    """``module`` as built again by ``migrator fix`` for a call site of its own.
+
+    The module it copies is built from a constructor argument (``act_layer(inplace=True)``), so
+    only the models built from the verify targets proved it to hold no parameters or buffers.
+    A copy of one that does would untie its weights: raise at construction instead.
+    """
+    if module is not None and (
+        any(True for _ in module.parameters()) or any(True for _ in module.buffers())
+    ):
+        raise TypeError(
+            f"migrator split a module reused at several call sites into copies, on evidence "
+            f"that it holds no parameters or buffers, but this {type(module).__name__} holds "
+            "some: a copy would untie its weights; give each call site its own module"
+        )
+    return module
+
+
 # ----------------------------------------------------------------- arithmetic
 
 

@@ -23,6 +23,7 @@ from migrator.files import (
     read_source,
     syntax_error,
 )
+from migrator.evidence import Evidence
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
@@ -78,16 +79,18 @@ def run(
     jobs: int = 1,
     progress: Progress | None = None,
     report_unused: bool = False,
+    evidence: Evidence | None = None,
 ) -> Iterator[Outcome]:
     """One outcome per discovered file (or path naming none), each under its own configuration,
-    in a stable order (whatever `jobs` is)."""
+    in a stable order (whatever `jobs` is); `evidence` from built models proves what the static
+    analysis cannot (`fix --evidence`)."""
     files: Iterable[tuple[Path | PathError, Config | ConfigError]] = (
         (path, _config_of(path, settings)) for path in discover(paths, settings.rules)
     )
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
-    work = partial(_process_with, rewrite=rewrite, report_unused=report_unused)
+    work = partial(_process_with, rewrite=rewrite, report_unused=report_unused, evidence=evidence)
     for outcome in ordered_map(work, files, worker_count(jobs)):
         if progress is not None:
             progress.advance(str(outcome.path))
@@ -102,14 +105,17 @@ def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigErr
 
 
 def _process_with(
-    item: tuple[Path | PathError, Config | ConfigError], rewrite: bool, report_unused: bool
+    item: tuple[Path | PathError, Config | ConfigError],
+    rewrite: bool,
+    report_unused: bool,
+    evidence: Evidence | None = None,
 ) -> Outcome:
     path, config = item
     if isinstance(config, ConfigError):
         if not isinstance(path, PathError):
             return Failed(path, SourceError(path, 0, f"not processed: {config}"))
         config = Config()  # a path that cannot be used is reported whatever its settings
-    return process(path, config, rewrite, report_unused=report_unused)
+    return process(path, config, rewrite, report_unused=report_unused, evidence=evidence)
 
 
 def run_stdin(
@@ -132,6 +138,7 @@ def process(
     rewrite: bool,
     read: Callable[[Path], SourceFile] | None = None,
     report_unused: bool = False,
+    evidence: Evidence | None = None,
 ) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
     problems make it `Failed`. Suppressed findings are left out; with `report_unused`, each
@@ -145,7 +152,7 @@ def process(
             new_text, findings = fix_text(
                 source.text,
                 str(path),
-                Project(),
+                Project(evidence),
                 config.ops_module,
                 disable,
                 toolkit=config.toolkit,
@@ -154,7 +161,12 @@ def process(
         else:
             new_text = None
             findings = check_text(
-                source.text, str(path), Project(), config.ops_module, disable, config.toolkit
+                source.text,
+                str(path),
+                Project(evidence),
+                config.ops_module,
+                disable,
+                config.toolkit,
             )
     except SourceError as exc:
         return Failed(path, exc)

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 from migrator import runner
 from migrator.commands.flags import add_noise_arguments, exit_status, say_verbose
 from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
-from migrator.config import Config, add_config_argument, add_override_arguments, load_for
+from migrator.config import (
+    Config,
+    ConfigError,
+    add_config_argument,
+    add_override_arguments,
+    load_for,
+)
+from migrator.evidence import Evidence
 from migrator.files import SourceError, encode_source, write_source
 from migrator.findings import Finding
 from migrator.parallel import add_jobs_argument
@@ -43,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "only the files passing targets cover",
     )
     parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="build every [[tool.migrator.verify]] target first (imports torch) and split "
+        "reused modules, or rewrite in-place ops, that only the built models prove safe "
+        "(implied by --verify)",
+    )
+    parser.add_argument(
         "--write-unverified",
         action="store_true",
         help="with --verify, also write the changed files no verify target "
@@ -71,9 +85,21 @@ def run(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     raw = sys.stdin.buffer.read() if stdin else None
+    evidence = None
+    if args.evidence or args.verify:
+        if stdin:
+            print("migrator fix: --evidence builds files, not stdin", file=sys.stderr)
+            return 2
+        try:
+            evidence = _evidence([settings.for_path(p) for p in args.paths])
+        except ConfigError as exc:
+            print(f"migrator fix: {exc}", file=sys.stderr)
+            return 2
+        if evidence is None:
+            return 2
     with Progress("fix") as bar:
         fixer = Fixer(args, bar) if raw is None else StdinFixer(args, bar, raw)
-        found = outcomes(args, settings, raw, rewrite=True, progress=bar)
+        found = outcomes(args, settings, raw, rewrite=True, progress=bar, evidence=evidence)
         if args.verify:
             found = list(found)  # every rewrite is known before any file is written
             configs = {id(c): c for c in map(settings.for_path, args.paths)}  # each path's own
@@ -85,6 +111,25 @@ def run(args: argparse.Namespace) -> int:
             say_verbose(args, outcome, bar)
             fixer.apply(outcome)
     return exit_status(args, fixer.finish())
+
+
+def _evidence(configs: list[Config]) -> Evidence | None:
+    """The run-time evidence of the models the paths' verify targets build from the files as
+    they are (imports torch); None, the problem printed, when a target cannot be used. A target
+    that cannot be built only gives no evidence (--verify reports it)."""
+    from migrator.prove.evidence import from_targets
+    from migrator.prove.targets import TargetError, config_targets
+
+    unique = {id(c): c for c in configs}.values()
+    try:
+        targets = [target for config in unique for target in config_targets(config)]
+    except TargetError as exc:
+        print(f"migrator fix --evidence: {exc}", file=sys.stderr)
+        return None
+    evidence, errors = from_targets(targets)
+    for error in errors:
+        print(f"migrator fix --evidence: {error}", file=sys.stderr)
+    return evidence
 
 
 def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argparse.Namespace):

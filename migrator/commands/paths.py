@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from migrator import runner
 from migrator.config import Settings
+from migrator.evidence import Evidence
 from migrator.progress import Progress
 from migrator.runner import STDIN
 
@@ -52,8 +53,10 @@ def outcomes(
     rewrite: bool,
     progress: Progress,
     report_unused: bool = False,
+    evidence: Evidence | None = None,
 ) -> Iterable[runner.Outcome]:
-    """The run's outcomes: of `raw`, the source read from stdin, or of the paths."""
+    """The run's outcomes: of `raw`, the source read from stdin, or of the paths (with the
+    run-time `evidence` of `fix --evidence`)."""
     if raw is not None:
         return [
             runner.run_stdin(
@@ -67,4 +70,5 @@ def outcomes(
         jobs=args.jobs,
         progress=progress,
         report_unused=report_unused,
+        evidence=evidence,
     )

@@ -85,11 +85,16 @@ class ModuleCreator:
         self.registrations.append(registration)
         return name
 
-    def copy(self, original: InitAttr, key: Key, copies: Copies | None = None) -> str:
+    def copy(
+        self, original: InitAttr, key: Key, copies: Copies | None = None, guarded: bool = False
+    ) -> str:
         """Plan a copy of the module `__init__` assigns to `original` (its constructor call
-        again; an nn.ModuleList of such copies for the `copies` of a loop); return the new
-        attribute name."""
+        again, `guarded` by `stateless_copy` when only run-time evidence proved it stateless;
+        an nn.ModuleList of such copies for the `copies` of a loop); return the new attribute
+        name."""
         value = self.ctx.block_text(original.value, original.stmt)
+        if guarded:
+            value = f"{self.ctx.module_ref('migrator.nn.stateless_copy')}({value})"
         deps: set[str] = set()
         floor = 0
         if copies is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
+from migrator.evidence import Evidence
 from migrator.rewrite.names import ModuleNames, collect, literal
 
 TORCH_MODULE = "torch.nn.Module"
@@ -74,7 +75,9 @@ def module_name(path: Path) -> tuple[str, bool, Path]:
 class Project:
     """Cache of parsed files, keyed by module name, resolved against the files' import roots."""
 
-    def __init__(self) -> None:
+    def __init__(self, evidence: Evidence | None = None) -> None:
+        self.evidence = evidence or Evidence()
+        """Run-time evidence from built models (`fix --evidence`); empty without."""
         self._by_module: dict[str, FileInfo | None] = {}
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}

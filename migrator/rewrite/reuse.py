@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from migrator.evidence import proved_by
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.refusal import Refusal
 from migrator.rewrite.context import MANY, FileContext, Site
@@ -53,7 +54,7 @@ class ReusedModules:
                 continue
             first = min(sites, key=lambda s: (s.func.lineno, s.func.col_offset)).func
             try:
-                kind = self._split_kind(attr, sites)
+                kind, proof = self._split_kind(attr, sites)
             except Refusal as refusal:
                 self.ctx.refuse(first, refusal)
                 continue
@@ -69,7 +70,7 @@ class ReusedModules:
             keeps = not isinstance(sites[0].loop, Copies)  # the original serves one site
             for site in sites[int(keeps) :]:
                 copies = site.loop if isinstance(site.loop, Copies) else None
-                name = self.creator.copy(info, site.key, copies)
+                name = self.creator.copy(info, site.key, copies, guarded=bool(proof))
                 index = ""
                 where = f"at {len(sites)} sites: this one becomes `self.{name}`"
                 if copies is not None:
@@ -86,15 +87,16 @@ class ReusedModules:
                 self.ctx.report(
                     site.func,
                     "MIG003",
-                    f"`self.{attr}` ({kind}) is called {where}",
+                    f"`self.{attr}` ({kind}) is called {where}" + _proof_note(proof),
                     op=f"self.{attr}",
                     module=kind,
                     attr=name,
                 )
 
-    def _split_kind(self, attr: str, sites: list[Site]) -> str:
-        """The label of the module a reused attribute holds; raises a refusal when it cannot be
-        split."""
+    def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
+        """The label of the module a reused attribute holds, and the targets whose run-time
+        evidence proved it stateless (empty: proven statically); raises a refusal when it
+        cannot be split."""
         info = self.attributes.attrs.get(attr)
         inherited = self.attributes.inherited_modules()
         where = f"`self.{attr}` is called {_where(sites)}"
@@ -120,11 +122,23 @@ class ReusedModules:
                 f"{where} and `{label}` may hold parameters or buffers: copies "
                 "would untie its weights; give each site its own module",
             )
-        if verdict is None:
+        cls = self.attributes.cls
+        proof = (
+            []
+            if verdict
+            else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
+        )
+        if verdict is None and not proof:
+            held = self.ctx.project.evidence.stateful(str(cls.file.path), cls.name, attr)
             raise Refusal(
                 "MIG104",
                 f"{where} and the class of `{self.ctx.text(value)}` cannot be "
-                "known statically; split it by hand if it is stateless",
+                "known statically"
+                + (
+                    f"; the models built hold parameters or buffers there ({', '.join(held)})"
+                    if held
+                    else "; split it by hand if it is stateless"
+                ),
             )
         looped = [s for s in sites if s.times >= MANY and not isinstance(s.loop, Copies)]
         if looped:
@@ -157,7 +171,17 @@ class ReusedModules:
                     f"{where}, and its copies would have to be made before the loop's trip "
                     f"count ({site.loop.describe()}) is known in `__init__`",
                 )
-        return label
+        return label, proof
+
+
+def _proof_note(proof: list[str]) -> str:
+    """What a finding says of a split that run-time evidence proved safe."""
+    if not proof:
+        return ""
+    return (
+        f"; its class is known only at run time: every instance built from {proved_by(proof)} "
+        "holds no parameters or buffers, and the copy raises at construction if one does"
+    )
 
 
 def _where(sites: list[Site]) -> str:

@@ -10,6 +10,7 @@ from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Bound, Input, Predicates, bind
 from migrator.catalog import REQUIRED, Op, Role, ToolkitModule
 from migrator.refusal import Refusal
+from migrator.evidence import proved_by
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
@@ -67,6 +68,8 @@ class Scanner:
         self.owner = owner
         self.loops = loops
         self.shadowed = self.ctx.locals_of(method)
+        self._fresh_proof: list[str] = []
+        """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -302,6 +305,7 @@ class Scanner:
     ) -> None:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
+        self._fresh_proof = []
         reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
@@ -322,6 +326,12 @@ class Scanner:
             "MIG002",
             label,
             kind="augassign" if augmented else "inplace",
+            note=(
+                f"; `{self.ctx.text(target)}` is fresh: in every model built from "
+                f"{proved_by(self._fresh_proof)}, the module that made it returns a new tensor"
+                if self._fresh_proof
+                else ""
+            ),
         )
 
     def _fresh(self, value: ast.expr) -> bool:
@@ -336,8 +346,12 @@ class Scanner:
             info = self.attrs.get(func.attr)
             if info and isinstance(info.value, ast.Call):
                 cls = self.ctx.info.names.resolve(info.value.func)
-                return bool(cls and catalog.fresh_output(cls, _inplace_flag(cls, info.value)))
-            return False
+                if cls and catalog.fresh_output(cls, _inplace_flag(cls, info.value)):
+                    return True
+            owner = self.owner
+            proof = self.ctx.project.evidence.fresh(str(owner.file.path), owner.name, func.attr)
+            self._fresh_proof = sorted(set(self._fresh_proof) | set(proof))
+            return bool(proof)
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op, receiver = (catalog.by_function(qualname) if qualname else None), []
         if op is None and isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
@@ -354,9 +368,11 @@ class Scanner:
         code: str,
         label: str,
         kind: ReplaceKind = "call",
+        note: str = "",
     ) -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
-        (value, how the codemod finds it) pairs, keywords with their names."""
+        (value, how the codemod finds it) pairs, keywords with their names; `note` ends the
+        finding."""
         if code in self.ctx.disable:
             return
         if self.ctx.suppressed(node, code):  # reported to mark the suppression used; not made
@@ -461,7 +477,7 @@ class Scanner:
         self.ctx.report(
             node,
             code,
-            f"{label} -> {made}" + (f", taking {at_call} at call time" if at_call else ""),
+            f"{label} -> {made}" + (f", taking {at_call} at call time" if at_call else "") + note,
             op=label.strip("`"),
             module=module,
             attr=name,

@@ -1,0 +1,87 @@
+"""Run-time evidence for what the static analysis cannot know: for each (file, class, attribute),
+the module classes the built models hold there, whether each holds parameters or buffers, and
+whether its output is always a new tensor. Collected by `migrator.prove.evidence` (which imports
+torch); read here by the static rewrite, which never does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One run-time module held by an attribute."""
+
+    cls: str
+    """Its class, qualified."""
+    stateful: bool
+    """It (or a module under it) holds parameters or buffers."""
+    fresh: bool
+    """Its class always returns a new tensor nothing else sees (`catalog.fresh_output`)."""
+
+
+Key = tuple[str, str, str]
+"""(resolved file path, class qualname within the file, attribute)."""
+
+
+@dataclass
+class Evidence:
+    """What the built models of some targets hold, by (file, class, attribute)."""
+
+    seen: dict[Key, dict[Seen, set[str]]] = field(default_factory=dict)
+    """Each run-time module kind found there, with the targets whose models hold it."""
+
+    def add(self, key: Key, seen: Seen, target: str) -> None:
+        self.seen.setdefault(key, {}).setdefault(seen, set()).add(target)
+
+    def merge(self, other: Evidence) -> None:
+        for key, kinds in other.seen.items():
+            for seen, targets in kinds.items():
+                for target in targets:
+                    self.add(key, seen, target)
+
+    def stateless(self, path: str, cls: str, attr: str) -> list[str]:
+        """The targets proving that every module built at `cls.attr` holds no parameters or
+        buffers (empty: not proven)."""
+        return self._proving(path, cls, attr, lambda s: not s.stateful)
+
+    def fresh(self, path: str, cls: str, attr: str) -> list[str]:
+        """The targets proving that every module built at `cls.attr` returns a new tensor
+        (empty: not proven)."""
+        return self._proving(path, cls, attr, lambda s: s.fresh)
+
+    def stateful(self, path: str, cls: str, attr: str) -> list[str]:
+        """The run-time classes built at `cls.attr` that hold parameters or buffers."""
+        kinds = self.seen.get((str(Path(path).resolve()), cls, attr), {})
+        return sorted({seen.cls for seen in kinds if seen.stateful})
+
+    def _proving(self, path: str, cls: str, attr: str, holds) -> list[str]:
+        kinds = self.seen.get((str(Path(path).resolve()), cls, attr))
+        if not kinds or not all(holds(seen) for seen in kinds):
+            return []
+        return sorted(set().union(*kinds.values()))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            [
+                [*key, seen.cls, seen.stateful, seen.fresh, sorted(targets)]
+                for key, kinds in sorted(self.seen.items())
+                for seen, targets in sorted(kinds.items(), key=lambda kv: kv[0].cls)
+            ]
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Evidence:
+        evidence = cls()
+        for path, owner, attr, kind, stateful, fresh, targets in json.loads(text):
+            for target in targets:
+                evidence.add((path, owner, attr), Seen(kind, stateful, fresh), target)
+        return evidence
+
+
+def proved_by(targets: list[str], limit: int = 3) -> str:
+    """`a.py:net, b.py:Net and 2 more`: the targets named in a finding."""
+    shown = ", ".join(f"`{t}`" for t in targets[:limit])
+    return shown + (f" and {len(targets) - limit} more" if len(targets) > limit else "")

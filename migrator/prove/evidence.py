@@ -1,0 +1,80 @@
+"""Collect run-time evidence from built models: for every module whose class (or a base of it)
+is defined in a Python file outside torch, what each of its attributes holds (see
+`migrator.evidence`). `fix --evidence` builds the configured verify targets for it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from migrator import catalog
+from migrator.evidence import Evidence, Seen
+from migrator.prove.build import ORIGINAL_SEED, build
+from migrator.prove.load import LoadError, Side
+from migrator.prove.targets import Target
+
+
+def observe(model: torch.nn.Module, target: str, evidence: Evidence | None = None) -> Evidence:
+    """Add what `model`'s modules hold to `evidence` (a new one if None), as seen in `target`."""
+    evidence = evidence if evidence is not None else Evidence()
+    kinds: dict[int, Seen] = {}
+    for module in model.modules():
+        owners = [(file, c.__qualname__) for c in type(module).__mro__ if (file := _file_of(c))]
+        if not owners:
+            continue
+        for attr, child in module._modules.items():
+            if child is None:
+                continue
+            if id(child) not in kinds:
+                kinds[id(child)] = _seen(child)
+            for file, owner in owners:
+                evidence.add((file, owner, attr), kinds[id(child)], target)
+    return evidence
+
+
+def from_targets(targets: list[Target]) -> tuple[Evidence, list[str]]:
+    """The evidence of the targets' models built from the files on disk, and one line for each
+    target that could not be built."""
+    evidence, errors = Evidence(), []
+    side = Side("evidence")
+    for target in targets:
+        try:
+            built = build(target, side, ORIGINAL_SEED)
+        except LoadError as exc:
+            errors.append(str(exc))
+            continue
+        observe(built.model, target.label, evidence)
+    return evidence, errors
+
+
+def _file_of(cls: type) -> str | None:
+    """The resolved source file of a module class defined outside torch (None: torch's own,
+    `nn.Module` itself, or no file)."""
+    if not issubclass(cls, torch.nn.Module) or cls.__module__.split(".")[0] == "torch":
+        return None
+    for value in vars(cls).values():  # its module may be gone from sys.modules (`load`)
+        code = getattr(value, "__code__", None)
+        if code is not None and Path(code.co_filename).is_file():
+            return str(Path(code.co_filename).resolve())
+    return None
+
+
+def _seen(module: torch.nn.Module) -> Seen:
+    stateful = any(True for _ in module.parameters()) or any(True for _ in module.buffers())
+    name = _public_name(module)
+    inplace = getattr(module, "inplace", False)
+    fresh = name is not None and catalog.fresh_output(name, bool(inplace))
+    return Seen(name or f"{type(module).__module__}.{type(module).__qualname__}", stateful, fresh)
+
+
+def _public_name(module: torch.nn.Module) -> str | None:
+    """`torch.nn.BatchNorm2d` for torch.nn's own classes (exactly: a subclass may override
+    forward), `migrator.nn.Add` for migrator's op modules; None for any other class."""
+    cls = type(module)
+    if getattr(torch.nn, cls.__name__, None) is cls:
+        return f"torch.nn.{cls.__name__}"
+    if getattr(sys.modules.get(cls.__module__), "__migrator_ops__", False):
+        return f"migrator.nn.{cls.__name__}"
+    return None
