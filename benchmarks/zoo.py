@@ -13,11 +13,12 @@ the fix:
   into modules, reused stateless module calls it gives a copy, ops it leaves as functions;
 - files changed by the first fix, and by a second fix on the migrated copy (must be 0).
 
-    python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--jobs 2]
+    python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--jobs 2] [--evidence]
 
 `--models N` takes the first N of the fixed sample, then a seeded random sample of the zoo's
 other models (their default input sizes); `all` every model the zoo lists. Default: the fixed
-sample.
+sample. `--evidence` builds the sampled models from the copy first and gives `fix` their run-time
+evidence, as `fix --evidence` does with verify targets.
 """
 
 from __future__ import annotations
@@ -171,13 +172,27 @@ def main() -> None:
         help="models per zoo (default: the fixed sample)",
     )
     parser.add_argument("--jobs", type=int, default=2, help="fix worker processes")
+    parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="give fix the run-time evidence of the sampled models (as `fix --evidence`)",
+    )
     args = parser.parse_args()
     runs, seconds = [], []
     for name in args.zoo or list(zoo.ZOOS):
         start = time.perf_counter()
         specs = sample(name, args.models) if args.models else zoo.SAMPLES[name]
         with tempfile.TemporaryDirectory(prefix=f"zoo-{name}-") as workdir:
-            runs.append(zoo.run_zoo(name, specs, Path(workdir), jobs=args.jobs, prepare=True))
+            runs.append(
+                zoo.run_zoo(
+                    name,
+                    specs,
+                    Path(workdir),
+                    jobs=args.jobs,
+                    prepare=True,
+                    evidence=args.evidence,
+                )
+            )
         seconds.append(time.perf_counter() - start)
     print(table(runs))
     print()

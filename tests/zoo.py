@@ -34,6 +34,7 @@ from pathlib import Path
 
 from migrator import runner
 from migrator.config import Settings
+from migrator.evidence import Evidence
 from migrator.files import write_source
 from migrator.findings import Finding
 
@@ -188,13 +189,24 @@ class FixRun:
     seconds: float = 0.0
 
 
-def fix(paths: list[Path], *, write: bool, jobs: int = 1, toolkit: str = "") -> FixRun:
-    """Run the engine `migrator fix` runs (default settings, or `--for toolkit`) over `paths`;
-    with `write`, write the changed files as `fix` does, else only count them (`fix --check`)."""
+def fix(
+    paths: list[Path],
+    *,
+    write: bool,
+    jobs: int = 1,
+    toolkit: str = "",
+    evidence: Evidence | None = None,
+) -> FixRun:
+    """Run the engine `migrator fix` runs (default settings, or `--for toolkit`; with the
+    run-time `evidence` of `fix --evidence`) over `paths`; with `write`, write the changed files
+    as `fix` does, else only count them (`fix --check`)."""
     start = time.perf_counter()
     run = FixRun()
     settings = Settings(overrides={"toolkit": toolkit} if toolkit else None)
-    for outcome in runner.run([str(p) for p in paths], settings, rewrite=True, jobs=jobs):
+    outcomes = runner.run(
+        [str(p) for p in paths], settings, rewrite=True, jobs=jobs, evidence=evidence
+    )
+    for outcome in outcomes:
         if isinstance(outcome, runner.Failed):
             run.errors.append(str(outcome.error))
             continue
@@ -305,37 +317,53 @@ def run_zoo(
     prepare: bool = False,
     aimet: Path | None = None,
     toolkit: str = "",
+    evidence: bool = False,
 ) -> ZooRun:
     """Copy and migrate `zoo` under `workdir`, build `specs` on both sides (two subprocesses at
     once) while a second `fix` runs on the migrated copy, and compare each model as soon as
     both sides saved it (then delete its tensors: the disk holds a few models at a time).
     `prepare` also runs `migrator.prepare_model` on every model (for its report), `aimet`
     AIMET's validator and `prepare_model` (with aimet-torch installed at that path: see
-    `install_aimet`); `toolkit` migrates as `fix --for toolkit` does."""
+    `install_aimet`); `toolkit` migrates as `fix --for toolkit` does; `evidence` gives both
+    fixes the run-time evidence of `specs` built from the copy before the first (as `fix
+    --evidence` does with verify targets)."""
     seconds = {}
     start = time.perf_counter()
     package = copy_package(zoo, workdir / "copy")
     folders = [package / sub for sub in ZOOS[zoo]]
     seconds["copy"] = time.perf_counter() - start
-    first = fix(folders, write=True, jobs=jobs, toolkit=toolkit)
+    spec_file = workdir / "specs.json"
+    spec_file.write_text(json.dumps([asdict(s) for s in specs]), encoding="utf-8")
+    found = None
+    if evidence:
+        start = time.perf_counter()
+        found = collect_evidence(zoo, package.parent, spec_file, workdir / "evidence.json")
+        seconds["evidence"] = time.perf_counter() - start
+    first = fix(folders, write=True, jobs=jobs, toolkit=toolkit, evidence=found)
     seconds["fix"] = first.seconds
     bad = unparsable(first.changed)
     start = time.perf_counter()
-    spec_file = workdir / "specs.json"
-    spec_file.write_text(json.dumps([asdict(s) for s in specs]), encoding="utf-8")
     roots = {"original": None, "migrated": package.parent}
     with ThreadPoolExecutor(len(roots)) as pool:
         sides = [
             pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare, aimet)
             for side, root in roots.items()
         ]
-        second = fix(folders, write=False, jobs=jobs, toolkit=toolkit)
+        second = fix(folders, write=False, jobs=jobs, toolkit=toolkit, evidence=found)
         seconds["second fix"] = second.seconds
         models = [_compare_model(spec.name, workdir, package, sides) for spec in specs]
     seconds["models"] = time.perf_counter() - start
     run = ZooRun(zoo, package, first, second, bad, models, seconds)
     run.silent = silent(run) if prepare else []
     return run
+
+
+def collect_evidence(zoo: str, root: Path, spec_file: Path, out: Path) -> Evidence:
+    """The run-time evidence of the models of `spec_file` built from the zoo under `root` (in
+    a subprocess; a model that fails to build gives none)."""
+    command = [sys.executable, __file__, "evidence", zoo, str(root), str(spec_file), str(out)]
+    subprocess.run(command, check=True, capture_output=True)
+    return Evidence.from_json(out.read_text(encoding="utf-8"))
 
 
 def _run_side(
@@ -881,6 +909,26 @@ def _run_worker(
         )
 
 
+def _evidence_worker(zoo: str, root: str, spec_file: str, out: str) -> None:
+    import torch
+
+    from migrator.prove.evidence import observe
+
+    sys.path.insert(0, root)
+    torch.set_num_threads(1)
+    module = _import_zoo(zoo)
+    evidence = Evidence()
+    for data in json.loads(Path(spec_file).read_text(encoding="utf-8")):
+        spec = _complete(module, zoo, Spec(**data))
+        try:
+            model = _build(module, zoo, spec)
+        except Exception:  # noqa: BLE001, S112 - a model that does not build proves nothing
+            continue
+        observe(model, f"{zoo} {spec.name}", evidence)
+        del model
+    Path(out).write_text(evidence.to_json(), encoding="utf-8")
+
+
 def list_specs(zoo: str) -> list[Spec]:
     """The default spec of every model `zoo` lists (in a subprocess: the parent never imports
     the zoo)."""
@@ -1077,6 +1125,8 @@ if __name__ == "__main__":
         _run_worker(
             *sys.argv[2:6], prepare="--prepare" in sys.argv[6:], aimet="--aimet" in sys.argv[6:]
         )
+    elif sys.argv[1] == "evidence":
+        _evidence_worker(*sys.argv[2:6])
     elif sys.argv[1] == "chain":
         _chain_worker(*sys.argv[2:5])
     else:

@@ -1,0 +1,134 @@
+"""`fix --evidence`: the verify targets' built models prove what the static analysis cannot (a
+reused module built from a constructor argument is stateless; an in-place op's tensor is
+fresh), on the fixture project `fixtures/evidence`; a copy made on that evidence fails loudly
+where the module it copies holds weights."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixture_cases import FIXTURES, expected_findings, import_path
+from migrator.cli import main
+from migrator.evidence import Evidence, Seen
+
+torch = pytest.importorskip("torch")
+
+TREE = FIXTURES / "evidence"
+BEFORE = TREE / "pkg" / "blocks.before.py"
+AFTER = TREE / "pkg" / "blocks.after.py"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The fixture project in a temporary folder (the current one), `blocks.py` as before."""
+    work = tmp_path / "evidence"
+    shutil.copytree(TREE, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
+    (work / "pkg" / "blocks.before.py").rename(work / "pkg" / "blocks.py")
+    monkeypatch.chdir(work)
+    return work
+
+
+def test_fix_with_evidence_rewrites_what_the_targets_prove(project, capsys):
+    assert main(["fix", "--evidence", "pkg"]) == 1
+    out = capsys.readouterr().out
+    assert (project / "pkg" / "blocks.py").read_text(encoding="utf-8") == AFTER.read_text(
+        encoding="utf-8"
+    )
+    printed = [line.strip() for line in out.splitlines()]
+    for line in expected_findings(BEFORE):
+        assert f"pkg/blocks.py:{line}" in printed
+
+
+def test_second_fix_with_evidence_changes_nothing(project, capsys):
+    assert main(["fix", "--evidence", "pkg"]) == 1
+    capsys.readouterr()
+    assert main(["fix", "--evidence", "--check", "pkg"]) == 0
+    assert (project / "pkg" / "blocks.py").read_text(encoding="utf-8") == AFTER.read_text(
+        encoding="utf-8"
+    )
+
+
+def test_without_evidence_reused_and_inplace_stay_refused(project, capsys):
+    assert main(["fix", "pkg"]) == 1
+    out = capsys.readouterr().out
+    text = (project / "pkg" / "blocks.py").read_text(encoding="utf-8")
+    assert "stateless_copy" not in text and "out += identity" in text
+    assert "pkg/blocks.py:21:15: MIG104 `self.act` is called at 2 sites" in out
+    assert "pkg/blocks.py:24:9: MIG108 `+=` on `out`" in out
+
+
+def test_migrated_model_is_bit_exact():
+    before = import_path(BEFORE, "evidence_before")
+    after = import_path(AFTER, "evidence_after")
+    torch.manual_seed(0)
+    original = before.tiny_net()
+    torch.manual_seed(1)
+    migrated = after.tiny_net()
+    migrated.load_state_dict(original.state_dict(), strict=True)
+    assert list(original.state_dict()) == list(migrated.state_dict())
+    x = torch.randn(2, 4, 8, 8)
+    for train in (False, True):
+        original.train(train)
+        migrated.train(train)
+        with torch.no_grad():
+            assert torch.equal(original(x.clone()), migrated(x.clone()))
+    assert torch.equal(original[0].bn2.running_mean, migrated[0].bn2.running_mean)
+
+
+def test_copy_of_a_module_with_weights_fails_at_construction():
+    """An instantiation no target built: the split copy would untie the PReLU's weight."""
+    after = import_path(AFTER, "evidence_after_untied")
+    with pytest.raises(TypeError, match="this PReLU holds some: a copy would untie its weights"):
+        after.Block(4, act_layer=lambda inplace: torch.nn.PReLU())
+    assert isinstance(after.Block(4, act_layer=torch.nn.Hardswish).act_1, torch.nn.Hardswish)
+
+
+def test_ops_module_holds_the_guard(project, capsys):
+    """With `ops_module`, the copy's guard comes from the op-module file written in the
+    project, and raises there too."""
+    config = project / "pyproject.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "[tool.migrator]", '[tool.migrator]\nops_module = "pkg.quant_ops"'
+        ),
+        encoding="utf-8",
+    )
+    assert main(["fix", "--evidence", "pkg"]) == 1
+    capsys.readouterr()
+    text = (project / "pkg" / "blocks.py").read_text(encoding="utf-8")
+    assert "from pkg.quant_ops import Add, Mul, stateless_copy" in text
+    sys.path.insert(0, str(project))
+    try:
+        blocks = import_path(project / "pkg" / "blocks.py", "pkg.blocks")
+        assert blocks.stateless_copy.__module__ == "pkg.quant_ops"
+        with pytest.raises(TypeError, match="untie its weights"):
+            blocks.Block(4, act_layer=lambda inplace: torch.nn.PReLU())
+    finally:
+        sys.path.remove(str(project))
+        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+            del sys.modules[name]
+
+
+def test_observe_records_classes_state_and_freshness():
+    from migrator.prove.evidence import observe
+
+    blocks = import_path(BEFORE, "evidence_observed")
+    evidence = observe(blocks.tiny_net(), "t")
+    path = str(Path(blocks.__file__).resolve())
+    block = evidence.seen[(path, "Block", "act")]
+    assert block == {
+        Seen("torch.nn.ReLU", False, False): {"t"},
+        Seen("torch.nn.ReLU6", False, False): {"t"},
+    }
+    assert evidence.stateless(path, "Block", "act") == ["t"]
+    assert evidence.fresh(path, "Block", "bn2") == ["t"]
+    assert evidence.fresh(path, "Block", "act") == []  # in place: returns its input
+    assert evidence.fresh(path, "Gated", "norm") == []  # nn.Identity returns its input
+    assert evidence.stateful(path, "Gated", "gate") == ["torch.nn.PReLU"]
+    assert evidence.stateless(path, "Unbuilt", "act") == []
+    again = Evidence.from_json(evidence.to_json())
+    assert again.seen == evidence.seen
