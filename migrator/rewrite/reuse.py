@@ -7,6 +7,7 @@ import ast
 
 from migrator.evidence import proved_by
 from migrator.rewrite.attributes import ClassAttributes
+from migrator.rewrite.project import ClassInfo
 from migrator.refusal import Refusal
 from migrator.rewrite.context import MANY, FileContext, Site
 from migrator.rewrite.creation import ModuleCreator
@@ -93,6 +94,20 @@ class ReusedModules:
                     attr=name,
                 )
 
+    def _reassigned_below(self, attr: str) -> str | None:
+        """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
+        none); run-time evidence about the attribute includes its instances, but a copy made
+        in this class's `__init__` would not follow its value."""
+        family, cls = self.attributes.family, self.attributes.cls
+        below = family.subclasses_elsewhere(cls)
+        todo = [cls, *below]
+        while todo:
+            for sub in family.subclasses_in_file(todo.pop()):
+                if sub not in below:
+                    below.append(sub)
+                    todo.append(sub)
+        return next((sub.name for sub in below if _assigns(sub, attr)), None)
+
     def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
         """The label of the module a reused attribute holds, and the targets whose run-time
         evidence proved it stateless (empty: proven statically); raises a refusal when it
@@ -128,6 +143,13 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
+        if proof and (sub := self._reassigned_below(attr)):
+            raise Refusal(
+                "MIG104",
+                f"{where} and the class of `{self.ctx.text(value)}` cannot be known "
+                f"statically; subclass `{sub}` assigns `self.{attr}` again, so a copy built "
+                "here may not be what it holds",
+            )
         if verdict is None and not proof:
             held = self.ctx.project.evidence.stateful(str(cls.file.path), cls.name, attr)
             raise Refusal(
@@ -172,6 +194,19 @@ class ReusedModules:
                     f"count ({site.loop.describe()}) is known in `__init__`",
                 )
         return label, proof
+
+
+def _assigns(cls: ClassInfo, attr: str) -> bool:
+    """Whether a method of `cls` assigns `self.<attr>`."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        for method in cls.methods().values()
+        for node in ast.walk(method)
+    )
 
 
 def _proof_note(proof: list[str]) -> str:
