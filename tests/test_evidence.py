@@ -132,3 +132,14 @@ def test_observe_records_classes_state_and_freshness():
     assert evidence.stateless(path, "Unbuilt", "act") == []
     again = Evidence.from_json(evidence.to_json())
     assert again.seen == evidence.seen
+
+
+def test_a_sequential_is_fresh_when_its_last_module_is():
+    from migrator.prove.evidence import _fresh
+
+    nn = torch.nn
+    assert _fresh(nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1)))
+    assert not _fresh(nn.Sequential(nn.Conv2d(1, 1, 1), nn.ReLU(inplace=True)))
+    assert not _fresh(nn.Sequential(nn.Conv2d(1, 1, 1), nn.Identity()))
+    assert not _fresh(nn.Sequential())
+    assert _fresh(nn.Sequential(nn.Conv2d(1, 1, 1), nn.Sequential(nn.ReLU())))

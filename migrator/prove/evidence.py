@@ -64,9 +64,19 @@ def _file_of(cls: type) -> str | None:
 def _seen(module: torch.nn.Module) -> Seen:
     stateful = any(True for _ in module.parameters()) or any(True for _ in module.buffers())
     name = _public_name(module)
+    kind = name or f"{type(module).__module__}.{type(module).__qualname__}"
+    return Seen(kind, stateful, _fresh(module))
+
+
+def _fresh(module: torch.nn.Module) -> bool:
+    """Whether `module` always returns a new tensor nothing else sees: its exact class says so
+    in the catalog, or it is an `nn.Sequential` whose last module does (it returns that
+    module's output)."""
+    if type(module) is torch.nn.Sequential:
+        return len(module) > 0 and _fresh(module[-1])
+    name = _public_name(module)
     inplace = getattr(module, "inplace", False)
-    fresh = name is not None and catalog.fresh_output(name, bool(inplace))
-    return Seen(name or f"{type(module).__module__}.{type(module).__qualname__}", stateful, fresh)
+    return name is not None and catalog.fresh_output(name, bool(inplace))
 
 
 def _public_name(module: torch.nn.Module) -> str | None:
