@@ -143,3 +143,15 @@ def test_a_sequential_is_fresh_when_its_last_module_is():
     assert not _fresh(nn.Sequential(nn.Conv2d(1, 1, 1), nn.Identity()))
     assert not _fresh(nn.Sequential())
     assert _fresh(nn.Sequential(nn.Conv2d(1, 1, 1), nn.Sequential(nn.ReLU())))
+
+    class ConvNorm(
+        nn.Sequential
+    ):  # keeps Sequential's forward (torchvision's Conv2dNormActivation)
+        pass
+
+    class Reversed(nn.Sequential):
+        def forward(self, x):
+            return x
+
+    assert _fresh(nn.Sequential(ConvNorm(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))))
+    assert not _fresh(Reversed(nn.Conv2d(1, 1, 1)))

@@ -70,9 +70,13 @@ def _seen(module: torch.nn.Module) -> Seen:
 
 def _fresh(module: torch.nn.Module) -> bool:
     """Whether `module` always returns a new tensor nothing else sees: its exact class says so
-    in the catalog, or it is an `nn.Sequential` whose last module does (it returns that
-    module's output)."""
-    if type(module) is torch.nn.Sequential:
+    in the catalog, or it runs `nn.Sequential`'s own forward (an `nn.Sequential`, or a
+    subclass that keeps its `forward` and `__iter__`) and its last module does: it returns
+    that module's output."""
+    mro = type(module).__mro__
+    if isinstance(module, torch.nn.Sequential) and not any(
+        "forward" in vars(c) or "__iter__" in vars(c) for c in mro[: mro.index(torch.nn.Sequential)]
+    ):
         return len(module) > 0 and _fresh(module[-1])
     name = _public_name(module)
     inplace = getattr(module, "inplace", False)
