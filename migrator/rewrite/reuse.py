@@ -143,12 +143,11 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        if proof and (sub := self._reassigned_below(attr)):
+        if (verdict or proof) and (sub := self._reassigned_below(attr)):
             raise Refusal(
                 "MIG104",
-                f"{where} and the class of `{self.ctx.text(value)}` cannot be known "
-                f"statically; subclass `{sub}` assigns `self.{attr}` again, so a copy built "
-                "here may not be what it holds",
+                f"{where} but subclass `{sub}` assigns `self.{attr}` again: a copy built in "
+                "this `__init__` would not be what the subclass holds",
             )
         if verdict is None and not proof:
             held = self.ctx.project.evidence.stateful(str(cls.file.path), cls.name, attr)
