@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from migrator.config import Config, ConfigError, Settings
+from migrator.evidence import Evidence
 from migrator.files import (
     PathError,
     SourceError,
@@ -23,7 +24,6 @@ from migrator.files import (
     read_source,
     syntax_error,
 )
-from migrator.evidence import Evidence
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fixture_cases import FIXTURES, expected_findings, import_path
+
 from migrator.cli import main
 from migrator.evidence import Evidence, Seen
 
