@@ -155,3 +155,12 @@ def test_a_sequential_is_fresh_when_its_last_module_is():
 
     assert _fresh(nn.Sequential(ConvNorm(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))))
     assert not _fresh(Reversed(nn.Conv2d(1, 1, 1)))
+
+
+def test_fix_verify_uses_the_evidence_and_proves_the_rewrite(project, capsys):
+    assert main(["fix", "--verify", "pkg"]) == 1  # changed, findings left; the target passes
+    out = capsys.readouterr().out
+    assert "1 target(s) verified: 1 passed, 0 failed" in out
+    assert (project / "pkg" / "blocks.py").read_text(encoding="utf-8") == AFTER.read_text(
+        encoding="utf-8"
+    )
