@@ -36,12 +36,6 @@ class Evidence:
     def add(self, key: Key, seen: Seen, target: str) -> None:
         self.seen.setdefault(key, {}).setdefault(seen, set()).add(target)
 
-    def merge(self, other: Evidence) -> None:
-        for key, kinds in other.seen.items():
-            for seen, targets in kinds.items():
-                for target in targets:
-                    self.add(key, seen, target)
-
     def stateless(self, path: str, cls: str, attr: str) -> list[str]:
         """The targets proving that every module built at `cls.attr` holds no parameters or
         buffers (empty: not proven)."""
@@ -54,11 +48,15 @@ class Evidence:
 
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
-        kinds = self.seen.get((str(Path(path).resolve()), cls, attr), {})
-        return sorted({seen.cls for seen in kinds if seen.stateful})
+        return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})
+
+    def _kinds(self, path: str, cls: str, attr: str) -> dict[Seen, set[str]]:
+        if not self.seen:  # no evidence: the static path stays off the file system
+            return {}
+        return self.seen.get((str(Path(path).resolve()), cls, attr), {})
 
     def _proving(self, path: str, cls: str, attr: str, holds) -> list[str]:
-        kinds = self.seen.get((str(Path(path).resolve()), cls, attr))
+        kinds = self._kinds(path, cls, attr)
         if not kinds or not all(holds(seen) for seen in kinds):
             return []
         return sorted(set().union(*kinds.values()))
