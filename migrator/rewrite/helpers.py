@@ -76,6 +76,7 @@ def _report_elsewhere(
         todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
+    why = _why_elsewhere(ctx, info, function)
     for node in ast.walk(caller):
         if isinstance(node, ast.Call) and target_of(ctx, ctx.info, node, caller, {}) == (
             info,
@@ -88,9 +89,26 @@ def _report_elsewhere(
                 node,
                 "MIG115",
                 f"`{ctx.text(node.func)}` (in `{info.names.module}`) runs {len(found)} "
-                f"op(s) forward reaches ({', '.join(sorted(set(found)))}): ops in "
-                "functions outside the class are not rewritten yet; left as is",
+                f"op(s) forward reaches ({', '.join(sorted(set(found)))}): {why}; left as is",
             )
+
+
+def _why_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> str:
+    """Why a call of another file's helper stays a call of the function."""
+    modules = ctx.helper_modules
+    if modules is None or "MIG004" in ctx.disable:
+        return "ops in functions outside the class are not rewritten yet"
+    if modules.in_twin:
+        return "a helper's calls of another file's helpers stay calls"
+    reason = modules.why_not_twinned(info, function)
+    if reason:
+        return f"`{function.name}` does not become a module: {reason}"
+    if modules.has_twin(info, function):
+        return "the call stays a call of the function (its finding says why)"
+    return (
+        f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
+        "file of its package names it"
+    )
 
 
 def _called(
