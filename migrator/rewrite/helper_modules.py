@@ -67,7 +67,7 @@ class HelperModules:
             if name.startswith("_") or name in self.twins or not self.has_work(function, True):
                 continue
             if files is None:
-                files = package_files(info.path, info.names.module, info.names.is_package)
+                files = package_files(info.path)
             if not mentioned_elsewhere(name, info.path, files):
                 continue
             made = self.module_for(function, None)

@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from migrator.rewrite.project import module_name
+
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
@@ -21,13 +23,13 @@ _WORDS: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
 a process while it does not change."""
 
 
-def package_files(path: Path, module: str, is_package: bool) -> list[Path]:
-    """The Python files of the top-level package holding `path` (module `module`, a package's
-    `__init__` if `is_package`); none for a module outside a package."""
-    depth = module.count(".") - (0 if is_package else 1)
-    if not module or depth < 0:
+def package_files(path: Path) -> list[Path]:
+    """The Python files of the top-level package holding `path`; none for a module outside a
+    package."""
+    if not (path.resolve().parent / "__init__.py").exists():
         return []
-    top = path.resolve().parents[depth]
+    module, _, root = module_name(path)
+    top = root / module.split(".")[0]
     files = []
     for folder, subfolders, names in os.walk(top):
         subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
