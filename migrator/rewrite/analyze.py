@@ -124,14 +124,17 @@ class ProjectAnalysis:
         ctx.helper_modules = HelperModules(ctx, family, self)
         return ctx, family
 
-    def twins_of(self, info: FileInfo, disable: frozenset[str]) -> HelperModules | None:
-        """The twin classes another file of the project has or gets in this run, as its own
-        analysis decides them (`HelperModules.add_twins`); None for a file not read from disk."""
+    def twins_of(self, info: FileInfo) -> HelperModules | None:
+        """The twin classes another file has or gets in this run, as its own analysis decides
+        them (`HelperModules.add_twins`, with the settings it is processed with); None for a
+        file this run does not process."""
         module = info.names.module
         if module not in self._twins:
             self._twins[module] = None
-            if info.source is not None and info.path is not None:
-                ctx, _ = self._context(info.source, str(info.path), info, disable)
+            settings = self.project.processes(info.path)
+            if info.source is not None and info.path is not None and settings is not None:
+                own = ProjectAnalysis(self.project, settings.ops_module, settings.toolkit)
+                ctx, _ = own._context(info.source, str(info.path), info, settings.disable)
                 assert ctx.helper_modules is not None  # set by `_context`
                 ctx.helper_modules.add_twins()
                 self._twins[module] = ctx.helper_modules

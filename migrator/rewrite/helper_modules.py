@@ -31,8 +31,9 @@ from migrator.rewrite.walk import header_lines
 
 
 class ProjectWork(WorksOut, Protocol):
-    def twins_of(self, info: FileInfo, disable: frozenset[str]) -> HelperModules | None:
-        """The twins another file of the project has or gets in this run."""
+    def twins_of(self, info: FileInfo) -> HelperModules | None:
+        """The twins another file has or gets in this run (None: the run does not process
+        it)."""
 
 
 class HelperModules:
@@ -112,20 +113,20 @@ class HelperModules:
         found = target_of(self.ctx, self.ctx.info, call, caller, methods)
         if found is None or found[0] is self.ctx.info or found[1].name.startswith("_"):
             return None
-        twins = self.analysis.twins_of(found[0], self.ctx.disable)
+        twins = self.analysis.twins_of(found[0])
         name = twins.twins.get(found[1].name) if twins else None
         return (found[0], found[1], name) if name else None
 
     def has_twin(self, info: FileInfo, function: ast.FunctionDef) -> bool:
         """Whether a helper of another file has (or gets in this run) a twin."""
-        twins = self.analysis.twins_of(info, self.ctx.disable)
+        twins = self.analysis.twins_of(info)
         return twins is not None and function.name in twins.twins
 
     def why_not_twinned(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
         """Why a helper of another file has no twin (None: it has, or was not looked at)."""
         if function.name.startswith("_"):
             return "it is private to its file"
-        twins = self.analysis.twins_of(info, self.ctx.disable)
+        twins = self.analysis.twins_of(info)
         return twins.not_twinned.get(function.name) if twins else None
 
     def target(

@@ -100,6 +100,8 @@ def _why_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) 
         return "ops in functions outside the class are not rewritten yet"
     if modules.in_twin:
         return "a helper's calls of another file's helpers stay calls"
+    if ctx.project.processes(info.path) is None:
+        return "its file is not processed in this run (a helper becomes a module with its file)"
     reason = modules.why_not_twinned(info, function)
     if reason:
         return f"`{function.name}` does not become a module: {reason}"

@@ -12,7 +12,7 @@ import functools
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.rewrite.names import ModuleNames, collect, literal
@@ -27,6 +27,15 @@ _NOT_MODULES = {
 }
 _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
 _REGISTERS_STATE = {"register_buffer", "register_parameter"}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a file is processed with: the codes disabled in it, and its op-module settings."""
+
+    disable: frozenset[str]
+    ops_module: str
+    toolkit: str
 
 
 @dataclass(eq=False)
@@ -74,7 +83,11 @@ def module_name(path: Path) -> tuple[str, bool, Path]:
 class Project:
     """Cache of parsed files, keyed by module name, resolved against the files' import roots."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_run: Callable[[Path], RunSettings | None] | None = None) -> None:
+        self.in_run = in_run
+        """The settings another file is processed with in this run, None when it is not (no
+        `in_run`: only the file at hand is): another file's helper becomes a module only if
+        its own file gets the class in the same run."""
         self._by_module: dict[str, FileInfo | None] = {}
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}
@@ -146,6 +159,10 @@ class Project:
                     info.source = source
                     return info
         return None
+
+    def processes(self, path: Path | None) -> RunSettings | None:
+        """The settings the file at `path` is processed with in this run (None: it is not)."""
+        return self.in_run(path) if path is not None and self.in_run is not None else None
 
     def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""
