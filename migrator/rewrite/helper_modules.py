@@ -6,7 +6,7 @@ function's), and each forward-path call `rotate_half(x)` becomes `self.rotate_ha
 instance of its own created in the caller's `__init__`. The function stays as written for its
 other callers; a module passed in (`attn(self, q, k)`) is passed through to the new forward.
 
-A public helper that another file of the package names gets its class ("twin") whether or not
+A public helper that a method in another file of the package calls gets its class ("twin") whether or not
 a forward of its own file reaches it, decided by this file alone (`add_twins`), before its
 classes are analysed: the callers in other files, each worked out on its own (`-j N`, in any
 order), import the twin by reading the same decision (`ProjectAnalysis.twins_of`).
@@ -22,7 +22,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, target_of
-from migrator.rewrite.mentions import mentioned_elsewhere, package_files
+from migrator.rewrite.mentions import called_elsewhere, package_files
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
@@ -56,11 +56,11 @@ class HelperModules:
         self.twins: dict[str, str] = existing_twins(ctx.info)
         """Public helper's name -> the name of its twin class (made earlier or in this run)."""
         self.not_twinned: dict[str, str] = {}
-        """Public helper's name -> why it gets no twin although another file names it."""
+        """Public helper's name -> why it gets no twin although another file calls it."""
 
     def add_twins(self) -> None:
-        """Give each public helper of the file that another file of its package names a twin
-        class (none is made inside a twin's own analysis)."""
+        """Give each public helper of the file that a method in another file of its package
+        calls (`mentions`) a twin class."""
         info = self.ctx.info
         if info.path is None or "MIG004" in self.ctx.disable:
             return
@@ -70,7 +70,7 @@ class HelperModules:
                 continue
             if files is None:
                 files = package_files(info.path)
-            if not mentioned_elsewhere(name, info.path, files):
+            if not called_elsewhere(name, info.path, files):
                 continue
             made = self.module_for(function, None)
             if made is not None:

@@ -43,7 +43,12 @@ def report_helper_ops(
         if id(function) in ctx.helpers_seen or (modules and id(function) in modules.analysed):
             continue
         ctx.helpers_seen.add(id(function))
-        reason = modules.reasons.get(id(function)) if modules else None
+        reason = None
+        if modules:
+            static = any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list
+            )
+            reason = modules.reasons.get(id(function)) or modules.refusal(function, static)
         if reason:
             why = f"`{function.name}` does not become a module: {reason}"
         elif "MIG004" in ctx.disable or not modules:
@@ -109,7 +114,7 @@ def _why_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) 
         return "the call stays a call of the function (its finding says why)"
     return (
         f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
-        "file of its package names it"
+        "file of its package calls it from a method"
     )
 
 

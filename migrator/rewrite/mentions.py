@@ -1,13 +1,16 @@
-"""Which files of a package name a function: what decides, for a helper function's own file and
-for its callers alike, whether `fix` gives it a module twin (`helper_modules`).
+"""Which files of a package call a function from a method: what decides, for a helper
+function's own file and for its callers alike, whether `fix` gives it a module twin
+(`helper_modules`).
 
-The answer must not change while `fix` rewrites the package file by file: a caller's
-`resample_abs_pos_embed(x)` becomes `self.resample_abs_pos_embed(x)` (or `..._1`), so a word is
-counted without a trailing `_<digits>`, and the file holding the function is never counted.
+A call counts when it is `name(...)` in a method of a class that sets nothing up (not
+`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
+call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it: the answer does not change
+while `fix` rewrites the package file by file. The file holding the function is never counted.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from pathlib import Path
@@ -18,9 +21,10 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
-_WORDS: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
-"""File -> ((mtime_ns, size), its words without `_<digits>` suffixes): each file is read once
-a process while it does not change."""
+_CALLS: dict[Path, tuple[tuple[int, int], frozenset[str], frozenset[str] | None]] = {}
+"""File -> ((mtime_ns, size), its words, the names its methods call (None: not parsed yet)),
+all without `_<digits>` suffixes: each file is read (and parsed) once a process while it does
+not change."""
 
 
 def package_files(path: Path) -> list[Path]:
@@ -37,25 +41,57 @@ def package_files(path: Path) -> list[Path]:
     return files
 
 
-def mentioned_elsewhere(name: str, path: Path, files: list[Path]) -> bool:
-    """Whether a file of `files` other than `path` names `name` (as a word, maybe `name_<n>`)."""
+def called_elsewhere(name: str, path: Path, files: list[Path]) -> bool:
+    """Whether a method in a file of `files` other than `path` calls `name` (see above)."""
     own = path.resolve()
-    return any(name in _words(f) for f in files if f.resolve() != own)
+    return any(f.resolve() != own and name in _method_calls(f, name) for f in files)
 
 
-def _words(path: Path) -> frozenset[str]:
+def _method_calls(path: Path, name: str) -> frozenset[str]:
+    """The names the methods of the file at `path` call, parsed only if it names `name`."""
     try:
         stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = _CALLS.get(path)
+        if cached is None or cached[0] != key:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            cached = (key, frozenset(_SUFFIX.sub("", w) for w in set(_WORD.findall(text))), None)
+        if name in cached[1] and cached[2] is None:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            cached = (key, cached[1], _calls_in_methods(text))
     except OSError:
         return frozenset()
-    key = (stat.st_mtime_ns, stat.st_size)
-    cached = _WORDS.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    _CALLS[path] = cached
+    return cached[2] if name in cached[1] and cached[2] is not None else frozenset()
+
+
+def _calls_in_methods(text: str) -> frozenset[str]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
         return frozenset()
-    words = frozenset(_SUFFIX.sub("", w) for w in set(_WORD.findall(text)))
-    _WORDS[path] = (key, words)
-    return words
+    found = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef) or _sets_up(method.name):
+                continue
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                if isinstance(func, ast.Name):
+                    found.add(func.id)
+                elif (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "self"
+                ):
+                    found.add(_SUFFIX.sub("", func.attr))
+    return frozenset(found)
+
+
+def _sets_up(method: str) -> bool:
+    """A method that initialises the module rather than runs it."""
+    return "init" in method or "reset" in method
