@@ -87,7 +87,7 @@ def _report_elsewhere(
             info,
             function,
         ):
-            if id(node) in ctx.helpers_seen:
+            if id(node) in ctx.helpers_seen or id(node) in ctx.helper_calls:
                 continue
             ctx.helpers_seen.add(id(node))
             ctx.report(
