@@ -38,7 +38,7 @@ def report_helper_ops(
     while todo:
         (info, function), caller = todo.pop()
         if info is not ctx.info:
-            _report_elsewhere(ctx, info, function, caller)
+            _report_elsewhere(ctx, info, function, caller, caller not in reached)
             continue
         if id(function) in ctx.helpers_seen or (modules and id(function) in modules.analysed):
             continue
@@ -67,10 +67,15 @@ def report_helper_ops(
 
 
 def _report_elsewhere(
-    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, caller: ast.FunctionDef
+    ctx: FileContext,
+    info: FileInfo,
+    function: ast.FunctionDef,
+    caller: ast.FunctionDef,
+    from_helper: bool,
 ) -> None:
-    """A helper in another file: one finding at each call of it on the forward path, naming
-    the ops it runs itself and through the helpers it calls."""
+    """A helper in another file: one finding at each call of it on the forward path (in a
+    helper function if `from_helper`), naming the ops it runs itself and through the helpers
+    it calls."""
     found, todo, seen = [], [(info, function)], set()
     while todo:
         where, helper = todo.pop()
@@ -81,7 +86,7 @@ def _report_elsewhere(
         todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
-    why = _why_elsewhere(ctx, info, function)
+    why = _why_elsewhere(ctx, info, function, from_helper)
     for node in ast.walk(caller):
         if isinstance(node, ast.Call) and target_of(ctx, ctx.info, node, caller, {}) == (
             info,
@@ -98,12 +103,14 @@ def _report_elsewhere(
             )
 
 
-def _why_elsewhere(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> str:
+def _why_elsewhere(
+    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, from_helper: bool
+) -> str:
     """Why a call of another file's helper stays a call of the function."""
     modules = ctx.helper_modules
     if modules is None or "MIG004" in ctx.disable:
         return "ops in functions outside the class are not rewritten yet"
-    if modules.in_twin:
+    if modules.in_twin or from_helper:
         return "a helper's calls of another file's helpers stay calls"
     if ctx.project.processes(info.path) is None:
         return "its file is not processed in this run (a helper becomes a module with its file)"
