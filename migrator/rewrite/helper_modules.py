@@ -22,7 +22,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, target_of
-from migrator.rewrite.mentions import called_elsewhere, package_files
+from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
@@ -64,13 +64,12 @@ class HelperModules:
         info = self.ctx.info
         if info.path is None or "MIG004" in self.ctx.disable:
             return
-        files: list | None = None
+        calls: PackageCalls | None = None
         for name, function in info.functions.items():
-            if name.startswith("_") or name in self.twins or not self.has_work(function, True):
+            if name.startswith("_") or name in self.twins or _plain_first(function):
                 continue
-            if files is None:
-                files = package_files(info.path)
-            if not called_elsewhere(name, info.path, files):
+            calls = calls or PackageCalls(info.path)
+            if not calls.from_methods(name) or not self.has_work(function, True):
                 continue
             made = self.module_for(function, None)
             if made is not None:
@@ -300,6 +299,16 @@ def _imports(
         {k: list(v) for k, v in ctx.from_imports.items()},
         list(ctx.plain_imports),
         {k: list(v) for k, v in ctx.plan.import_names.items()},
+    )
+
+
+def _plain_first(function: ast.FunctionDef) -> bool:
+    """Whether the helper takes no parameter, or a number, flag or string first: no call of
+    it can pass the tensor its module would take first."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    annotation = params[0].annotation if params else None
+    return not params or (
+        isinstance(annotation, ast.Name) and annotation.id in ("int", "float", "bool", "str")
     )
 
 

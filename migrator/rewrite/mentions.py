@@ -11,63 +11,90 @@ while `fix` rewrites the package file by file. The file holding the function is 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from pathlib import Path
 
 from migrator.rewrite.project import module_name
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
-_CALLS: dict[Path, tuple[tuple[int, int], frozenset[str], frozenset[str] | None]] = {}
-"""File -> ((mtime_ns, size), its words, the names its methods call (None: not parsed yet)),
-all without `_<digits>` suffixes: each file is read (and parsed) once a process while it does
-not change."""
+_FILES: dict[Path, tuple[tuple[int, int], frozenset[str], frozenset[str] | None]] = {}
+"""File -> ((mtime_ns, size), the names it calls anywhere, the names its methods call (None:
+not parsed yet)), without `_<digits>` suffixes: each file is read and parsed at most once a
+process while it does not change."""
 
 
-def package_files(path: Path) -> list[Path]:
+class PackageCalls:
+    """The calls made in the other files of the top-level package of one file."""
+
+    def __init__(self, path: Path) -> None:
+        self.own = path.resolve()
+        self.files = [f for f in _package_files(self.own) if f != self.own]
+        self._entries: dict[Path, list] = {}
+
+    def from_methods(self, name: str) -> bool:
+        """Whether a method in another file of the package calls `name` (see above)."""
+        for path in self.files:
+            entry = self._entry(path)
+            if entry is None or name not in entry[1]:
+                continue
+            if entry[2] is None:
+                entry[2] = _calls_in_methods(path)
+                _FILES[path] = (entry[0], entry[1], entry[2])
+            if name in entry[2]:
+                return True
+        return False
+
+    def _entry(self, path: Path) -> list | None:
+        """The file's cache entry, checked against the file once for this file at hand."""
+        if path not in self._entries:
+            try:
+                stat = path.stat()
+            except OSError:
+                return None
+            key = (stat.st_mtime_ns, stat.st_size)
+            cached = _FILES.get(path)
+            if cached is None or cached[0] != key:
+                text = _read(path)
+                called = frozenset(_SUFFIX.sub("", w) for w in _CALLED.findall(text))
+                cached = _FILES[path] = (key, called, None)
+            self._entries[path] = list(cached)
+        return self._entries[path]
+
+
+def _package_files(path: Path) -> tuple[Path, ...]:
     """The Python files of the top-level package holding `path`; none for a module outside a
     package."""
-    if not (path.resolve().parent / "__init__.py").exists():
-        return []
+    if not (path.parent / "__init__.py").exists():
+        return ()
     module, _, root = module_name(path)
-    top = root / module.split(".")[0]
+    return _listing(root / module.split(".")[0])
+
+
+@functools.lru_cache(maxsize=8)
+def _listing(top: Path) -> tuple[Path, ...]:
+    """The Python files under `top`, listed once a process (as `subclasses` lists them)."""
     files = []
     for folder, subfolders, names in os.walk(top):
         subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
         files += [Path(folder, n) for n in sorted(names) if n.endswith(".py")]
-    return files
+    return tuple(files)
 
 
-def called_elsewhere(name: str, path: Path, files: list[Path]) -> bool:
-    """Whether a method in a file of `files` other than `path` calls `name` (see above)."""
-    own = path.resolve()
-    return any(f.resolve() != own and name in _method_calls(f, name) for f in files)
-
-
-def _method_calls(path: Path, name: str) -> frozenset[str]:
-    """The names the methods of the file at `path` call, parsed only if it names `name`."""
+def _read(path: Path) -> str:
     try:
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
-        cached = _CALLS.get(path)
-        if cached is None or cached[0] != key:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            cached = (key, frozenset(_SUFFIX.sub("", w) for w in set(_WORD.findall(text))), None)
-        if name in cached[1] and cached[2] is None:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            cached = (key, cached[1], _calls_in_methods(text))
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return frozenset()
-    _CALLS[path] = cached
-    return cached[2] if name in cached[1] and cached[2] is not None else frozenset()
+        return ""
 
 
-def _calls_in_methods(text: str) -> frozenset[str]:
+def _calls_in_methods(path: Path) -> frozenset[str]:
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(_read(path))
     except (SyntaxError, ValueError):
         return frozenset()
     found = set()
