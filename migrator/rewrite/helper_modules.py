@@ -6,10 +6,11 @@ function's), and each forward-path call `rotate_half(x)` becomes `self.rotate_ha
 instance of its own created in the caller's `__init__`. The function stays as written for its
 other callers; a module passed in (`attn(self, q, k)`) is passed through to the new forward.
 
-A public helper that a method in another file of the package calls gets its class ("twin") whether or not
-a forward of its own file reaches it, decided by this file alone (`add_twins`), before its
-classes are analysed: the callers in other files, each worked out on its own (`-j N`, in any
-order), import the twin by reading the same decision (`ProjectAnalysis.twins_of`).
+A public helper that a method in another file of the package calls gets its class (its
+"twin") whether or not a forward of its own file reaches it, decided by this file alone
+(`add_twins`) before its classes are analysed: the callers in other files, each worked out on
+its own (`-j N`, in any order), import the twin by reading the same decision
+(`ProjectAnalysis.twins_of`).
 """
 
 from __future__ import annotations
