@@ -4,28 +4,27 @@ function's own file and for its callers alike, whether `fix` gives it a module t
 
 A call counts when it is `name(...)` in a method of a class that sets nothing up (not
 `__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
-call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it: the answer does not change
-while `fix` rewrites the package file by file. The file holding the function is never counted.
+call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in the twin classes
+`fix` adds do not count. So the answer does not change while `fix` rewrites the package file by
+file. The file holding the function is never counted. Methods are found from the text, by
+indentation (no parse), and each file is read once a process.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
 import re
 from pathlib import Path
 
+from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 
 _CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_CALL_IN_LINE = re.compile(r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+"""`name(` or `self.name(`, not `other.name(`."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
-
-_FILES: dict[Path, tuple[tuple[int, int], frozenset[str], frozenset[str] | None]] = {}
-"""File -> ((mtime_ns, size), the names it calls anywhere, the names its methods call (None:
-not parsed yet)), without `_<digits>` suffixes: each file is read and parsed at most once a
-process while it does not change."""
 
 
 class PackageCalls:
@@ -33,56 +32,36 @@ class PackageCalls:
 
     def __init__(self, path: Path) -> None:
         self.own = path.resolve()
-        self.files = [f for f in _package_files(self.own) if f != self.own]
-        self._entries: dict[Path, list] = {}
+        self.index = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` (see above)."""
-        for path in self.files:
-            entry = self._entry(path)
-            if entry is None or name not in entry[1]:
-                continue
-            if entry[2] is None:
-                entry[2] = _calls_in_methods(path)
-                _FILES[path] = (entry[0], entry[1], entry[2])
-            if name in entry[2]:
-                return True
-        return False
-
-    def _entry(self, path: Path) -> list | None:
-        """The file's cache entry, checked against the file once for this file at hand."""
-        if path not in self._entries:
-            try:
-                stat = path.stat()
-            except OSError:
-                return None
-            key = (stat.st_mtime_ns, stat.st_size)
-            cached = _FILES.get(path)
-            if cached is None or cached[0] != key:
-                text = _read(path)
-                called = frozenset(_SUFFIX.sub("", w) for w in _CALLED.findall(text))
-                cached = _FILES[path] = (key, called, None)
-            self._entries[path] = list(cached)
-        return self._entries[path]
+        return any(
+            path != self.own and name in _calls_in_methods(path)
+            for path in self.index.get(name, ())
+        )
 
 
-def _package_files(path: Path) -> tuple[Path, ...]:
-    """The Python files of the top-level package holding `path`; none for a module outside a
-    package."""
+def _package_top(path: Path) -> Path | None:
+    """The folder of the top-level package holding `path` (None: no package)."""
     if not (path.parent / "__init__.py").exists():
-        return ()
+        return None
     module, _, root = module_name(path)
-    return _listing(root / module.split(".")[0])
+    return root / module.split(".")[0]
 
 
 @functools.lru_cache(maxsize=8)
-def _listing(top: Path) -> tuple[Path, ...]:
-    """The Python files under `top`, listed once a process (as `subclasses` lists them)."""
-    files = []
-    for folder, subfolders, names in os.walk(top):
+def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` that call something so named anywhere, listed and read
+    once a process (as `subclasses` indexes a package)."""
+    found: dict[str, list[Path]] = {}
+    for folder, subfolders, names in os.walk(top) if top else ():
         subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
-        files += [Path(folder, n) for n in sorted(names) if n.endswith(".py")]
-    return tuple(files)
+        for file in sorted(n for n in names if n.endswith(".py")):
+            path = Path(folder, file)
+            for name in {_SUFFIX.sub("", w) for w in _CALLED.findall(_read(path))}:
+                found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
 
 
 def _read(path: Path) -> str:
@@ -92,30 +71,41 @@ def _read(path: Path) -> str:
         return ""
 
 
+_HEADER = re.compile(r"^( *)(?:async +)?(def|class) +(\w+)")
+_TWIN_DOC = TWIN_DOC.split("`")[-1]
+"""The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
+
+
+@functools.lru_cache(maxsize=4096)
 def _calls_in_methods(path: Path) -> frozenset[str]:
-    try:
-        tree = ast.parse(_read(path))
-    except (SyntaxError, ValueError):
-        return frozenset()
-    found = set()
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef):
+    """The names called on the lines of method bodies, found from the text by indentation:
+    a line counts when the nearest `def` or `class` line above it that is indented less is a
+    `def` directly in a class that is no twin (and sets nothing up)."""
+    found: set[str] = set()
+    headers: list[tuple[int, bool | None]] = []
+    """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
+    the lines of its body count; None for a class, whose own `def`s may)."""
+    lines = _read(path).split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped[0] == "#":
             continue
-        for method in cls.body:
-            if not isinstance(method, ast.FunctionDef) or _sets_up(method.name):
-                continue
-            for node in ast.walk(method):
-                if not isinstance(node, ast.Call):
-                    continue
-                func = node.func
-                if isinstance(func, ast.Name):
-                    found.add(func.id)
-                elif (
-                    isinstance(func, ast.Attribute)
-                    and isinstance(func.value, ast.Name)
-                    and func.value.id == "self"
-                ):
-                    found.add(_SUFFIX.sub("", func.attr))
+        indent = len(line) - len(stripped)
+        header = _HEADER.match(line)
+        if header:
+            while headers and headers[-1][0] >= indent:
+                headers.pop()
+            kind, name = header.group(2), header.group(3)
+            in_class = bool(headers) and headers[-1][1] is None
+            if kind == "class":
+                twin = _TWIN_DOC in "".join(lines[number + 1 : number + 3])
+                headers.append((indent, False if twin else None))
+            else:
+                headers.append((indent, in_class and not _sets_up(name)))
+            continue
+        owner = next((counts for at, counts in reversed(headers) if at < indent), False)
+        if owner:
+            found.update(_SUFFIX.sub("", c) for c in _CALL_IN_LINE.findall(line))
     return frozenset(found)
 
 
