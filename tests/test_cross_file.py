@@ -152,3 +152,28 @@ def test_helpers_of_another_file_as_modules_are_bit_exact(tmp_path):
         x = torch.randn(2, 4)
         assert torch.equal(a(x), b(x))
     assert sum(type(m).__name__ == "Mix" for m in b.modules()) == 3
+
+
+def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
+    """What decides a helper's twin: calls in a method body (also `self.mix_1(...)`, which
+    `fix` makes of `mix(...)`), not in a module-level function, `__init__`, `init_weights`,
+    a function nested in a method, a class body, another object's method or a twin class."""
+    from migrator.rewrite.mentions import _calls_in_methods
+
+    source = tmp_path / "net.py"
+    source.write_text(
+        "def top(x):\n    return a(x)\n\n\n"
+        "class Net(nn.Module):\n"
+        '    """Doc\nat column 0: b(x)\n    """\n'
+        "    y = c(1)\n\n"
+        "    def __init__(self):\n        d(self.w)\n\n"
+        "    def init_weights(self):\n        d(self.w)\n\n"
+        "    def forward(self, x):\n"
+        "        def inner(z):\n            return e(z)\n"
+        "        x = self.mix_1(x) + other.g(x)\n"
+        "        return f(inner(x))\n\n\n"
+        "class Mix(nn.Module):\n"
+        '    """`mix` as a module: its ops are submodules."""\n\n'
+        "    def forward(self, x):\n        return h(x)\n"
+    )
+    assert sorted(_calls_in_methods(source)) == ["f", "inner", "mix"]
