@@ -8,6 +8,7 @@ were processed before it (the same with `-j N`) and memory stays bounded by the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,7 @@ from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
 from migrator.rewrite.engine import check_text, fix_text
 from migrator.rewrite.layout import line_length
-from migrator.rewrite.project import Project
+from migrator.rewrite.project import Project, RunSettings
 from migrator.suppress import split, suppressions, unused
 
 
@@ -90,11 +91,39 @@ def run(
     if progress is not None and progress.enabled:
         files = list(files)  # the bar needs the total; otherwise files are found as they go
         progress.start(len(files))
-    work = partial(_process_with, rewrite=rewrite, report_unused=report_unused, evidence=evidence)
+    scope = RunScope(tuple(Path(os.path.abspath(p)) for p in paths), settings)
+    work = partial(
+        _process_with,
+        rewrite=rewrite,
+        report_unused=report_unused,
+        scope=scope,
+        evidence=evidence,
+    )
     for outcome in ordered_map(work, files, worker_count(jobs)):
         if progress is not None:
             progress.advance(str(outcome.path))
         yield outcome
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """The files a run processes, for a file's analysis to ask about another: under a path
+    given and not excluded; with the settings it is processed with."""
+
+    roots: tuple[Path, ...]
+    settings: Settings
+
+    def __call__(self, path: Path) -> RunSettings | None:
+        path = Path(os.path.abspath(path))
+        if not any(path == root or root in path.parents for root in self.roots):
+            return None
+        try:
+            config = self.settings.for_path(path)
+        except ConfigError:
+            return None
+        if config.rules().excludes(path):
+            return None
+        return RunSettings(config.disabled(path), config.ops_module, config.toolkit)
 
 
 def _config_of(path: Path | PathError, settings: Settings) -> Config | ConfigError:
@@ -108,6 +137,7 @@ def _process_with(
     item: tuple[Path | PathError, Config | ConfigError],
     rewrite: bool,
     report_unused: bool,
+    scope: RunScope | None = None,
     evidence: Evidence | None = None,
 ) -> Outcome:
     path, config = item
@@ -115,7 +145,9 @@ def _process_with(
         if not isinstance(path, PathError):
             return Failed(path, SourceError(path, 0, f"not processed: {config}"))
         config = Config()  # a path that cannot be used is reported whatever its settings
-    return process(path, config, rewrite, report_unused=report_unused, evidence=evidence)
+    return process(
+        path, config, rewrite, report_unused=report_unused, scope=scope, evidence=evidence
+    )
 
 
 def run_stdin(
@@ -138,11 +170,13 @@ def process(
     rewrite: bool,
     read: Callable[[Path], SourceFile] | None = None,
     report_unused: bool = False,
+    scope: Callable[[Path], RunSettings | None] | None = None,
     evidence: Evidence | None = None,
 ) -> Outcome:
     """Read (with `read_source`, unless given `read`) and analyse (or rewrite) one file;
     problems make it `Failed`. Suppressed findings are left out; with `report_unused`, each
-    suppression that suppressed nothing is a MIG100 finding."""
+    suppression that suppressed nothing is a MIG100 finding. `scope`: the other files the run
+    processes (helpers of theirs may become modules)."""
     if isinstance(path, PathError):
         return Failed(path.path, path)
     disable = config.disabled(path)
@@ -152,7 +186,7 @@ def process(
             new_text, findings = fix_text(
                 source.text,
                 str(path),
-                Project(evidence),
+                Project(scope, evidence),
                 config.ops_module,
                 disable,
                 toolkit=config.toolkit,
@@ -163,7 +197,7 @@ def process(
             findings = check_text(
                 source.text,
                 str(path),
-                Project(evidence),
+                Project(scope, evidence),
                 config.ops_module,
                 disable,
                 config.toolkit,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from migrator.cli import main
 from migrator.config import Settings
 from migrator.runner import run
 
@@ -65,3 +68,112 @@ def test_an_instance_of_another_files_class_handed_to_several_modules_is_reporte
         "loop at line 9: ops migrator turns into modules inside "
         "`pkg.layers.PosEnc`"
     )
+
+
+HELPERS = TREE.parent / "helper_in_other_file"
+"""`pkg/net.py` calls helpers of `pkg/layers.py` from its forward; `Gate` in `layers.py` calls
+one of them too."""
+
+
+def _helper_tree(root: Path) -> Path:
+    """A copy of the helper tree's originals under `root`; its package folder."""
+    work = root / "pkg"
+    work.mkdir(parents=True)
+    for before in (HELPERS / "pkg").glob("*.before.py"):
+        (work / before.name.replace(".before.py", ".py")).write_text(before.read_text())
+    (work / "__init__.py").write_text("")
+    return work
+
+
+def _texts(pkg: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
+
+
+def test_a_helper_of_another_file_gets_the_same_twin_in_any_order_and_with_workers(tmp_path):
+    """The helper's file decides its twin alone: the caller first, the helper first, both in
+    two worker processes, give the same files; a second run changes nothing."""
+    expected = {
+        "__init__.py": "",
+        "layers.py": (HELPERS / "pkg" / "layers.after.py").read_text(),
+        "net.py": (HELPERS / "pkg" / "net.after.py").read_text(),
+    }
+    orders = {
+        "caller first": ["net.py", "layers.py"],
+        "helper first": ["layers.py", "net.py"],
+        "-j 2": ["-j", "2", "."],
+    }
+    for name, args in orders.items():
+        pkg = _helper_tree(tmp_path / name.replace(" ", "_"))
+        paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
+        assert main(["fix", *paths]) == 1, name
+        assert _texts(pkg) == expected, name
+        assert main(["fix", "--check", str(pkg)]) == 0, name
+
+
+def test_a_helper_whose_file_the_run_leaves_out_stays_a_call(tmp_path):
+    """Fixing only the caller would import a class its helper's file never gets: the call
+    stays, reported (MIG115)."""
+    pkg = _helper_tree(tmp_path)
+    [outcome] = run([str(pkg / "net.py")], Settings(), rewrite=True)
+    assert "Mix" not in outcome.new_text and "mix(h, x)[:, :4] + mix(x, h, 0.5)" in outcome.new_text
+    messages = [f.message for f in outcome.findings if f.code == "MIG115"]
+    assert len(messages) == 6  # 3 x mix, halves, wrapped, _shift
+    assert all("its file is not processed in this run" in m for m in messages)
+
+
+def test_helpers_of_another_file_as_modules_are_bit_exact(tmp_path):
+    """The migrated package (twins in `layers.py`, instances in `net.py`) loads the original's
+    weights and gives the same outputs in eval and train mode."""
+    torch = pytest.importorskip("torch")
+    import importlib
+    import sys
+
+    original = _helper_tree(tmp_path / "before").parent
+    migrated = _helper_tree(tmp_path / "after").parent
+    assert main(["fix", str(migrated / "pkg")]) == 1
+
+    def load(root: Path):
+        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+            del sys.modules[name]
+        sys.path.insert(0, str(root))
+        try:
+            return importlib.import_module("pkg.net")
+        finally:
+            sys.path.remove(str(root))
+
+    before, after = load(original), load(migrated)
+    assert "Mix" in after.__dict__ and "Mix" not in before.__dict__
+    for train in (False, True):
+        torch.manual_seed(0)
+        a = before.Model().train(train)
+        b = after.Model().train(train)
+        b.load_state_dict(a.state_dict(), strict=True)
+        assert list(a.state_dict()) == list(b.state_dict())
+        x = torch.randn(2, 4)
+        assert torch.equal(a(x), b(x))
+    assert sum(type(m).__name__ == "Mix" for m in b.modules()) == 3
+
+
+def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
+    """What decides a helper's twin: calls in a method body (also `self.mix_1(...)`, which
+    `fix` makes of `mix(...)`), not in a module-level function, `__init__`, `init_weights`,
+    a function nested in a method, a class body, another object's method or a twin class."""
+    from migrator.rewrite.mentions import _calls_in_methods
+
+    source = tmp_path / "net.py"
+    source.write_text(
+        "def top(x):\n    return a(x)\n\n\n"
+        "class Net(nn.Module):\n"
+        '    """Doc\nat column 0: b(x)\n    """\n'
+        "    y = c(1)\n\n"
+        "    def __init__(self):\n        d(self.w)\n\n"
+        "    def init_weights(self):\n        d(self.w)\n\n"
+        "    def forward(self, x):\n"
+        "        def inner(z):\n            return e(z)\n"
+        "        x = self.mix_1(x) + other.g(x)\n"
+        "        return f(inner(x))\n\n\n"
+        "class Mix(nn.Module):\n"
+        '    """`mix` as a module: its ops are submodules."""\n\n'
+        "    def forward(self, x):\n        return h(x)\n"
+    )
+    assert sorted(_calls_in_methods(source)) == ["f", "inner", "mix"]

@@ -28,11 +28,11 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 
 
 def may_have_work(text: str) -> bool:
-    """Cheap filter: only a class with its own `forward` can hold work, or code that walks a
-    module's children; migrator's own op modules (and the copies `ops_module` makes of them)
-    are never rewritten."""
+    """Cheap filter: only a class with its own `forward` can hold work, a module-level function
+    (a helper other files call), or code that walks a module's children; migrator's own op
+    modules (and the copies `ops_module` makes of them) are never rewritten."""
     return (
-        ("class" in text and "def forward" in text) or walks_children(text)
+        ("class" in text and "def forward" in text) or "\ndef " in text or walks_children(text)
     ) and "\n__migrator_ops__ = True" not in text
 
 
@@ -74,6 +74,7 @@ class ProjectAnalysis:
         self.ops_module = ops_module
         self.toolkit = toolkit
         self.line_length = line_length
+        self._twins: dict[str, HelperModules | None] = {}
 
     def file(
         self,
@@ -89,22 +90,9 @@ class ProjectAnalysis:
         project.analyzed.add(info.names.module)
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.created.pop(cls.qualname, None)
-        ctx = FileContext(
-            path,
-            source,
-            info,
-            project,
-            self.ops_module,
-            Positions(source),
-            disable=disable,
-            toolkit=self.toolkit,
-        )
-        ctx.plan.line_length = self.line_length
-        ctx.skip = skip_lines(source)
-        family = Family(project, info)
-        find_shared(ctx, family)
-        ctx.suppress = suppressions(source)
-        ctx.helper_modules = HelperModules(ctx, family, self)
+        ctx, family = self._context(source, path, info, disable)
+        assert ctx.helper_modules is not None  # set by `_context`
+        ctx.helper_modules.add_twins()
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
                 continue
@@ -113,6 +101,44 @@ class ProjectAnalysis:
             report_children_walks(ctx, tree)
         ctx.finish()
         return ctx.plan, ctx.findings
+
+    def _context(
+        self, source: str, path: str, info: FileInfo, disable: frozenset[str]
+    ) -> tuple[FileContext, Family]:
+        """The analysis state of one file, before its classes are analysed."""
+        ctx = FileContext(
+            path,
+            source,
+            info,
+            self.project,
+            self.ops_module,
+            Positions(source),
+            disable=disable,
+            toolkit=self.toolkit,
+        )
+        ctx.plan.line_length = self.line_length
+        ctx.skip = skip_lines(source)
+        family = Family(self.project, info)
+        find_shared(ctx, family)
+        ctx.suppress = suppressions(source)
+        ctx.helper_modules = HelperModules(ctx, family, self)
+        return ctx, family
+
+    def twins_of(self, info: FileInfo) -> HelperModules | None:
+        """The twin classes another file has or gets in this run, as its own analysis decides
+        them (`HelperModules.add_twins`, with the settings it is processed with); None for a
+        file this run does not process."""
+        module = info.names.module
+        if module not in self._twins:
+            self._twins[module] = None
+            settings = self.project.processes(info.path)
+            if info.source is not None and info.path is not None and settings is not None:
+                own = ProjectAnalysis(self.project, settings.ops_module, settings.toolkit)
+                ctx, _ = own._context(info.source, str(info.path), info, settings.disable)
+                assert ctx.helper_modules is not None  # set by `_context`
+                ctx.helper_modules.add_twins()
+                self._twins[module] = ctx.helper_modules
+        return self._twins[module]
 
     def work_out(self, info: FileInfo) -> None:
         """Work out the rewrite of another file of the project (not torch's own sources), so the

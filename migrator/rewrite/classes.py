@@ -108,7 +108,9 @@ class ClassAnalysis:
         if modules is None or "MIG004" in self.ctx.disable:
             return None
         methods = self.attributes.methods
-        return lambda call, is_tensor: modules.helper_call(call, is_tensor, method, methods)
+        return lambda call, is_tensor: modules.helper_call(
+            call, is_tensor, method, methods, elsewhere=True
+        )
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

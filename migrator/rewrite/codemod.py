@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrator.rewrite.imports import insert_imports
 from migrator.rewrite.layout import call_text, from_import_text
-from migrator.rewrite.plan import HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
+from migrator.rewrite.plan import TWIN_DOC, HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
 from migrator.rewrite.regions import Region
 
 _STAND_IN = "if 1:\n"
@@ -404,7 +404,7 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     init = "".join(textwrap.indent(code, " " * 8) + "\n" for code in made.init)
     template = cst.parse_statement(
         f"class {made.name}({made.base}):\n"
-        f'    """`{made.function}` as a module: its ops are submodules."""\n\n'
+        f'    """{TWIN_DOC.format(made.function)}"""\n\n'
         + (f"    def __init__(self):\n        super().__init__()\n{init}\n" if init else "")
         + "    def forward(self):\n        pass\n"
     )

@@ -151,8 +151,8 @@ class FileContext:
         if spelled:
             return spelled
         package, cls = qualname.rsplit(".", 1)
-        for module, imported in self.from_imports.items():
-            if module == package and cls in imported:
+        for table in (self.from_imports, self.plan.import_names):
+            if cls in table.get(package, ()):
                 return cls
         if package == "torch.nn":
             if "nn" in self.from_imports.get("torch", ()):
@@ -164,7 +164,10 @@ class FileContext:
                 self._add_plain("torch")
                 return qualname
         elif names.is_free(cls) and cls not in self.pending_names():
-            if any(t.rpartition(".")[0] == package for t in names.imports.values()):
+            if any(  # the codemod adds names to absolute imports only
+                isinstance(s, ast.ImportFrom) and s.level == 0 and s.module == package
+                for s in self.info.tree.body
+            ):
                 self.plan.import_names.setdefault(package, []).append(cls)
             else:
                 self.from_imports.setdefault(package, []).append(cls)

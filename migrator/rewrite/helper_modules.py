@@ -5,29 +5,42 @@ stand-in `ClassDef` over the function's own nodes, so positions and findings are
 function's), and each forward-path call `rotate_half(x)` becomes `self.rotate_half(x)` with an
 instance of its own created in the caller's `__init__`. The function stays as written for its
 other callers; a module passed in (`attn(self, q, k)`) is passed through to the new forward.
+
+A public helper that a method in another file of the package calls gets its class (its
+"twin") whether or not a forward of its own file reaches it, decided by this file alone
+(`add_twins`) before its classes are analysed: the callers in other files, each worked out on
+its own (`-j N`, in any order), import the twin by reading the same decision
+(`ProjectAnalysis.twins_of`).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from typing import Callable
+from typing import Callable, Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, target_of
-from migrator.rewrite.plan import HelperClass
-from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.plan import TWIN_DOC, HelperClass
+from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import header_lines
 
 
+class ProjectWork(WorksOut, Protocol):
+    def twins_of(self, info: FileInfo) -> HelperModules | None:
+        """The twins another file has or gets in this run (None: the run does not process
+        it)."""
+
+
 class HelperModules:
     """The helper functions of one file that become modules, worked out once each."""
 
-    def __init__(self, ctx: FileContext, family: Family, analysis: WorksOut) -> None:
+    def __init__(self, ctx: FileContext, family: Family, analysis: ProjectWork) -> None:
         self.ctx = ctx
         self.family = family
         self.analysis = analysis
@@ -40,6 +53,37 @@ class HelperModules:
         self._running: set[int] = set()
         self._names: set[str] = set()
         self._shapes: dict[int, str | None] = {}
+        self._stand_ins: list[ClassInfo] = []
+        self.twins: dict[str, str] = existing_twins(ctx.info)
+        """Public helper's name -> the name of its twin class (made earlier or in this run)."""
+        self.not_twinned: dict[str, str] = {}
+        """Public helper's name -> why it gets no twin although another file calls it."""
+
+    def add_twins(self) -> None:
+        """Give each public helper of the file that a method in another file of its package
+        calls (`mentions`) a twin class."""
+        info = self.ctx.info
+        if info.path is None or "MIG004" in self.ctx.disable:
+            return
+        calls: PackageCalls | None = None
+        for name, function in info.functions.items():
+            if name.startswith("_") or name in self.twins or _plain_first(function):
+                continue
+            calls = calls or PackageCalls(info.path)
+            if not calls.from_methods(name) or not self.has_work(function, True):
+                continue
+            made = self.module_for(function, None)
+            if made is not None:
+                self.twins[name] = made.name
+            else:
+                self.not_twinned[name] = self.reasons.get(
+                    id(function), "none of its ops can become a module (its findings say why)"
+                )
+
+    @property
+    def in_twin(self) -> bool:
+        """Whether a helper's own analysis is running: calls of another file's helpers stay."""
+        return bool(self._running)
 
     def helper_call(
         self,
@@ -47,16 +91,44 @@ class HelperModules:
         is_tensor: Callable[[ast.expr], bool],
         caller: ast.FunctionDef,
         methods: dict[str, ast.FunctionDef],
+        elsewhere: bool = False,
     ) -> bool:
         """Whether `call` (in `caller`, a method of a class with `methods`) runs a helper of
-        this file that may become a module, with a tensor (or `self`) first: as after the
-        rewrite, it counts as a module call (tensors in and out)."""
+        this file that may become a module (with `elsewhere`, also another file's helper that
+        has a twin), with a tensor (or `self`) first: as after the rewrite, it counts as a
+        module call (tensors in and out)."""
+        if not first_is_tensor(call, is_tensor):
+            return False
         function = self.target(call, caller, methods)
-        return (
-            function is not None
-            and self.refusal(function, function in methods.values()) is None
-            and first_is_tensor(call, is_tensor)
-        )
+        if function is None:
+            return elsewhere and self.twin_elsewhere(call, caller, methods) is not None
+        return self.refusal(function, function in methods.values()) is None
+
+    def twin_elsewhere(
+        self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+    ) -> tuple[FileInfo, ast.FunctionDef, str] | None:
+        """(file, helper, its twin class) when `call` runs a public helper of another file
+        that has (or gets in this run) a twin; never inside a twin's own analysis."""
+        if self.in_twin or "MIG004" in self.ctx.disable:
+            return None
+        found = target_of(self.ctx, self.ctx.info, call, caller, methods)
+        if found is None or found[0] is self.ctx.info or found[1].name.startswith("_"):
+            return None
+        twins = self.analysis.twins_of(found[0])
+        name = twins.twins.get(found[1].name) if twins else None
+        return (found[0], found[1], name) if name else None
+
+    def has_twin(self, info: FileInfo, function: ast.FunctionDef) -> bool:
+        """Whether a helper of another file has (or gets in this run) a twin."""
+        twins = self.analysis.twins_of(info)
+        return twins is not None and function.name in twins.twins
+
+    def why_not_twinned(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
+        """Why a helper of another file has no twin (None: it has, or was not looked at)."""
+        if function.name.startswith("_"):
+            return "it is private to its file"
+        twins = self.analysis.twins_of(info)
+        return twins.not_twinned.get(function.name) if twins else None
 
     def target(
         self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
@@ -119,6 +191,7 @@ class HelperModules:
         replaces = len(self.ctx.plan.replaces)
         self._running.add(key)
         stand_in = _stand_in(function, name, self.ctx)
+        self._stand_ins.append(stand_in)  # the file's caches are keyed by `id` of its nodes
         registrations = ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(
             place=False
         )
@@ -208,6 +281,17 @@ class HelperModules:
         return None
 
 
+def existing_twins(info: FileInfo) -> dict[str, str]:
+    """Helper name -> its class that an earlier run added to the file."""
+    found = {}
+    for cls in info.classes.values():
+        doc = ast.get_docstring(cls.node, clean=False) or ""
+        name = doc[1 : doc.find("`", 1)]
+        if name and doc == TWIN_DOC.format(name) and name in info.functions:
+            found[name] = cls.name
+    return found
+
+
 def _imports(
     ctx: FileContext,
 ) -> tuple[dict[str, list[str]], list[str], dict[str, list[str]]]:
@@ -216,6 +300,16 @@ def _imports(
         {k: list(v) for k, v in ctx.from_imports.items()},
         list(ctx.plain_imports),
         {k: list(v) for k, v in ctx.plan.import_names.items()},
+    )
+
+
+def _plain_first(function: ast.FunctionDef) -> bool:
+    """Whether the helper takes no parameter, or a number, flag or string first: no call of
+    it can pass the tensor its module would take first."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    annotation = params[0].annotation if params else None
+    return not params or (
+        isinstance(annotation, ast.Name) and annotation.id in ("int", "float", "bool", "str")
     )
 
 

@@ -38,12 +38,17 @@ def report_helper_ops(
     while todo:
         (info, function), caller = todo.pop()
         if info is not ctx.info:
-            _report_elsewhere(ctx, info, function, caller)
+            _report_elsewhere(ctx, info, function, caller, caller not in reached)
             continue
         if id(function) in ctx.helpers_seen or (modules and id(function) in modules.analysed):
             continue
         ctx.helpers_seen.add(id(function))
-        reason = modules.reasons.get(id(function)) if modules else None
+        reason = None
+        if modules:
+            static = any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list
+            )
+            reason = modules.reasons.get(id(function)) or modules.refusal(function, static)
         if reason:
             why = f"`{function.name}` does not become a module: {reason}"
         elif "MIG004" in ctx.disable or not modules:
@@ -62,10 +67,15 @@ def report_helper_ops(
 
 
 def _report_elsewhere(
-    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, caller: ast.FunctionDef
+    ctx: FileContext,
+    info: FileInfo,
+    function: ast.FunctionDef,
+    caller: ast.FunctionDef,
+    from_helper: bool,
 ) -> None:
-    """A helper in another file: one finding at each call of it on the forward path, naming
-    the ops it runs itself and through the helpers it calls."""
+    """A helper in another file: one finding at each call of it on the forward path (in a
+    helper function if `from_helper`), naming the ops it runs itself and through the helpers
+    it calls."""
     found, todo, seen = [], [(info, function)], set()
     while todo:
         where, helper = todo.pop()
@@ -76,21 +86,43 @@ def _report_elsewhere(
         todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
+    why = _why_elsewhere(ctx, info, function, from_helper)
     for node in ast.walk(caller):
         if isinstance(node, ast.Call) and target_of(ctx, ctx.info, node, caller, {}) == (
             info,
             function,
         ):
-            if id(node) in ctx.helpers_seen:
+            if id(node) in ctx.helpers_seen or id(node) in ctx.helper_calls:
                 continue
             ctx.helpers_seen.add(id(node))
             ctx.report(
                 node,
                 "MIG115",
                 f"`{ctx.text(node.func)}` (in `{info.names.module}`) runs {len(found)} "
-                f"op(s) forward reaches ({', '.join(sorted(set(found)))}): ops in "
-                "functions outside the class are not rewritten yet; left as is",
+                f"op(s) forward reaches ({', '.join(sorted(set(found)))}): {why}; left as is",
             )
+
+
+def _why_elsewhere(
+    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, from_helper: bool
+) -> str:
+    """Why a call of another file's helper stays a call of the function."""
+    modules = ctx.helper_modules
+    if modules is None or "MIG004" in ctx.disable:
+        return "ops in functions outside the class are not rewritten yet"
+    if modules.in_twin or from_helper:
+        return "a helper's calls of another file's helpers stay calls"
+    if ctx.project.processes(info.path) is None:
+        return "its file is not processed in this run (a helper becomes a module with its file)"
+    reason = modules.why_not_twinned(info, function)
+    if reason:
+        return f"`{function.name}` does not become a module: {reason}"
+    if modules.has_twin(info, function):
+        return "the call stays a call of the function (its finding says why)"
+    return (
+        f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
+        "file of its package calls it from a method"
+    )
 
 
 def _called(

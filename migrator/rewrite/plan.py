@@ -59,6 +59,10 @@ class Replace:
     """Subscripts after `self.<attr>` (`[i]`): the copy an iteration of a loop calls."""
 
 
+TWIN_DOC = "`{}` as a module: its ops are submodules."
+"""The docstring of a helper function's class, by which a later run knows it."""
+
+
 @dataclass(frozen=True)
 class HelperClass:
     """A helper function that forward reaches, added as an `nn.Module` beside it: the function

@@ -12,7 +12,7 @@ import functools
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
@@ -28,6 +28,15 @@ _NOT_MODULES = {
 }
 _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
 _REGISTERS_STATE = {"register_buffer", "register_parameter"}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a file is processed with: the codes disabled in it, and its op-module settings."""
+
+    disable: frozenset[str]
+    ops_module: str
+    toolkit: str
 
 
 @dataclass(eq=False)
@@ -75,7 +84,15 @@ def module_name(path: Path) -> tuple[str, bool, Path]:
 class Project:
     """Cache of parsed files, keyed by module name, resolved against the files' import roots."""
 
-    def __init__(self, evidence: Evidence | None = None) -> None:
+    def __init__(
+        self,
+        in_run: Callable[[Path], RunSettings | None] | None = None,
+        evidence: Evidence | None = None,
+    ) -> None:
+        self.in_run = in_run
+        """The settings another file is processed with in this run, None when it is not (no
+        `in_run`: only the file at hand is): another file's helper becomes a module only if
+        its own file gets the class in the same run."""
         self.evidence = evidence or Evidence()
         """Run-time evidence from built models (`fix --evidence`); empty without."""
         self._by_module: dict[str, FileInfo | None] = {}
@@ -149,6 +166,10 @@ class Project:
                     info.source = source
                     return info
         return None
+
+    def processes(self, path: Path | None) -> RunSettings | None:
+        """The settings the file at `path` is processed with in this run (None: it is not)."""
+        return self.in_run(path) if path is not None and self.in_run is not None else None
 
     def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""

@@ -144,7 +144,7 @@ class Scanner:
             return
         helper = self._helper_of(node)
         if helper is not None:
-            self._helper(node, helper, visit)
+            self._helper(node, *helper, visit)
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         op = catalog.by_function(qualname) if qualname else None
@@ -186,22 +186,25 @@ class Scanner:
                 " per forward; left as is",
             )
 
-    def _helper_of(self, call: ast.Call) -> ast.FunctionDef | None:
-        """The helper function of this file that `call` runs, if it may become a module."""
+    def _helper_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str] | None:
+        """(helper function, the qualified name of its class when it is another file's twin,
+        else '') when `call` runs a helper that may become a module."""
         modules = self.ctx.helper_modules
         if modules is None or "MIG004" in self.ctx.disable:
             return None
         function = modules.target(call, self.method, self.methods)
-        if function is None or not modules.has_work(
-            function, first_is_tensor(call, self.tensors.is_tensor)
-        ):
+        if function is None:
+            twin = modules.twin_elsewhere(call, self.method, self.methods)
+            return (twin[1], f"{twin[0].names.module}.{twin[2]}") if twin else None
+        if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor)):
             return None
         static = function in self.methods.values()
-        return function if modules.refusal(function, static) is None else None
+        return (function, "") if modules.refusal(function, static) is None else None
 
-    def _helper(self, node: ast.Call, function: ast.FunctionDef, visit: Visit) -> None:
+    def _helper(self, node: ast.Call, function: ast.FunctionDef, twin: str, visit: Visit) -> None:
         """`rotate_half(x)` -> `self.rotate_half(x)`, an instance of the class the helper
-        becomes (`helper_modules`), when this call runs once per forward."""
+        becomes (`helper_modules`; `twin`: the qualified name of another file's twin class),
+        when this call runs once per forward."""
         modules = self.ctx.helper_modules
         assert modules is not None  # `_helper_of` found the helper
         label = f"`{self.ctx.text(node.func)}(...)`"
@@ -233,27 +236,34 @@ class Scanner:
             self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
             return
         self.creator.can_create()
-        made = modules.module_for(function, owner)
-        if made is None:
-            return
+        key = self.order.key(self.method, node)
+        base = function.name.strip("_") or "helper"
+        if twin:
+            module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
+            name = self.creator.create(twin, base, [], set(), key)
+        else:
+            made = modules.module_for(function, owner)
+            if made is None:
+                return
+            module_name = self.ctx.info.names.module
+            cls, where = made.name, ""
+            module = f"{module_name}.{cls}" if module_name else cls
+            name = self.creator.create_as(cls, base, [], set(), key)
         inputs: list[tuple[InputRef, str | None]] = [
             (InputRef("arg", i), None) for i in range(len(node.args))
         ]
         inputs += [(InputRef("kw", keyword=k.arg or ""), k.arg) for k in node.keywords]
-        base = function.name.strip("_") or "helper"
-        name = self.creator.create_as(made.name, base, [], set(), self.order.key(self.method, node))
         self.ctx.plan.replaces.append(
             Replace("call", self.ctx.positions.span(node), name, tuple(inputs))
         )
         self.ctx.helper_calls.add(id(node))
-        module = self.ctx.info.names.module
         self.ctx.report(
             node,
             "MIG004",
-            f"{label} -> `self.{name}` = {made.name}(): `{function.name}` as a module, "
-            "added beside it",
+            f"{label} -> `self.{name}` = {cls}(): `{function.name}` as a module, "
+            f"added beside it{where}",
             op=function.name,
-            module=f"{module}.{made.name}" if module else made.name,
+            module=module,
             attr=name,
         )
 

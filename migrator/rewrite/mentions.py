@@ -1,0 +1,114 @@
+"""Which files of a package call a function from a method: what decides, for a helper
+function's own file and for its callers alike, whether `fix` gives it a module twin
+(`helper_modules`).
+
+A call counts when it is `name(...)` in a method of a class that sets nothing up (not
+`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
+call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in the twin classes
+`fix` adds do not count. So the answer does not change while `fix` rewrites the package file by
+file. The file holding the function is never counted. Methods are found from the text, by
+indentation (no parse), and each file is read once a process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+from migrator.rewrite.plan import TWIN_DOC
+from migrator.rewrite.project import module_name
+
+_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_CALL_IN_LINE = re.compile(r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+"""`name(` or `self.name(`, not `other.name(`."""
+_SUFFIX = re.compile(r"_\d+$")
+_SKIPPED = frozenset({"__pycache__", "node_modules"})
+
+
+class PackageCalls:
+    """The calls made in the other files of the top-level package of one file."""
+
+    def __init__(self, path: Path) -> None:
+        self.own = path.resolve()
+        self.index = _index(_package_top(self.own))
+
+    def from_methods(self, name: str) -> bool:
+        """Whether a method in another file of the package calls `name` (see above)."""
+        return any(
+            path != self.own and name in _calls_in_methods(path)
+            for path in self.index.get(name, ())
+        )
+
+
+def _package_top(path: Path) -> Path | None:
+    """The folder of the top-level package holding `path` (None: no package)."""
+    if not (path.parent / "__init__.py").exists():
+        return None
+    module, _, root = module_name(path)
+    return root / module.split(".")[0]
+
+
+@functools.lru_cache(maxsize=8)
+def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` that call something so named anywhere, listed and read
+    once a process (as `subclasses` indexes a package)."""
+    found: dict[str, list[Path]] = {}
+    for folder, subfolders, names in os.walk(top) if top else ():
+        subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
+        for file in sorted(n for n in names if n.endswith(".py")):
+            path = Path(folder, file)
+            for name in {_SUFFIX.sub("", w) for w in _CALLED.findall(_read(path))}:
+                found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+_HEADER = re.compile(r"^( *)(?:async +)?(def|class) +(\w+)")
+_TWIN_DOC = TWIN_DOC.split("`")[-1]
+"""The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _calls_in_methods(path: Path) -> frozenset[str]:
+    """The names called on the lines of method bodies, found from the text by indentation:
+    a line counts when the nearest `def` or `class` line above it that is indented less is a
+    `def` directly in a class that is no twin (and sets nothing up)."""
+    found: set[str] = set()
+    headers: list[tuple[int, bool | None]] = []
+    """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
+    the lines of its body count; None for a class, whose own `def`s may)."""
+    lines = _read(path).split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped[0] == "#":
+            continue
+        indent = len(line) - len(stripped)
+        header = _HEADER.match(line)
+        if header:
+            while headers and headers[-1][0] >= indent:
+                headers.pop()
+            kind, name = header.group(2), header.group(3)
+            in_class = bool(headers) and headers[-1][1] is None
+            if kind == "class":
+                twin = _TWIN_DOC in "".join(lines[number + 1 : number + 3])
+                headers.append((indent, False if twin else None))
+            else:
+                headers.append((indent, in_class and not _sets_up(name)))
+            continue
+        owner = next((counts for at, counts in reversed(headers) if at < indent), False)
+        if owner:
+            found.update(_SUFFIX.sub("", c) for c in _CALL_IN_LINE.findall(line))
+    return frozenset(found)
+
+
+def _sets_up(method: str) -> bool:
+    """A method that initialises the module rather than runs it."""
+    return "init" in method or "reset" in method
