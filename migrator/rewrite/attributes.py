@@ -45,6 +45,9 @@ class ClassAttributes:
         """Index of the top-level `super().__init__()` statement of `__init__` (None: none)."""
         self._inherited: dict[str, ClassInfo] | None = None
         self._collect()
+        for attr in self._inherited_tensors():
+            self.tensor_attrs.add(attr)
+            self.state.setdefault(attr, "parameter")  # as far as moving it goes: learned
 
     def _super_index(self) -> int | None:
         """The top-level statement of `__init__` after which the module is initialised: a
@@ -76,6 +79,7 @@ class ClassAttributes:
         )
 
     def _collect(self) -> None:
+        resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
             for node in (v.node for v in self.ctx.visits(method)):
                 targets: list[ast.expr] = []
@@ -99,6 +103,8 @@ class ClassAttributes:
                         continue
                     if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
                         self.assigned_elsewhere.add(target.attr)
+                        if value is not None and _value_kind(value, resolve) == "tensor":
+                            self.tensor_attrs.add(target.attr)  # `define_table()` makes one
                         continue
                     assert isinstance(node, ast.stmt)  # the assignment `targets` come from
                     self._record_init_attr(target.attr, node, value)
@@ -158,6 +164,26 @@ class ClassAttributes:
         }
         attrs |= set(self.aliases()) | set(self.inherited_modules())
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
+
+    def _inherited_tensors(self) -> set[str]:
+        """Tensor attributes a base class makes (a parameter, a buffer) that this class's
+        `__init__` does not assign."""
+        found: set[str] = set()
+        for base in self.family.ancestors(self.cls):
+            for method in base.methods().values():
+                for node in ast.walk(method):
+                    if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
+                        if _value_kind(node.value, base.file.names.resolve) == "tensor":
+                            found.update(t.attr for t in node.targets if self_attr(t))
+                    elif (
+                        isinstance(node, ast.Call)
+                        and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in ("register_buffer", "register_parameter")
+                        and node.args
+                        and isinstance(node.args[0], ast.Constant)
+                    ):
+                        found.add(str(node.args[0].value))
+        return found - set(self.attrs)
 
     def inherited_modules(self) -> dict[str, ClassInfo]:
         """Module attributes a base class creates in its `__init__` and this class does not

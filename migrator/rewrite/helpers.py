@@ -131,6 +131,16 @@ def target_of(
     return ctx.project.find_function(qualname, info)
 
 
+def return_annotation(
+    ctx: FileContext, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+) -> ast.expr | None:
+    """The return annotation of the method or helper function `call` runs, if found."""
+    if self_attr(call.func) and call.func.attr in methods:
+        return methods[call.func.attr].returns
+    found = target_of(ctx, ctx.info, call, caller, methods)
+    return found[1].returns if found else None
+
+
 def unbound(method: ast.FunctionDef) -> bool:
     """A static or class method: it has no `self` to hold modules."""
     return any(
