@@ -356,8 +356,8 @@ class TensorNames:
             builtin = self._builtin(node)
             if builtin in ("list", "tuple", "sorted", "reversed", "zip", "enumerate", "set"):
                 return all(self._plain_items(a) for a in node.args)
-            if builtin in ("range", "str", "len", "int", "float", "bool"):
-                return True
+            if builtin in ("min", "max", "abs") or builtin in _SCALAR_BUILTINS:
+                return self.is_plain(node)  # a number (or a string) has no tensor items
             if isinstance(func, ast.Attribute) and func.attr in ("size", "stride", "tolist"):
                 return True
             kind = self._kind(node)
@@ -541,6 +541,9 @@ _PLAIN_BUILTINS = frozenset(
     """len int float bool str range round isinstance hasattr id list tuple dict set
     sorted zip enumerate reversed any all
     callable type repr format hash divmod""".split()
+)
+_SCALAR_BUILTINS = frozenset(
+    "range len int float bool str round isinstance hasattr id callable repr format hash any all".split()
 )
 _PLAIN_MODULES = frozenset("math numbers typing warnings logging collections itertools".split())
 
