@@ -170,19 +170,9 @@ class ClassAttributes:
         `__init__` does not assign."""
         found: set[str] = set()
         for base in self.family.ancestors(self.cls):
-            for method in base.methods().values():
-                for node in ast.walk(method):
-                    if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
-                        if _value_kind(node.value, base.file.names.resolve) == "tensor":
-                            found.update(t.attr for t in node.targets if self_attr(t))
-                    elif (
-                        isinstance(node, ast.Call)
-                        and isinstance(node.func, ast.Attribute)
-                        and node.func.attr in ("register_buffer", "register_parameter")
-                        and node.args
-                        and isinstance(node.args[0], ast.Constant)
-                    ):
-                        found.add(str(node.args[0].value))
+            if id(base.node) not in self.ctx.made_tensors:
+                self.ctx.made_tensors[id(base.node)] = _made_tensors(base)
+            found |= self.ctx.made_tensors[id(base.node)]
         return found - set(self.attrs)
 
     def inherited_modules(self) -> dict[str, ClassInfo]:
@@ -217,6 +207,25 @@ class ClassAttributes:
             and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
             and info.value.attr not in self.tensor_attrs
         }
+
+
+def _made_tensors(cls: ClassInfo) -> set[str]:
+    """The attributes the methods of `cls` set to a tensor or register as state."""
+    found: set[str] = set()
+    for method in cls.methods().values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
+                if _value_kind(node.value, cls.file.names.resolve) == "tensor":
+                    found.update(t.attr for t in node.targets if self_attr(t))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("register_buffer", "register_parameter")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                found.add(str(node.args[0].value))
+    return found
 
 
 _PLAIN_CALLS = frozenset("float int bool str len round".split())

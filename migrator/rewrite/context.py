@@ -76,6 +76,10 @@ class FileContext:
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
+    inferred_returns: dict[int, ast.expr | None] = field(default_factory=dict)
+    """`Tensor` for each unannotated function every `return` of which gives a tensor."""
+    made_tensors: dict[int, set[str]] = field(default_factory=dict)
+    """The tensor attributes each class (by id) makes in its methods."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
 

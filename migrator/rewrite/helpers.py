@@ -134,11 +134,39 @@ def target_of(
 def return_annotation(
     ctx: FileContext, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
 ) -> ast.expr | None:
-    """The return annotation of the method or helper function `call` runs, if found."""
+    """The return annotation of the method or helper function `call` runs, if found; for a
+    function without one, `Tensor` when every `return` of it gives a proven tensor."""
     if self_attr(call.func) and call.func.attr in methods:
         return methods[call.func.attr].returns
     found = target_of(ctx, ctx.info, call, caller, methods)
-    return found[1].returns if found else None
+    if found is None:
+        return None
+    info, function = found
+    if function.returns is not None:
+        return function.returns
+    if id(function) not in ctx.inferred_returns:
+        tensor = _returns_tensors(info, function)
+        ctx.inferred_returns[id(function)] = ast.Name("Tensor", ast.Load()) if tensor else None
+    return ctx.inferred_returns[id(function)]
+
+
+def _returns_tensors(info: FileInfo, function: ast.FunctionDef) -> bool:
+    """Whether every `return` of `function` (none in a nested function) gives a tensor, its
+    parameters taken for nothing known."""
+    nodes = [v.node for v in walk(function)]
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
+        return False
+    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    nested = {
+        id(n)
+        for node in nodes
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for n in ast.walk(node)
+    }
+    returns = [n for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
+    return bool(returns) and all(
+        r.value is not None and tensors.is_tensor(r.value) for r in returns
+    )
 
 
 def unbound(method: ast.FunctionDef) -> bool:

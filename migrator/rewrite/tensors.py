@@ -86,11 +86,14 @@ class TensorNames:
         self.containers: set[str] = set()
         """Names bound to a list, tuple or dict built here: their items are not known."""
         self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
+        self._bindings = [b for node in nodes for b in _bindings(node)]
+        self._returned: dict[int, Kind | None] = {}
+        """The kind each call returns, by its annotation (worked out once per call)."""
         self._counts: dict[str, int] = {}
         """How many times the function binds each name (parameters included)."""
         for name in (
             [p.arg for p in _parameters(func)]
-            + [name for node in nodes for name, _ in _bindings(node)]
+            + [name for name, _ in self._bindings]
             + [n.arg for n in nodes if isinstance(n, ast.arg)]
         ):
             self._counts[name] = self._counts.get(name, 0) + 1
@@ -239,11 +242,11 @@ class TensorNames:
         for a in (func.args.vararg, func.args.kwarg):
             if a:
                 bindings[a.arg] = [None]
+        for name, value in self._bindings:
+            bindings.setdefault(name, []).append(value)
+            if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
+                self.containers.add(name)
         for node in nodes:
-            for name, value in _bindings(node):
-                bindings.setdefault(name, []).append(value)
-                if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
-                    self.containers.add(name)
             for name, value in _stored_items(node):
                 bindings.setdefault(name, []).append(value)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
@@ -424,7 +427,9 @@ class TensorNames:
                 return None
             return annotation_kind(nested.returns)
         if self.returns is not None:
-            return annotation_kind(self.returns(node))
+            if id(node) not in self._returned:
+                self._returned[id(node)] = annotation_kind(self.returns(node))
+            return self._returned[id(node)]
         return None
 
     def unknown(self, node: ast.expr) -> bool:
