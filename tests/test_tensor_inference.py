@@ -134,3 +134,20 @@ def findings(signature: str, body: str) -> list[str]:
 )
 def test_proofs_beside_sizes(signature, body, expected):
     assert findings(signature, body) == sorted(expected)
+
+
+def test_sizes_kept_in_a_dict_are_sizes():
+    """Keys and items of a dict filled with sizes are sizes (timm's NaFlexViT groups samples by
+    grid size); a dict also filled with a tensor is not."""
+    body = """
+    groups = {}
+    for i, size in enumerate(x.shape[-2:]):
+        if size not in groups:
+            groups[size] = []
+        groups[size].append(i)
+    for h, members in groups.items():
+        x = x[: h * len(members)]
+    return x
+    """
+    assert findings("self, x", body) == []
+    assert findings("self, x", body.replace("append(i)", "append(x)")) == ["MIG114 `*`"]

@@ -350,6 +350,11 @@ class TensorNames:
             )
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             return self._deep_plain(node.elt)
+        if isinstance(node, ast.Dict):
+            return all(
+                k is not None and self._deep_plain(k) and self._deep_plain(v)
+                for k, v in zip(node.keys, node.values)
+            )
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return node.attr not in self.tensor_attrs  # settings and submodules
@@ -363,6 +368,8 @@ class TensorNames:
                 return self.is_plain(node)  # a number (or a string) has no tensor items
             if isinstance(func, ast.Attribute) and func.attr in ("size", "stride", "tolist"):
                 return True
+            if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values"):
+                return not node.args and self._plain_items(func.value)  # of a dict of sizes
             kind = self._kind(node)
             if kind is not None:
                 return plainish(kind)
@@ -614,24 +621,33 @@ def _stored_items(node: ast.AST):
     """(name, a list of what is stored) for each item stored into a named container:
     `sizes.append(n)`, `sizes[i] = n` (None: not known, `d.update(...)`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        receiver, method = node.func.value, node.func.attr
-        if isinstance(receiver, ast.Name):
+        root, method = _root(node.func.value), node.func.attr
+        if root is not None:
             if method in ("append", "insert") and node.args:
-                yield receiver.id, ast.List(elts=[node.args[-1]], ctx=ast.Load())
+                yield root, ast.List(elts=[node.args[-1]], ctx=ast.Load())
             elif method == "extend" and node.args:
-                yield receiver.id, node.args[0]
+                yield root, node.args[0]
             elif method in ("update", "setdefault", "add", "__setitem__"):
-                yield receiver.id, None
+                yield root, None
     elif isinstance(node, (ast.Assign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            root = _root(target) if isinstance(target, ast.Subscript) else None
+            if root is not None:
+                assert isinstance(target, ast.Subscript)  # `_root` of a subscript
                 value = (
                     ast.BinOp(target, node.op, node.value)
                     if isinstance(node, ast.AugAssign)
                     else node.value
                 )
-                yield target.value.id, ast.List(elts=[value], ctx=ast.Load())
+                yield root, ast.List(elts=[target.slice, value], ctx=ast.Load())
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name a chain of subscripts starts from (`d` of `d[k][0]`)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _targets(target: ast.expr, value: ast.expr | None):
