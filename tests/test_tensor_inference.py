@@ -124,6 +124,13 @@ def findings(signature: str, body: str) -> list[str]:
         ("self, x, h: torch.Tensor", "return max(h, x) - 1", ["MIG114 `-`"]),
         ("self, x", "s = (x.shape[0], 2)\nreturn x[: s[0] // s[1]]", []),
         ("self, x", "s = (x, 2)\nreturn s[0] // s[1]", ["MIG114 `//`"]),
+        (
+            "self, x",
+            "ps = []\nps.append(x.sum(0))\nreturn ps[0] * 2",
+            ["MIG002 .sum()", "MIG002 `*`"],
+        ),
+        ("self, x", "ps = []\nps.append(x.shape[0])\nreturn x[: ps[0] * 2]", []),
+        ("self, x", "ps = [x.shape[0]]\nps.append(x)\nreturn ps[0] * 2", ["MIG114 `*`"]),
         ("self, x", "def f(t) -> int:\n    return t.shape[0]\nreturn x[: f(x) + 1]", []),
         (
             "self, x",

@@ -155,6 +155,14 @@ class TensorNames:
             for n in nodes
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension))
         ]
+        stored: dict[str, list[ast.expr | None]] = {}
+        for node in nodes:
+            for name, value in _stored_items(node):
+                stored.setdefault(name, []).append(value)
+        bound: dict[str, list[ast.expr | None]] = {}
+        for name, value in self._bindings:
+            if name in stored:
+                bound.setdefault(name, []).append(value)
         changed = True
         while changed:
             changed = False
@@ -167,6 +175,39 @@ class TensorNames:
                 targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
                 for target in targets:
                     changed |= self._bind(target, node.value)
+            for name, values in bound.items():
+                if name not in self.tuples and self._filled_with_tensors(
+                    name, values, stored[name]
+                ):
+                    self.tuples.add(name)  # `sizes = []`, then `sizes.append(t)`
+                    changed = True
+
+    def _filled_with_tensors(
+        self, name: str, bound: list[ast.expr | None], stored: list[ast.expr | None]
+    ) -> bool:
+        """Whether the list `name` holds only tensors: bound to lists of them (empty too) or
+        to `tuple(name)`, and every value stored into it (`append`, `extend`, `[i] =`) one."""
+        for value in bound:
+            if isinstance(value, ast.Call) and self._builtin(value) in ("list", "tuple"):
+                arg = value.args[0] if len(value.args) == 1 else None
+                if not (isinstance(arg, ast.Name) and arg.id == name):
+                    return False
+            elif not isinstance(value, (ast.List, ast.Tuple)) or not all(
+                self.is_tensor(e) for e in value.elts
+            ):
+                return False
+        for value in stored:
+            if isinstance(value, ast.Dict):  # `name[i] = v`
+                value = value.values[0]
+            elif isinstance(value, ast.List) and len(value.elts) == 1:  # `name.append(v)`
+                value = value.elts[0]
+            elif value is None or not self.is_tuple(value):  # `name.extend(...)`
+                return False
+            else:
+                continue
+            if not self.is_tensor(value):
+                return False
+        return True
 
     def _bind_items(self, target: ast.expr, iterable: ast.expr) -> bool:
         """Bind a loop's target to the items of `iterable` (`zip` and `enumerate` taken
@@ -618,8 +659,9 @@ def _loop_targets(target: ast.expr, iterable: ast.expr):
 
 
 def _stored_items(node: ast.AST):
-    """(name, a list of what is stored) for each item stored into a named container:
-    `sizes.append(n)`, `sizes[i] = n` (None: not known, `d.update(...)`)."""
+    """(name, what is stored) for each item stored into a named container: a list of it for
+    `sizes.append(n)`, the container itself for `.extend(...)`, a one-key dict for `sizes[i] =
+    n` (None: not known, `d.update(...)`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         root, method = _root(node.func.value), node.func.attr
         if root is not None:
@@ -640,7 +682,7 @@ def _stored_items(node: ast.AST):
                     if isinstance(node, ast.AugAssign)
                     else node.value
                 )
-                yield root, ast.List(elts=[target.slice, value], ctx=ast.Load())
+                yield root, ast.Dict(keys=[target.slice], values=[value])
 
 
 def _root(node: ast.expr) -> str | None:
