@@ -158,3 +158,37 @@ def test_sizes_kept_in_a_dict_are_sizes():
     """
     assert findings("self, x", body) == []
     assert findings("self, x", body.replace("append(i)", "append(x)")) == ["MIG114 `*`"]
+
+
+def test_unannotated_function_returns_what_its_returns_are():
+    """A function of the file without a return annotation returns a tensor when every `return`
+    gives one, sizes when none holds a tensor (`h * w` stays), else nothing known (MIG114)."""
+    source = """
+import torch
+import torch.nn as nn
+
+
+def sizes(c):
+    return [(int(h), int(w)) for h, w in zip(c[0], c[1])]
+
+
+def ramp(n):
+    return torch.arange(n).float()
+
+
+def either(c):
+    return c
+
+
+class M(nn.Module):
+    def forward(self, x):
+        for h, w in sizes(x):
+            x = x[: h * w]
+        return x + ramp(4) * 2 + either(x.shape) * 3
+"""
+    found = sorted(
+        f"{f.line}: {f.code} {f.message.split(' -> ')[0].split(' on ')[0]}"
+        for f in check_text(source, "m.py", Project())
+        if f.code in ("MIG002", "MIG105", "MIG114")
+    )
+    assert found == ["22: MIG002 `*`", "22: MIG002 `+`", "22: MIG002 `+`", "22: MIG114 `*`"]

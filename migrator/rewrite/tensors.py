@@ -342,7 +342,7 @@ class TensorNames:
             builtin = self._builtin(node)
             if builtin in ("min", "max", "abs"):  # of sizes: a size
                 return all(
-                    self._deep_plain(a.value if isinstance(a, ast.Starred) else a)
+                    self.holds_no_tensor(a.value if isinstance(a, ast.Starred) else a)
                     for a in node.args
                 ) and not any(self.unknown(k.value) for k in node.keywords)
             if builtin in _PLAIN_BUILTINS:
@@ -373,8 +373,8 @@ class TensorNames:
             return self.is_plain(node.body) and self.is_plain(node.orelse)
         return False
 
-    def _deep_plain(self, node: ast.expr) -> bool:
-        """Plain, and so are its items."""
+    def holds_no_tensor(self, node: ast.expr) -> bool:
+        """Whether `node` is proven plain, and so are its items."""
         return self.is_plain(node) and self._plain_items(node)
 
     def _plain_items(self, node: ast.expr) -> bool:
@@ -387,13 +387,14 @@ class TensorNames:
             return node.id in self.plain_items or node.id not in self._bound
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return all(
-                self._deep_plain(e.value if isinstance(e, ast.Starred) else e) for e in node.elts
+                self.holds_no_tensor(e.value if isinstance(e, ast.Starred) else e)
+                for e in node.elts
             )
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return self._deep_plain(node.elt)
+            return self.holds_no_tensor(node.elt)
         if isinstance(node, ast.Dict):
             return all(
-                k is not None and self._deep_plain(k) and self._deep_plain(v)
+                k is not None and self.holds_no_tensor(k) and self.holds_no_tensor(v)
                 for k, v in zip(node.keys, node.values)
             )
         if isinstance(node, ast.Attribute):
