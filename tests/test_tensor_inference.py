@@ -102,6 +102,7 @@ def findings(signature: str, body: str) -> list[str]:
             "a, n = f\nreturn a * 2, x[: n * 2]",
             ["MIG002 `*`"],
         ),
+        ("self, x, f: Tuple[torch.Tensor, int]", "f = (f[0], 2)\nreturn f[0] * 2", ["MIG114 `*`"]),
         ("self, x", "for t in x.unbind(0):\n    x = t + 1\nreturn x", ["MIG105 `+`"]),
         ("self, x", "for s in x.shape:\n    n = s + 1\nreturn x[:n]", []),
         ("self, x", "for i, t in enumerate(x.chunk(2)):\n    y = t * i\nreturn y", ["MIG105 `*`"]),

@@ -83,8 +83,6 @@ class TensorNames:
         """Names proven to hold no tensor (sizes, flags, counters)."""
         self.plain_items: set[str] = set()
         """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
-        self.containers: set[str] = set()
-        """Names bound to a list, tuple or dict built here: their items are not known."""
         self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
         self._bindings = [b for node in nodes for b in _bindings(node)]
         self._returned: dict[int, Kind | None] = {}
@@ -270,23 +268,22 @@ class TensorNames:
         defaults.update(
             {a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None}
         )
+        holders: set[str] = set()
+        """Parameters declared containers of tensors: no tensor, but their items may be."""
         for param in params:
             default = defaults.get(param.arg)
             kind = annotation_kind(param.annotation)
             plain = kind == "plain" or (
                 isinstance(default, ast.Constant) and default.value is not None
             )
-            container = isinstance(kind, tuple)  # not a tensor; its items may be
-            bindings[param.arg] = [
-                ast.Constant(0) if plain else ast.List(elts=[]) if container else None
-            ]
+            if isinstance(kind, tuple) and not plain:
+                holders.add(param.arg)
+            bindings[param.arg] = [ast.Constant(0) if plain or param.arg in holders else None]
         for a in (func.args.vararg, func.args.kwarg):
             if a:
                 bindings[a.arg] = [None]
         for name, value in self._bindings:
             bindings.setdefault(name, []).append(value)
-            if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
-                self.containers.add(name)
         for node in nodes:
             for name, value in _stored_items(node):
                 bindings.setdefault(name, []).append(value)
@@ -304,7 +301,7 @@ class TensorNames:
             if name not in self.names and None not in values
         }
         self.plain = set(candidates)
-        self.plain_items = candidates - self.tuples - set(self.kinds)
+        self.plain_items = candidates - self.tuples - set(self.kinds) - holders
         changed = True
         while changed:
             changed = False
