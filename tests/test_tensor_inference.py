@@ -12,7 +12,7 @@ from migrator.rewrite.project import Project
 TEMPLATE = """
 import torch
 import torch.nn as nn
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple, Union
 
 
 class M(nn.Module):
@@ -69,3 +69,127 @@ def test_constant_defaults_are_plain():
         body=" " * 8 + "return x * (scale + 1) + (shift + 1)",
     )
     assert [f.code for f in check_text(source, "m.py", Project()) if f.code == "MIG114"] == []
+
+
+def findings(signature: str, body: str) -> list[str]:
+    """`CODE label` of each op finding (converted, in a loop, or unproven) in `forward`."""
+    source = TEMPLATE.format(
+        signature=signature, body=textwrap.indent(textwrap.dedent(body), " " * 8)
+    )
+    return sorted(
+        f"{f.code} {f.message.split(' -> ')[0].split(' runs ')[0].split(' on ')[0]}"
+        for f in check_text(source, "m.py", Project())
+        if f.code in ("MIG002", "MIG105", "MIG114")
+    )
+
+
+# Each proof beside the same text on sizes: an op on tensors is converted (or, in a loop,
+# reported as such), the same op on ints is left alone with no finding at all.
+@pytest.mark.parametrize(
+    "signature, body, expected",
+    [
+        ("self, x, fs: List[torch.Tensor]", "return fs[0] * 2", ["MIG002 `*`"]),
+        ("self, x, fs: List[int]", "return x[: fs[0] * 2]", []),
+        ("self, x, d: Dict[str, torch.Tensor]", "return d['a'] + 1", ["MIG002 `+`"]),
+        ("self, x, d: Dict[str, int]", "return x[: d['a'] + 1]", []),
+        (
+            "self, x, f: Union[torch.Tensor, List[torch.Tensor]]",
+            "return f[:, 1:] - 1",
+            ["MIG002 `-`"],
+        ),
+        (
+            "self, x, f: Tuple[torch.Tensor, int]",
+            "a, n = f\nreturn a * 2, x[: n * 2]",
+            ["MIG002 `*`"],
+        ),
+        ("self, x, f: Tuple[torch.Tensor, int]", "f = (f[0], 2)\nreturn f[0] * 2", ["MIG114 `*`"]),
+        ("self, x", "for t in x.unbind(0):\n    x = t + 1\nreturn x", ["MIG105 `+`"]),
+        ("self, x", "for s in x.shape:\n    n = s + 1\nreturn x[:n]", []),
+        ("self, x", "for i, t in enumerate(x.chunk(2)):\n    y = t * i\nreturn y", ["MIG105 `*`"]),
+        ("self, x", "for i, s in enumerate(x.shape):\n    y = s * i\nreturn x[:y]", []),
+        (
+            "self, x",
+            "for a, b in zip(x.chunk(2), x.chunk(2)):\n    y = a - b\nreturn y",
+            ["MIG105 `-`"],
+        ),
+        ("self, x", "for a, b in zip(x.shape, (1, 2)):\n    y = a - b\nreturn x[:y]", []),
+        ("self, x", "ys = [t.sum() for t in x.unbind(1)]\nreturn ys", ["MIG105 .sum()"]),
+        ("self, x", "ys = [s // 2 for s in x.shape]\nreturn x[: ys[0]]", []),
+        ("self, x", "a, b = x.chunk(2)\nreturn a + b", ["MIG002 `+`"]),
+        ("self, x", "a, b = x.shape[:2]\nreturn x[: a + b]", []),
+        ("self, x", "m = x > 0\nreturn m * 2", ["MIG002 `*`"]),
+        ("self, x", "m = x.shape[0] > 0\nreturn x[: m * 2]", []),
+        ("self, x", "return x[: x.shape[0] + 1]", []),
+        ("self, x", "n = len(x) + int(x.size(1))\nreturn x[: n - 1]", []),
+        ("self, x", "h = max(x.shape[-1], 7)\nreturn x[: h - 1]", []),
+        ("self, x, h: torch.Tensor", "return max(h, x) - 1", ["MIG114 `-`"]),
+        ("self, x", "s = (x.shape[0], 2)\nreturn x[: s[0] // s[1]]", []),
+        ("self, x", "s = (x, 2)\nreturn s[0] // s[1]", ["MIG114 `//`"]),
+        (
+            "self, x",
+            "ps = []\nps.append(x.sum(0))\nreturn ps[0] * 2",
+            ["MIG002 .sum()", "MIG002 `*`"],
+        ),
+        ("self, x", "ps = []\nps.append(x.shape[0])\nreturn x[: ps[0] * 2]", []),
+        ("self, x", "ps = [x.shape[0]]\nps.append(x)\nreturn ps[0] * 2", ["MIG114 `*`"]),
+        ("self, x", "def f(t) -> int:\n    return t.shape[0]\nreturn x[: f(x) + 1]", []),
+        (
+            "self, x",
+            "def f(t) -> torch.Tensor:\n    return t\nreturn f(x.sum(0)) + 1",
+            ["MIG002 .sum()", "MIG002 `+`"],
+        ),
+    ],
+)
+def test_proofs_beside_sizes(signature, body, expected):
+    assert findings(signature, body) == sorted(expected)
+
+
+def test_sizes_kept_in_a_dict_are_sizes():
+    """Keys and items of a dict filled with sizes are sizes (timm's NaFlexViT groups samples by
+    grid size); a dict also filled with a tensor is not."""
+    body = """
+    groups = {}
+    for i, size in enumerate(x.shape[-2:]):
+        if size not in groups:
+            groups[size] = []
+        groups[size].append(i)
+    for h, members in groups.items():
+        x = x[: h * len(members)]
+    return x
+    """
+    assert findings("self, x", body) == []
+    assert findings("self, x", body.replace("append(i)", "append(x)")) == ["MIG114 `*`"]
+
+
+def test_unannotated_function_returns_what_its_returns_are():
+    """A function of the file without a return annotation returns a tensor when every `return`
+    gives one, sizes when none holds a tensor (`h * w` stays), else nothing known (MIG114)."""
+    source = """
+import torch
+import torch.nn as nn
+
+
+def sizes(c):
+    return [(int(h), int(w)) for h, w in zip(c[0], c[1])]
+
+
+def ramp(n):
+    return torch.arange(n).float()
+
+
+def either(c):
+    return c
+
+
+class M(nn.Module):
+    def forward(self, x):
+        for h, w in sizes(x):
+            x = x[: h * w]
+        return x + ramp(4) * 2 + either(x.shape) * 3
+"""
+    found = sorted(
+        f"{f.line}: {f.code} {f.message.split(' -> ')[0].split(' on ')[0]}"
+        for f in check_text(source, "m.py", Project())
+        if f.code in ("MIG002", "MIG105", "MIG114")
+    )
+    assert found == ["22: MIG002 `*`", "22: MIG002 `+`", "22: MIG002 `+`", "22: MIG114 `*`"]

@@ -45,6 +45,9 @@ class ClassAttributes:
         """Index of the top-level `super().__init__()` statement of `__init__` (None: none)."""
         self._inherited: dict[str, ClassInfo] | None = None
         self._collect()
+        for attr in self._inherited_tensors():
+            self.tensor_attrs.add(attr)
+            self.state.setdefault(attr, "parameter")  # as far as moving it goes: learned
 
     def _super_index(self) -> int | None:
         """The top-level statement of `__init__` after which the module is initialised: a
@@ -76,6 +79,7 @@ class ClassAttributes:
         )
 
     def _collect(self) -> None:
+        resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
             for node in (v.node for v in self.ctx.visits(method)):
                 targets: list[ast.expr] = []
@@ -99,6 +103,8 @@ class ClassAttributes:
                         continue
                     if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
                         self.assigned_elsewhere.add(target.attr)
+                        if value is not None and _value_kind(value, resolve) == "tensor":
+                            self.tensor_attrs.add(target.attr)  # `define_table()` makes one
                         continue
                     assert isinstance(node, ast.stmt)  # the assignment `targets` come from
                     self._record_init_attr(target.attr, node, value)
@@ -159,6 +165,16 @@ class ClassAttributes:
         attrs |= set(self.aliases()) | set(self.inherited_modules())
         return attrs | (self.assigned_elsewhere - set(self.methods) - self.tensor_attrs)
 
+    def _inherited_tensors(self) -> set[str]:
+        """Tensor attributes a base class makes (a parameter, a buffer) that this class's
+        `__init__` does not assign."""
+        found: set[str] = set()
+        for base in self.family.ancestors(self.cls):
+            if id(base.node) not in self.ctx.made_tensors:
+                self.ctx.made_tensors[id(base.node)] = (base.node, _made_tensors(base))
+            found |= self.ctx.made_tensors[id(base.node)][1]
+        return found - set(self.attrs)
+
     def inherited_modules(self) -> dict[str, ClassInfo]:
         """Module attributes a base class creates in its `__init__` and this class does not
         assign: attribute -> the nearest base assigning it."""
@@ -191,6 +207,25 @@ class ClassAttributes:
             and isinstance(self.attrs[info.value.attr].value, (ast.Call, ast.IfExp))
             and info.value.attr not in self.tensor_attrs
         }
+
+
+def _made_tensors(cls: ClassInfo) -> set[str]:
+    """The attributes the methods of `cls` set to a tensor or register as state."""
+    found: set[str] = set()
+    for method in cls.methods().values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
+                if _value_kind(node.value, cls.file.names.resolve) == "tensor":
+                    found.update(t.attr for t in node.targets if self_attr(t))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("register_buffer", "register_parameter")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                found.add(str(node.args[0].value))
+    return found
 
 
 _PLAIN_CALLS = frozenset("float int bool str len round".split())

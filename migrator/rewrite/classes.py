@@ -12,7 +12,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import report_helper_ops
+from migrator.rewrite.helpers import report_helper_ops, return_annotation
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.order import ForwardOrder
@@ -70,6 +70,7 @@ class ClassAnalysis:
                 module_attrs,
                 self.attributes.tensor_attrs,
                 helper_call=self._helper_call(method),
+                returns=partial(return_annotation, self.ctx, caller=method, methods=methods),
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(

@@ -22,7 +22,7 @@ from typing import Callable, Protocol
 from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import called_helpers, ops_in, target_of
+from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
 from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -260,6 +260,7 @@ class HelperModules:
             set(),
             set(),
             helper_call=lambda call, is_tensor: self.helper_call(call, is_tensor, function, {}),
+            returns=lambda call: return_annotation(self.ctx, call, function, {}),
         )
         nested = {
             id(n)

@@ -163,6 +163,48 @@ def target_of(
     return ctx.project.find_function(qualname, info)
 
 
+def return_annotation(
+    ctx: FileContext, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+) -> ast.expr | None:
+    """The return annotation of the method or helper function `call` runs, if found; for a
+    function without one, what every `return` of it is proven to give (`_inferred_return`)."""
+    if self_attr(call.func) and call.func.attr in methods:
+        return methods[call.func.attr].returns
+    found = target_of(ctx, ctx.info, call, caller, methods)
+    if found is None:
+        return None
+    info, function = found
+    if function.returns is not None:
+        return function.returns
+    if id(function) not in ctx.inferred_returns:
+        ctx.inferred_returns[id(function)] = (function, _inferred_return(info, function))
+    return ctx.inferred_returns[id(function)][1]
+
+
+def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | None:
+    """`Tensor` when every `return` of `function` (none in a nested function) gives a tensor,
+    `int` when each gives a value holding no tensor (`[(h, w), ...]` of sizes), else None;
+    its parameters taken for nothing known."""
+    nodes = [v.node for v in walk(function)]
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
+        return None
+    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    nested = {
+        id(n)
+        for node in nodes
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for n in ast.walk(node)
+    }
+    values = [n.value for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
+    if not values or any(v is None for v in values):
+        return None
+    if all(v is not None and tensors.is_tensor(v) for v in values):
+        return ast.Name("Tensor", ast.Load())
+    if all(v is not None and tensors.holds_no_tensor(v) for v in values):
+        return ast.Name("int", ast.Load())
+    return None
+
+
 def unbound(method: ast.FunctionDef) -> bool:
     """A static or class method: it has no `self` to hold modules."""
     return any(

@@ -211,6 +211,13 @@ class Scanner:
         if _starred(node.args, [k.arg for k in node.keywords]):
             raise Refusal("MIG107", f"{label}: arguments passed with * or ** are not passed on")
         if not first_is_tensor(node, self.tensors.is_tensor):
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.expr) and self.tensors.is_plain(first):
+                raise Refusal(
+                    "MIG115",
+                    f"{label}: its first argument `{self.ctx.text(first)}` is not a tensor, "
+                    f"which `{function.name}` as a module would take it for; left as is",
+                )
             raise Refusal(
                 "MIG114",
                 f"{label}: its first argument is not proven to be a tensor (nor `self`), "

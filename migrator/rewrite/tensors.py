@@ -2,8 +2,11 @@
 
 Operators and tensor methods are only rewritten when an operand is known to be a tensor: `h * w`
 on two ints from `x.shape` must stay as it is. Knowledge comes from evidence in the function:
-the first input of `forward`, parameters annotated `Tensor`, values produced by submodules,
-torch functions and tensor methods, and arithmetic on tensors.
+the first input of `forward`, annotated parameters (`Tensor`, `List[Tensor]`, `Dict[str, Tensor]`)
+and functions (`-> Tensor`), values produced by submodules, torch functions and tensor methods,
+arithmetic and comparisons on tensors, and the items of what holds tensors (`for t in
+x.unbind(0)`, `a, b = x.chunk(2)`). Sizes, counts and flags (`.shape`, `len()`, `min()` of
+them, tuples of them) are proven not to be tensors.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import ast
 from typing import Callable
 
 from migrator import catalog
+from migrator.rewrite.annotations import Kind, annotation_kind, item_kind, plainish
 
 # Tensor methods and attributes whose result is not a tensor.
 TUPLE_METHODS = frozenset("chunk split unbind tensor_split split_with_sizes".split())
@@ -33,14 +37,6 @@ NOT_TENSOR_TORCH = frozenset(
     torch.unbind torch.tensor_split torch.broadcast_shapes torch.jit.is_scripting
     torch.jit.is_tracing torch.compiler.is_compiling torch.is_autocast_enabled
 """.split()
-)
-_SCALAR_ANNOTATIONS = frozenset(
-    """int float bool str bytes list tuple dict set List Tuple Dict Set
-    Sequence Mapping Iterable Iterator Callable Any""".split()
-)
-_TYPED_TENSORS = frozenset(
-    """FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor
-    ShortTensor IntTensor LongTensor BoolTensor""".split()
 )
 _NOT_TENSOR_LITERALS = (
     ast.List,
@@ -67,21 +63,39 @@ class TensorNames:
         tensor_attrs: set[str],
         first_is_tensor: bool = True,
         helper_call: Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None = None,
+        returns: Callable[[ast.Call], ast.expr | None] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
-        module (`helper_modules`): like a module call, it takes and returns tensors."""
+        module (`helper_modules`): like a module call, it takes and returns tensors.
+        `returns(call)`: the return annotation of the function or method `call` runs, when it
+        can be found."""
         self.resolve = resolve
         self.helper_call = helper_call
+        self.returns = returns
         self.module_attrs = module_attrs
         self.tensor_attrs = tensor_attrs
         self.names: set[str] = set()
         self.tuples: set[str] = set()
+        self.kinds: dict[str, Kind] = {}
+        """Names bound once to a container of tensors (`feats: List[Tensor]`): their kind."""
         self.plain: set[str] = set()
         """Names proven to hold no tensor (sizes, flags, counters)."""
-        self.containers: set[str] = set()
-        """Names bound to a list, tuple or dict built here: their items are not known."""
-        self._bound: set[str] = set()
+        self.plain_items: set[str] = set()
+        """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
+        self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
+        self._bindings = [b for node in nodes for b in _bindings(node)]
+        self._returned: dict[int, Kind | None] = {}
+        """The kind each call returns, by its annotation (worked out once per call)."""
+        self._counts: dict[str, int] = {}
+        """How many times the function binds each name (parameters included)."""
+        for name in (
+            [p.arg for p in _parameters(func)]
+            + [name for name, _ in self._bindings]
+            + [n.arg for n in nodes if isinstance(n, ast.arg)]
+        ):
+            self._counts[name] = self._counts.get(name, 0) + 1
+        self._bound = set(self._counts) | set(self._nested)
         """Names the function binds (others are globals: plain)."""
         self._seed(func, nodes, first_is_tensor)
         self._propagate(nodes)
@@ -91,10 +105,17 @@ class TensorNames:
     def _seed(self, func: ast.FunctionDef, nodes: list[ast.AST], first_is_tensor: bool) -> None:
         params = _parameters(func)
         for i, param in enumerate(params):
-            kind = _annotation_kind(param.annotation)
+            kind = annotation_kind(param.annotation)
             if kind == "tensor" or (kind is None and i == 0 and first_is_tensor):
                 self.names.add(param.arg)
-        evidence = {p.arg for p in params if _annotation_kind(p.annotation) is None}
+            else:
+                self._declare(param.arg, kind)
+        for node in nodes:  # the parameters of nested functions, and annotated assignments
+            if isinstance(node, ast.arg) and node.arg != "self":
+                self._declare(node.arg, annotation_kind(node.annotation))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                self._declare(node.target.id, annotation_kind(node.annotation))
+        evidence = {p.arg for p in params if annotation_kind(p.annotation) is None}
         for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
@@ -117,32 +138,106 @@ class TensorNames:
                     if isinstance(arg, ast.Name) and arg.id in evidence:
                         self.names.add(arg.id)
 
+    def _declare(self, name: str, kind: Kind | None) -> None:
+        """An annotated name: a tensor, or a container of tensors if nothing else binds it."""
+        if kind == "tensor":
+            self.names.add(name)
+        elif kind == ("seq", "tensor"):
+            self.tuples.add(name)
+        elif (isinstance(kind, tuple) or kind == "tensors") and self._counts.get(name, 1) == 1:
+            self.kinds[name] = kind
+
     def _propagate(self, nodes: list[ast.AST]) -> None:
-        assigns = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For))]
+        steps = [
+            n
+            for n in nodes
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension))
+        ]
+        stored: dict[str, list[ast.expr | None]] = {}
+        for node in nodes:
+            for name, value in _stored_items(node):
+                stored.setdefault(name, []).append(value)
+        bound: dict[str, list[ast.expr | None]] = {}
+        for name, value in self._bindings:
+            if name in stored:
+                bound.setdefault(name, []).append(value)
         changed = True
         while changed:
             changed = False
-            for node in assigns:
-                value = node.iter if isinstance(node, ast.For) else node.value
-                if value is None:
+            for node in steps:
+                if isinstance(node, (ast.For, ast.comprehension)):
+                    changed |= self._bind_items(node.target, node.iter)
                     continue
-                targets = (
-                    [node.target] if isinstance(node, (ast.AnnAssign, ast.For)) else node.targets
-                )
+                if node.value is None:
+                    continue
+                targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
                 for target in targets:
-                    changed |= self._bind(target, value, iterating=isinstance(node, ast.For))
+                    changed |= self._bind(target, node.value)
+            for name, values in bound.items():
+                if name not in self.tuples and self._filled_with_tensors(
+                    name, values, stored[name]
+                ):
+                    self.tuples.add(name)  # `sizes = []`, then `sizes.append(t)`
+                    changed = True
 
-    def _bind(self, target: ast.expr, value: ast.expr, iterating: bool = False) -> bool:
-        before = (len(self.names), len(self.tuples))
+    def _filled_with_tensors(
+        self, name: str, bound: list[ast.expr | None], stored: list[ast.expr | None]
+    ) -> bool:
+        """Whether the list `name` holds only tensors: bound to lists of them (empty too) or
+        to `tuple(name)`, and every value stored into it (`append`, `extend`, `[i] =`) one."""
+        for value in bound:
+            if isinstance(value, ast.Call) and self._builtin(value) in ("list", "tuple"):
+                arg = value.args[0] if len(value.args) == 1 else None
+                if not (isinstance(arg, ast.Name) and arg.id == name):
+                    return False
+            elif not isinstance(value, (ast.List, ast.Tuple)) or not all(
+                self.is_tensor(e) for e in value.elts
+            ):
+                return False
+        for value in stored:
+            if isinstance(value, ast.Dict):  # `name[i] = v`
+                value = value.values[0]
+            elif isinstance(value, ast.List) and len(value.elts) == 1:  # `name.append(v)`
+                value = value.elts[0]
+            elif value is None or not self.is_tuple(value):  # `name.extend(...)`
+                return False
+            else:
+                continue
+            if not self.is_tensor(value):
+                return False
+        return True
+
+    def _bind_items(self, target: ast.expr, iterable: ast.expr) -> bool:
+        """Bind a loop's target to the items of `iterable` (`zip` and `enumerate` taken
+        apart)."""
+        builtin = self._builtin(iterable)
+        assert not builtin or isinstance(iterable, ast.Call)  # `_builtin` found a call
+        args = iterable.args if isinstance(iterable, ast.Call) else []
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+        starred = any(isinstance(a, ast.Starred) for a in [*args, *elts])
+        if builtin == "zip" and len(elts) == len(args) and not starred:
+            changed = False
+            for elt, arg in zip(elts, args):
+                changed |= self._bind_items(elt, arg)
+            return changed
+        if builtin == "enumerate" and len(elts) == 2 and args and not starred:
+            return self._bind_items(elts[1], args[0])
+        if builtin in ("reversed", "list", "tuple", "sorted") and len(args) == 1 and not starred:
+            return self._bind_items(target, args[0])
+        if builtin:
+            return False
+        return self._bind(target, _item(iterable))
+
+    def _bind(self, target: ast.expr, value: ast.expr) -> bool:
+        before = (len(self.names), len(self.tuples), len(self.kinds))
         if isinstance(target, ast.Name):
-            if iterating:
-                if self.is_tuple(value) or self.is_tensor(value):
-                    self.names.add(target.id)
-            elif self.is_tensor(value):
+            if self.is_tensor(value):
                 self.names.add(target.id)
             elif self.is_tuple(value):
                 self.tuples.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)) and not iterating:
+            else:
+                self._declare(target.id, self._kind(value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
             if (
                 isinstance(value, (ast.Tuple, ast.List))
                 and len(value.elts) == len(target.elts)
@@ -150,16 +245,20 @@ class TensorNames:
             ):
                 for elt, part in zip(target.elts, value.elts):  # `q, k = self.a(x), self.b(x)`
                     self._bind(elt, part)
-            elif self.is_tuple(value) or self.is_tensor(value):
-                for elt in target.elts:
-                    elt = elt.value if isinstance(elt, ast.Starred) else elt
-                    if isinstance(elt, ast.Name):
-                        self.names.add(elt.id)
-        return (len(self.names), len(self.tuples)) != before
+            else:  # `a, b = x.chunk(2)`: each is an item of the value
+                for elt, item in _unpacked(target, value):
+                    if isinstance(elt, ast.Starred):
+                        if isinstance(elt.value, ast.Name) and (
+                            self.is_tuple(value) or self.is_tensor(value)
+                        ):
+                            self.tuples.add(elt.value.id)
+                    else:
+                        self._bind(elt, item)
+        return (len(self.names), len(self.tuples), len(self.kinds)) != before
 
     def _find_plain(self, func: ast.FunctionDef, nodes: list[ast.AST]) -> None:
         """Names every binding of which is a plain value (or a parameter annotated or
-        defaulted as one)."""
+        defaulted as one), and those whose items are plain too."""
         bindings: dict[str, list[ast.expr | None]] = {}
         params = _parameters(func)
         positional = params[
@@ -169,27 +268,40 @@ class TensorNames:
         defaults.update(
             {a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None}
         )
+        holders: set[str] = set()
+        """Parameters declared containers of tensors: no tensor, but their items may be."""
         for param in params:
             default = defaults.get(param.arg)
-            plain = _annotation_kind(param.annotation) == "other" or (
+            kind = annotation_kind(param.annotation)
+            plain = kind == "plain" or (
                 isinstance(default, ast.Constant) and default.value is not None
             )
-            bindings[param.arg] = [ast.Constant(0) if plain else None]
+            if isinstance(kind, tuple) and not plain:
+                holders.add(param.arg)
+            bindings[param.arg] = [ast.Constant(0) if plain or param.arg in holders else None]
         for a in (func.args.vararg, func.args.kwarg):
             if a:
                 bindings[a.arg] = [None]
+        for name, value in self._bindings:
+            bindings.setdefault(name, []).append(value)
         for node in nodes:
-            for name, value in _bindings(node):
+            for name, value in _stored_items(node):
                 bindings.setdefault(name, []).append(value)
-                if isinstance(value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
-                    self.containers.add(name)
+        for node in nodes:  # a nested function's parameters, unless the name is bound here
+            if isinstance(node, ast.arg) and node.arg not in bindings:
+                plain = annotation_kind(node.annotation) == "plain"
+                bindings[node.arg] = [ast.Constant(0) if plain else None]
+        for name in self._nested:
+            bindings.setdefault(name, []).append(None)
         self._bound = set(bindings)
-        # the largest consistent set: `n = 0` then `n += 1` is plain
-        self.plain = {
+        # the largest consistent sets: `n = 0` then `n += 1` is plain
+        candidates = {
             name
             for name, values in bindings.items()
             if name not in self.names and None not in values
         }
+        self.plain = set(candidates)
+        self.plain_items = candidates - self.tuples - set(self.kinds) - holders
         changed = True
         while changed:
             changed = False
@@ -197,11 +309,17 @@ class TensorNames:
                 if not all(v is not None and self.is_plain(v) for v in bindings[name]):
                     self.plain.discard(name)
                     changed = True
+            for name in list(self.plain_items):
+                if not all(v is not None and self._plain_items(v) for v in bindings[name]):
+                    self.plain_items.discard(name)
+                    changed = True
 
     # -- queries -------------------------------------------------------------------------------
     def is_plain(self, node: ast.expr) -> bool:
         """Whether `node` is proven not to be a tensor."""
-        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.Compare, ast.BoolOp, ast.Lambda)):
+        if isinstance(node, ast.Compare):
+            return self._compare(node) == "plain"
+        if isinstance(node, (ast.Constant, ast.JoinedStr, ast.BoolOp, ast.Lambda)):
             return True
         if isinstance(node, ast.Name):
             if node.id in self.names:
@@ -218,13 +336,21 @@ class TensorNames:
             return bool(qualname) and not self.is_tensor(node)
         if isinstance(node, ast.Call):
             func = node.func
-            if (
-                isinstance(func, ast.Name)
-                and func.id in _PLAIN_BUILTINS
-                and func.id not in self._bound
-            ):
+            builtin = self._builtin(node)
+            if builtin in ("min", "max", "abs"):  # of sizes: a size
+                return all(
+                    self.holds_no_tensor(a.value if isinstance(a, ast.Starred) else a)
+                    for a in node.args
+                ) and not any(self.unknown(k.value) for k in node.keywords)
+            if builtin in _PLAIN_BUILTINS:
+                return True
+            if self.is_tensor(node):
+                return False
+            if self.is_tuple(node):  # a tuple of tensors is no tensor
                 return True
             if isinstance(func, ast.Attribute) and func.attr in catalog.SCALAR_METHODS:
+                return True
+            if plainish(self._kind(node)):
                 return True
             qualname = self.resolve(func)
             return bool(
@@ -232,10 +358,10 @@ class TensorNames:
                 and (qualname in NOT_TENSOR_TORCH or qualname.split(".")[0] in _PLAIN_MODULES)
             )
         if isinstance(node, ast.Subscript):
-            value = node.value
-            if isinstance(value, ast.Name) and value.id in self.containers:
-                return False
-            return self.is_plain(value) and not isinstance(value, _NOT_TENSOR_LITERALS)
+            kind = self._kind(node)
+            if kind is not None:
+                return plainish(kind)
+            return self._plain_items(node.value)
         if isinstance(node, ast.BinOp):
             return self.is_plain(node.left) and self.is_plain(node.right)
         if isinstance(node, ast.UnaryOp):
@@ -243,6 +369,114 @@ class TensorNames:
         if isinstance(node, ast.IfExp):
             return self.is_plain(node.body) and self.is_plain(node.orelse)
         return False
+
+    def holds_no_tensor(self, node: ast.expr) -> bool:
+        """Whether `node` is proven plain, and so are its items."""
+        return self.is_plain(node) and self._plain_items(node)
+
+    def _plain_items(self, node: ast.expr) -> bool:
+        """Whether every item of `node` (indexed or iterated) is proven not to be a tensor."""
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Name):
+            if node.id in self.kinds:
+                return plainish(item_kind(self.kinds[node.id]))
+            return node.id in self.plain_items or node.id not in self._bound
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return all(
+                self.holds_no_tensor(e.value if isinstance(e, ast.Starred) else e)
+                for e in node.elts
+            )
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.holds_no_tensor(node.elt)
+        if isinstance(node, ast.Dict):
+            return all(
+                k is not None and self.holds_no_tensor(k) and self.holds_no_tensor(v)
+                for k, v in zip(node.keys, node.values)
+            )
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                return node.attr not in self.tensor_attrs  # settings and submodules
+            return node.attr in NOT_TENSOR_ATTRIBUTES or self.is_plain(node)
+        if isinstance(node, ast.Call):
+            func = node.func
+            builtin = self._builtin(node)
+            if builtin in ("list", "tuple", "sorted", "reversed", "zip", "enumerate", "set"):
+                return all(self._plain_items(a) for a in node.args)
+            if builtin in ("min", "max", "abs") or builtin in _SCALAR_BUILTINS:
+                return self.is_plain(node)  # a number (or a string) has no tensor items
+            if isinstance(func, ast.Attribute) and func.attr in ("size", "stride", "tolist"):
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values"):
+                return not node.args and self._plain_items(func.value)  # of a dict of sizes
+            kind = self._kind(node)
+            if kind is not None:
+                return plainish(kind)
+            qualname = self.resolve(func)
+            return qualname is not None and (
+                qualname.split(".")[0] in _PLAIN_MODULES
+                or (qualname in NOT_TENSOR_TORCH and qualname not in _TUPLE_TORCH)
+            )
+        if isinstance(node, ast.Subscript):
+            kind = self._kind(node)
+            if kind is not None:
+                return plainish(kind)
+            return self._plain_items(node.value)
+        if isinstance(node, ast.BinOp):  # `[B] + sizes`
+            return self._plain_items(node.left) and self._plain_items(node.right)
+        if isinstance(node, ast.IfExp):
+            return self._plain_items(node.body) and self._plain_items(node.orelse)
+        return False
+
+    def _compare(self, node: ast.Compare) -> str | None:
+        """'tensor' (`x > 0`, one comparison with a tensor), 'plain' (`is`, `in`, or of plain
+        values) or None."""
+        if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return "plain"
+        operands = [node.left, *node.comparators]
+        if len(node.ops) == 1 and any(self.is_tensor(o) for o in operands):
+            return "tensor"
+        if all(self.is_plain(o) or is_container(o) for o in operands):
+            return "plain"
+        return None
+
+    def _builtin(self, node: ast.expr) -> str | None:
+        """The name of the builtin `node` calls (not shadowed), else None."""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id not in self._bound
+            and self.resolve(node.func) is None
+        ):
+            return node.func.id
+        return None
+
+    def _kind(self, node: ast.expr) -> Kind | None:
+        """The kind of a container of tensors, or of what an annotated function returns."""
+        if isinstance(node, ast.Name):
+            return self.kinds.get(node.id)
+        if isinstance(node, ast.Subscript):
+            kind = self._kind(node.value)
+            return item_kind(kind, None if node.slice is _ITERATED else node.slice)
+        if not isinstance(node, ast.Call):
+            return None
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "values" and not node.args:
+            kind = self._kind(func.value)
+            return ("seq", kind[1]) if isinstance(kind, tuple) and kind[0] == "map" else None
+        if self._builtin(node) in ("list", "tuple") and len(node.args) == 1:
+            kind = self._kind(node.args[0])
+            return kind if isinstance(kind, tuple) and kind[0] == "seq" else None
+        if isinstance(func, ast.Name) and func.id in self._bound:  # a nested function's
+            nested = self._nested.get(func.id)
+            if nested is None or self._counts.get(func.id, 0):
+                return None
+            return annotation_kind(nested.returns)
+        if self.returns is not None:
+            if id(node) not in self._returned:
+                self._returned[id(node)] = annotation_kind(self.returns(node))
+            return self._returned[id(node)]
+        return None
 
     def unknown(self, node: ast.expr) -> bool:
         """Neither proven a tensor nor proven not to be one."""
@@ -260,15 +494,23 @@ class TensorNames:
     def is_tuple(self, node: ast.expr) -> bool:
         """Whether `node` is a tuple of tensors (chunk/split/unbind results, module outputs)."""
         if isinstance(node, ast.Name):
-            return node.id in self.tuples
+            return node.id in self.tuples or self.kinds.get(node.id) == ("seq", "tensor")
+        if isinstance(node, ast.Subscript):
+            if self.is_tuple(node.value) and isinstance(node.slice, ast.Slice):
+                return True
+            return self._kind(node) == ("seq", "tensor")
+        if isinstance(node, ast.ListComp):
+            return self.is_tensor(node.elt)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return bool(node.elts) and all(self.is_tensor(e) for e in node.elts)
         if isinstance(node, ast.Call):
             func = node.func
             qualname = self.resolve(func)
-            if qualname in {"torch.chunk", "torch.split", "torch.unbind", "torch.tensor_split"}:
+            if qualname in _TUPLE_TORCH:
                 return True
             if isinstance(func, ast.Attribute) and func.attr in TUPLE_METHODS:
                 return self.is_tensor(func.value)
-            return self._module_call(node)
+            return self._module_call(node) or self._kind(node) == ("seq", "tensor")
         return False
 
     def is_tensor(self, node: ast.expr) -> bool:
@@ -294,7 +536,7 @@ class TensorNames:
                         "torch.compiler.",
                     )
                 )
-            return False
+            return self._kind(node) == "tensor"
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 return node.attr in self.tensor_attrs
@@ -308,16 +550,51 @@ class TensorNames:
         if isinstance(node, ast.UnaryOp):
             return not isinstance(node.op, ast.Not) and self.is_tensor(node.operand)
         if isinstance(node, ast.Subscript):
-            return self.is_tensor(node.value) or self.is_tuple(node.value)
+            if self.is_tensor(node.value):
+                return True
+            if self.is_tuple(node.value):
+                return not isinstance(node.slice, ast.Slice)
+            return self._kind(node) == "tensor"
         if isinstance(node, ast.IfExp):
             return self.is_tensor(node.body) and self.is_tensor(node.orelse)
+        if isinstance(node, ast.Compare):
+            return self._compare(node) == "tensor"
         return False
+
+
+_ITERATED = ast.Constant(value=None)
+"""The index of `_item(iterable)`: any one of its items."""
+
+
+def _item(iterable: ast.expr) -> ast.expr:
+    """An expression standing for an item of `iterable`."""
+    return ast.Subscript(value=iterable, slice=_ITERATED, ctx=ast.Load())
+
+
+def _unpacked(target: ast.Tuple | ast.List, value: ast.expr):
+    """(element, the item of `value` it takes) of a tuple target (a starred element takes
+    `value` itself)."""
+    elts = target.elts
+    star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+    for i, elt in enumerate(elts):
+        if i == star:
+            yield elt, value
+            continue
+        index = i if star is None or i < star else i - len(elts)
+        yield elt, ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load())
+
+
+_TUPLE_TORCH = frozenset(("torch.chunk", "torch.split", "torch.unbind", "torch.tensor_split"))
+_MUTATORS = frozenset(("append", "extend", "insert"))
 
 
 _PLAIN_BUILTINS = frozenset(
     """len int float bool str range round isinstance hasattr id list tuple dict set
     sorted zip enumerate reversed any all
     callable type repr format hash divmod""".split()
+)
+_SCALAR_BUILTINS = frozenset(
+    "range len int float bool str round isinstance hasattr id callable repr format hash any all".split()
 )
 _PLAIN_MODULES = frozenset("math numbers typing warnings logging collections itertools".split())
 
@@ -333,39 +610,84 @@ def _parameters(func: ast.FunctionDef) -> list[ast.arg]:
 
 
 def _bindings(node: ast.AST):
-    """(name, value or None when not known) for each name `node` binds."""
+    """(name, value or None when not known) for each name `node` binds; a loop's target takes
+    an item of what it iterates."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             yield from _targets(target, node.value)
     elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         yield node.target.id, ast.BinOp(node.target, node.op, node.value)
-    elif isinstance(node, (ast.For, ast.AsyncFor)):
-        iterable = node.iter
-        builtin = (
-            iterable.func.id
-            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
-            else None
-        )
-        if builtin == "range":
-            yield from _targets(node.target, ast.Constant(0))
-        elif (
-            builtin == "enumerate"
-            and isinstance(node.target, ast.Tuple)
-            and len(node.target.elts) == 2
-        ):  # `for i, item in enumerate(...)`: the index is plain
-            yield from _targets(node.target.elts[0], ast.Constant(0))
-            yield from _targets(node.target.elts[1], None)
-        else:
-            yield from _targets(node.target, None)
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        yield from _loop_targets(node.target, node.iter)
     elif isinstance(node, ast.NamedExpr):
         yield node.target.id, node.value
-    elif isinstance(node, (ast.withitem, ast.comprehension)):
-        bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
-        if bound is not None:
-            yield from _targets(bound, None)
+    elif isinstance(node, ast.withitem):
+        if node.optional_vars is not None:
+            yield from _targets(node.optional_vars, None)
     elif isinstance(node, ast.ExceptHandler) and node.name:
         yield node.name, None
+
+
+def _loop_targets(target: ast.expr, iterable: ast.expr):
+    """`_bindings` of a loop target: `range` gives counts, `zip` and `enumerate` are taken
+    apart, anything else gives an item of the iterable."""
+    name = (
+        iterable.func.id
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+        else None
+    )
+    args = iterable.args if isinstance(iterable, ast.Call) else []
+    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+    starred = any(isinstance(e, ast.Starred) for e in [*args, *elts])
+    if name == "range":
+        yield from _targets(target, ast.Constant(0))
+    elif name == "zip" and len(elts) == len(args) and not starred:
+        for elt, arg in zip(elts, args):
+            yield from _loop_targets(elt, arg)
+    elif name == "enumerate" and len(elts) == 2 and args and not starred:
+        yield from _targets(elts[0], ast.Constant(0))  # `for i, item in enumerate(...)`
+        yield from _loop_targets(elts[1], args[0])
+    elif name in ("reversed", "list", "tuple", "sorted") and len(args) == 1 and not starred:
+        yield from _loop_targets(target, args[0])
+    elif name in _PLAIN_BUILTINS or name in ("map", "filter", "iter"):
+        yield from _targets(target, None)
+    else:
+        yield from _targets(target, _item(iterable))
+
+
+def _stored_items(node: ast.AST):
+    """(name, what is stored) for each item stored into a named container: a list of it for
+    `sizes.append(n)`, the container itself for `.extend(...)`, a one-key dict for `sizes[i] =
+    n` (None: not known, `d.update(...)`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        root, method = _root(node.func.value), node.func.attr
+        if root is not None:
+            if method in ("append", "insert") and node.args:
+                yield root, ast.List(elts=[node.args[-1]], ctx=ast.Load())
+            elif method == "extend" and node.args:
+                yield root, node.args[0]
+            elif method in ("update", "setdefault", "add", "__setitem__"):
+                yield root, None
+    elif isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            root = _root(target) if isinstance(target, ast.Subscript) else None
+            if root is not None:
+                assert isinstance(target, ast.Subscript)  # `_root` of a subscript
+                value = (
+                    ast.BinOp(target, node.op, node.value)
+                    if isinstance(node, ast.AugAssign)
+                    else node.value
+                )
+                yield root, ast.Dict(keys=[target.slice], values=[value])
+
+
+def _root(node: ast.expr) -> str | None:
+    """The name a chain of subscripts starts from (`d` of `d[k][0]`)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _targets(target: ast.expr, value: ast.expr | None):
@@ -380,36 +702,17 @@ def _targets(target: ast.expr, value: ast.expr | None):
             for elt, part in zip(target.elts, value.elts):
                 yield from _targets(elt, part)
             return
-        for elt in target.elts:  # items of a plain value (`h, w = x.shape[-2:]`) are plain
-            item = value if value is not None and not isinstance(elt, ast.Starred) else None
-            yield from _targets(elt.value if isinstance(elt, ast.Starred) else elt, item)
+        if value is None:
+            for elt in target.elts:
+                yield from _targets(elt, None)
+            return
+        for elt, item in _unpacked(target, value):  # `h, w = x.shape[-2:]`: items of the value
+            if isinstance(elt, ast.Starred):
+                yield from _targets(elt.value, None)
+            else:
+                yield from _targets(elt, item)
     elif isinstance(target, ast.Starred):
         yield from _targets(target.value, None)
-
-
-def _annotation_kind(annotation: ast.expr | None) -> str | None:
-    """'tensor' (Tensor, Optional[Tensor], `torch.BoolTensor | None`), 'other' (scalars,
-    containers) or None (unknown)."""
-    if annotation is None:
-        return None
-    text = ast.unparse(annotation).replace(" ", "")
-    separator = "|"
-    for prefix, between in (
-        ("Optional[", "|"),
-        ("typing.Optional[", "|"),
-        ("Union[", ","),
-        ("typing.Union[", ","),
-    ):
-        if text.startswith(prefix) and text.endswith("]"):
-            text, separator = text[len(prefix) : -1], between
-    alternatives = set(text.split(separator)) - {"None"}
-    if len(alternatives) == 1:
-        text = alternatives.pop()
-    if text.split(".")[-1] in {"Tensor", "Parameter", *_TYPED_TENSORS}:
-        return "tensor"
-    if text.split("[", 1)[0].split(".")[-1] in _SCALAR_ANNOTATIONS or "[" in text or text == "None":
-        return "other"
-    return None
 
 
 def is_container(node: ast.expr) -> bool:
