@@ -1042,6 +1042,8 @@ def replacing_modules() -> Iterator[str]:
     return iter(sorted({m for op in CATALOG for m in op.modules}))
 
 
+_REPLACING = frozenset(replacing_modules())
+
 # torch.nn classes that hold no parameters or buffers whatever their arguments: copies of such a
 # module are indistinguishable from the original, so a module of this class that is called at
 # several sites can be split safely. Built from the catalog plus the stateless classes it does
@@ -1281,6 +1283,14 @@ TOOLKIT_REJECTS: dict[str, frozenset[str]] = {"aimet": frozenset({NN + "LPPool3d
 """torch.nn classes the catalog creates that a toolkit's quantizer has no quantized form of."""
 
 _TOOLKIT_ORIGINS = {t.qualname: m for table in TOOLKITS.values() for m, t in table.items()}
+
+
+def is_catalog_module(module: str) -> bool:
+    """Whether `module` (qualified name) is a class the catalog creates (also as a toolkit's
+    class) or a stateless torch.nn class a split copies: none derives from an `OTHER_MODULES`
+    class (tests/test_catalog.py)."""
+    module = _TOOLKIT_ORIGINS.get(module, module)
+    return module in STATELESS_TORCH_MODULES or module in _REPLACING
 
 
 def toolkit_module(module: str, toolkit: str) -> ToolkitModule | None:

@@ -73,6 +73,17 @@ def test_stateless_modules_hold_no_state():
         assert not list(module.state_dict()), qualname
 
 
+def test_no_created_module_is_an_instance_of_an_other_module_class():
+    """A walk of a model's submodules that acts only on these classes never meets a module
+    `fix` creates (migrator/rewrite/submodule_walks.py)."""
+    created = set(catalog.replacing_modules()) | catalog.STATELESS_TORCH_MODULES
+    assert all(catalog.is_catalog_module(m) for m in created)
+    assert not catalog.is_catalog_module("torch.nn.Conv2d")
+    for made in created:
+        for other in catalog.OTHER_MODULES:
+            assert not issubclass(_resolve(made), _resolve(other)), (made, other)
+
+
 def test_module_attributes_cover_nn_module():
     public = {n for n in dir(torch.nn.Module) if not n.startswith("_")} | {"training"}
     assert public <= catalog.MODULE_ATTRIBUTES
