@@ -146,6 +146,25 @@ class ClassAttributes:
                 return i, True
         return len(self.init.body) - 1, True
 
+    def set_by_one_if(self, attr: str) -> bool:
+        """Whether `__init__` assigns `self.<attr>` only within one top-level `if` statement,
+        once on each of its paths (`if flatten: self.dim = 1` / `else: self.dim = 2`): after
+        that statement, which no path leaves by `return`, its value is final."""
+        info = self.attrs.get(attr)
+        if info is None or self.init is None:
+            return False
+        top = self.init.body[info.top_index]
+        if not isinstance(top, ast.If):
+            return False
+        found = sum(
+            1
+            for node in ast.walk(top)
+            if isinstance(node, ast.Assign)
+            and any(self_attr(t) and t.attr == attr for t in node.targets)
+        )
+        leaves = any(isinstance(n, ast.Return) for n in ast.walk(top))
+        return found == info.count and not leaves and _once_on_every_path([top], attr)
+
     def module_attrs(self) -> set[str]:
         """Attributes that hold modules: assigned a call (not a parameter), another name for
         one (`self.b = self.a`), or set elsewhere."""
@@ -215,3 +234,35 @@ def _value_kind(value: ast.expr, resolve) -> str | None:
     ):
         return "plain"
     return None
+
+
+def _once_on_every_path(block: list[ast.stmt], attr: str) -> bool:
+    """Whether running `block` assigns `self.<attr>` exactly once whichever way it goes: at
+    its top level, or in an `if` whose every branch does (no loop, `try`, `with` or `match`
+    holds an assignment)."""
+    times = 0
+    for stmt in block:
+        if isinstance(stmt, ast.Assign) and any(
+            self_attr(t) and t.attr == attr for t in stmt.targets
+        ):
+            times += 1
+        elif isinstance(stmt, ast.If) and _assigns_attr(stmt, attr):
+            if not (
+                stmt.orelse and all(_once_on_every_path(b, attr) for b in (stmt.body, stmt.orelse))
+            ):
+                return False
+            times += 1
+        elif _assigns_attr(stmt, attr):
+            return False
+    return times == 1
+
+
+def _assigns_attr(stmt: ast.stmt, attr: str) -> bool:
+    return any(
+        isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and any(
+            self_attr(t) and t.attr == attr
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        for node in ast.walk(stmt)
+    )

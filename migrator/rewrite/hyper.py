@@ -70,7 +70,7 @@ class HyperParameters:
             info = attributes.attrs.get(node.attr)
             if info is None or node.attr in attributes.assigned_elsewhere:
                 return f"`self.{node.attr}` is not assigned only in `__init__`"
-            if info.nested:
+            if info.nested and not attributes.set_by_one_if(node.attr):
                 return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
             if node.attr in attributes.module_attrs() or node.attr in attributes.tensor_attrs:
                 return f"`self.{node.attr}` is a module or a tensor"
