@@ -1178,18 +1178,37 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     return inplace is False or inplace_position(module) is None
 
 
-# torch.nn classes that keep these constructor arguments unchanged as attributes of the same
-# name: `self.attn_drop.p` of an `nn.Dropout` built once in `__init__` is fixed there.
+# torch.nn classes whose constructor sets these attributes, from its arguments, to plain values
+# (not tensors) that nothing but the constructor sets: `self.attn_drop.p` of an `nn.Dropout`
+# built once in `__init__` is fixed there, as is `self.kernel_size` in a subclass of
+# `nn.AvgPool2d` after `super().__init__(...)`.
 KEPT_SETTINGS: dict[str, frozenset[str]] = {
-    NN + cls: frozenset({"p"})
-    for cls in (
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-    )
+    **{
+        NN + cls: frozenset({"p"})
+        for cls in (
+            "Dropout",
+            "Dropout1d",
+            "Dropout2d",
+            "Dropout3d",
+            "AlphaDropout",
+            "FeatureAlphaDropout",
+        )
+    },
+    **{
+        f"{NN}AvgPool{n}d": frozenset(
+            {"kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}
+            | ({"divisor_override"} if n > 1 else set())
+        )
+        for n in (1, 2, 3)
+    },
+    **{
+        f"{NN}MaxPool{n}d": frozenset(
+            {"kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"}
+        )
+        for n in (1, 2, 3)
+    },
+    NN + "LayerNorm": frozenset({"normalized_shape", "eps", "elementwise_affine"}),
+    NN + "GroupNorm": frozenset({"num_groups", "num_channels", "eps", "affine"}),
 }
 
 # Functions of the standard library whose result depends only on their arguments: a call of

@@ -84,6 +84,20 @@ def test_no_created_module_is_an_instance_of_an_other_module_class():
             assert not issubclass(_resolve(made), _resolve(other)), (made, other)
 
 
+def test_kept_settings_are_plain_attributes_the_forward_keeps():
+    built = {"LayerNorm": (4,), "GroupNorm": (2, 4)}
+    shapes = {"1d": (2, 4, 8), "2d": (2, 4, 8, 8), "3d": (2, 4, 4, 4, 4), "LayerNorm": (2, 8, 4)}
+    for qualname, settings in catalog.KEPT_SETTINGS.items():
+        cls = _resolve(qualname)
+        module = cls(*built.get(cls.__name__, (2,) if "Pool" in cls.__name__ else ()))
+        before = {s: module.__dict__[s] for s in settings}  # plain: not a tensor nor a module
+        assert not any(isinstance(v, (torch.Tensor, torch.nn.Module)) for v in before.values())
+        shape = next((v for k, v in shapes.items() if cls.__name__.endswith(k)), (2, 4, 8, 8))
+        for training in (True, False):
+            module.train(training)(torch.randn(*shape))
+        assert {s: module.__dict__[s] for s in settings} == before, qualname
+
+
 def test_module_attributes_cover_nn_module():
     public = {n for n in dir(torch.nn.Module) if not n.startswith("_")} | {"training"}
     assert public <= catalog.MODULE_ATTRIBUTES

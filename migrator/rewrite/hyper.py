@@ -68,6 +68,8 @@ class HyperParameters:
         if self_attr(node):
             attributes = self.attributes
             info = attributes.attrs.get(node.attr)
+            if info is None and self._inherited_setting(node):
+                return None
             if info is None or node.attr in attributes.assigned_elsewhere:
                 return f"`self.{node.attr}` is not assigned only in `__init__`"
             if info.nested and not attributes.set_by_one_if(node.attr):
@@ -120,6 +122,31 @@ class HyperParameters:
                 return f"{shown}: subclass `{sub.name}` assigns it"
         deps.add(owner)
         return None
+
+    def _inherited_setting(self, node: ast.Attribute) -> bool:
+        """Whether `self.<setting>` is set by the constructor of a torch.nn base class that
+        keeps it (`catalog.KEPT_SETTINGS`: `self.kernel_size` of an `nn.AvgPool2d` subclass) and
+        no class of the project in the family assigns it: fixed once `super().__init__()` ran."""
+        cls, family = self.attributes.cls, self.attributes.family
+        lineage = [cls, *family.ancestors(cls)]
+        kept = any(
+            node.attr in catalog.KEPT_SETTINGS.get(base or "", ())
+            for each in lineage
+            for base in each.bases
+        )
+        known = {each.qualname for each in lineage}
+        if not kept or any(
+            base is None or not (base.startswith("torch.nn.") or base in known)
+            for each in lineage
+            for base in each.bases
+        ):
+            return False  # or a base of unknown source may assign it
+        related = lineage + family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls)
+        return not any(
+            _assigns(each.node, node)
+            for each in related
+            if not each.qualname.startswith("torch.")  # torch's own: the test of the table
+        )
 
     def _pure_function(self, node: ast.Call) -> bool:
         """Whether `node` calls a function whose result depends only on its positional
