@@ -146,24 +146,25 @@ class ClassAttributes:
                 return i, True
         return len(self.init.body) - 1, True
 
-    def set_by_one_if(self, attr: str) -> bool:
-        """Whether `__init__` assigns `self.<attr>` only within one top-level `if` statement,
-        once on each of its paths (`if flatten: self.dim = 1` / `else: self.dim = 2`): after
-        that statement, which no path leaves by `return`, its value is final."""
+    def unsettled(self, attr: str) -> str | None:
+        """Why `__init__`, which assigns `self.<attr>` in a nested statement, may leave it unset
+        or set it again (None: it assigns it only within one top-level `if` statement, once on
+        each of its paths, `if flatten: self.dim = 1` / `else: self.dim = 2`, and no path
+        leaves that statement by `return`: after it, the value is final)."""
         info = self.attrs.get(attr)
-        if info is None or self.init is None:
-            return False
+        assert info is not None and self.init is not None  # `__init__` assigns it
         top = self.init.body[info.top_index]
-        if not isinstance(top, ast.If):
-            return False
         found = sum(
             1
             for node in ast.walk(top)
             if isinstance(node, ast.Assign)
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         )
-        leaves = any(isinstance(n, ast.Return) for n in ast.walk(top))
-        return found == info.count and not leaves and _once_on_every_path([top], attr)
+        if found != info.count:
+            return "is assigned by several statements of `__init__`"
+        if any(isinstance(n, ast.Return) for n in ast.walk(top)):
+            return "is assigned in a statement of `__init__` that may `return`"
+        return _once_on_every_path([top], attr)
 
     def module_attrs(self) -> set[str]:
         """Attributes that hold modules: assigned a call (not a parameter), another name for
@@ -236,10 +237,9 @@ def _value_kind(value: ast.expr, resolve) -> str | None:
     return None
 
 
-def _once_on_every_path(block: list[ast.stmt], attr: str) -> bool:
-    """Whether running `block` assigns `self.<attr>` exactly once whichever way it goes: at
-    its top level, or in an `if` whose every branch does (no loop, `try`, `with` or `match`
-    holds an assignment)."""
+def _once_on_every_path(block: list[ast.stmt], attr: str) -> str | None:
+    """Why running `block` may not assign `self.<attr>` exactly once (None: it does, whichever
+    way it goes: at its top level, or in an `if` whose every branch does)."""
     times = 0
     for stmt in block:
         if isinstance(stmt, ast.Assign) and any(
@@ -247,14 +247,17 @@ def _once_on_every_path(block: list[ast.stmt], attr: str) -> bool:
         ):
             times += 1
         elif isinstance(stmt, ast.If) and _assigns_attr(stmt, attr):
-            if not (
-                stmt.orelse and all(_once_on_every_path(b, attr) for b in (stmt.body, stmt.orelse))
-            ):
-                return False
+            if not stmt.orelse:
+                return "is assigned on some paths of `__init__` only"
+            why = _once_on_every_path(stmt.body, attr) or _once_on_every_path(stmt.orelse, attr)
+            if why:
+                return why
             times += 1
         elif _assigns_attr(stmt, attr):
-            return False
-    return times == 1
+            return "is assigned in a loop or block of `__init__` that may repeat or skip it"
+    if times == 0:
+        return "is assigned on some paths of `__init__` only"
+    return None if times == 1 else "is assigned more than once on a path of `__init__`"
 
 
 def _assigns_attr(stmt: ast.stmt, attr: str) -> bool:

@@ -72,8 +72,9 @@ class HyperParameters:
                 return None
             if info is None or node.attr in attributes.assigned_elsewhere:
                 return f"`self.{node.attr}` is not assigned only in `__init__`"
-            if info.nested and not attributes.set_by_one_if(node.attr):
-                return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
+            unsettled = info.nested and attributes.unsettled(node.attr)
+            if unsettled:
+                return f"`self.{node.attr}` {unsettled}"
             if node.attr in attributes.module_attrs() or node.attr in attributes.tensor_attrs:
                 return f"`self.{node.attr}` is a module or a tensor"
             deps.add(node.attr)
