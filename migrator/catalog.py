@@ -904,7 +904,7 @@ def _build() -> tuple[Op, ...]:
         Op(
             "cumsum",
             OPS + "CumSum",
-            (_x(), _h("dim"), Arg("dtype", Role.FIXED, None, keyword_only=True)),
+            (_x(), _h("dim"), _h("dtype", None, kw=True)),
             ("torch.cumsum",),
             ("cumsum",),
             inplace_methods=("cumsum_",),
