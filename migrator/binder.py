@@ -160,6 +160,13 @@ def bind(
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
+                held = predicates.held(value) if passed else None
+                if held and held[0]:
+                    return Refusal(
+                        "MIG106",
+                        f"`{arg.name}={shown}` {held[1]}: a new {op.module_name} takes none, "
+                        "and moving it into one would change its state_dict key; left as is",
+                    )
                 return Refusal(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
