@@ -3,6 +3,8 @@ name, planned for `__init__` once it is known that `__init__` can hold it."""
 
 from __future__ import annotations
 
+import ast
+
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
@@ -108,6 +110,16 @@ class ModuleCreator:
             Registration(key, f"self.{name} = {value}", deps, original, floor)
         )
         return name
+
+    def can_copy(self, original: InitAttr) -> None:
+        """Raise a refusal when a copy of the module `__init__` assigns to `original` would
+        change what the class does: it would join a container's modules, or a walk of them."""
+        container = self._container()
+        if container:
+            raise Refusal("MIG109", f"{container}: a copy would join the modules it goes through")
+        value = original.value
+        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        self._walked_by(made)
 
     def can_create(self, made: str | None = None) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module of class `made`
