@@ -160,7 +160,7 @@ def bind(
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
-                held = predicates.held(value) if passed else None
+                held = predicates.held(value) if passed and arg.learned else None
                 if held and held[0]:
                     return Refusal(
                         "MIG106",

@@ -129,6 +129,9 @@ class Arg:
     gate: str | None = None
     """For a HYPER argument: the module's constructor flag that applies it in training mode only
     (its default in eval mode), so `v if self.training else <default>` becomes `v` and the flag."""
+    learned: bool = False
+    """For a FIXED argument: it takes a learned tensor (a norm's weight or bias), so a parameter
+    passed there is one the module cannot take without moving it (MIG106)."""
 
     @property
     def ctor_name(self) -> str:
@@ -697,8 +700,8 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 _h("normalized_shape"),
-                Arg("weight", Role.FIXED, None),
-                Arg("bias", Role.FIXED, None),
+                Arg("weight", Role.FIXED, None, learned=True),
+                Arg("bias", Role.FIXED, None, learned=True),
                 _h("eps", 1e-5),
             ),
             (F + "layer_norm",),
@@ -713,8 +716,8 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 _h("num_groups"),
-                Arg("weight", Role.FIXED, None),
-                Arg("bias", Role.FIXED, None),
+                Arg("weight", Role.FIXED, None, learned=True),
+                Arg("bias", Role.FIXED, None, learned=True),
                 _h("eps", 1e-5),
             ),
             (F + "group_norm",),
