@@ -164,8 +164,15 @@ class ModuleCreator:
         """Refuse when a method going through the class's submodules may act on a new one of
         class `made` (qualified name; None: not known)."""
         if self._walks is None:
-            self._walks = submodule_walks(self.ctx, self.attributes.methods)
+            cls, family = self.attributes.cls, self.family
+            related = [
+                c
+                for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
+                + family.subclasses_elsewhere(cls)
+                if not c.qualname.startswith("torch.")  # containers: `_container`
+            ]
+            self._walks = submodule_walks(self.ctx, cls, [cls, *related])
         for walk in self._walks:
-            why = walk.touches(made)
+            why = walk.touches(made, self.names.taken)
             if why:
                 raise Refusal("MIG109", why)
