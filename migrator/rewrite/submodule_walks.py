@@ -145,6 +145,19 @@ def _filtered_loop(
         name = first
     if not isinstance(target, ast.Name):
         return None
+    bound = {target.id, name.id if name else target.id}
+    inside = {  # the nodes of this loop and of loops binding the same names again
+        id(n)
+        for each in ast.walk(method)
+        if each is loop
+        or isinstance(each, ast.For)
+        and bound & {t.id for t in ast.walk(each.target) if isinstance(t, ast.Name)}
+        for n in ast.walk(each)
+    }
+    if any(
+        isinstance(n, ast.Name) and n.id in bound and id(n) not in inside for n in ast.walk(method)
+    ):
+        return None  # the last submodule the loop took is read after it
     tests = _Tests(set(), set(), set())
     shadowed = ctx.locals_of(method)
     for stmt in loop.body:
@@ -187,7 +200,8 @@ def _tested(
     file: FileInfo, test: ast.expr, module: str, name: ast.Name | None, shadowed: set[str]
 ) -> _Tests | None:
     """What a test of the walked `module` (or its `name`) accepts: `isinstance`, `type(m) is`
-    or a name in literals, joined by `or`; of `and`, its first such part (None: none)."""
+    or a name in literals, joined by `or`; of `and`, its first such part, which runs first
+    on every submodule (None: none)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         tests = _Tests(set(), set(), set())
         for value in test.values:
@@ -196,9 +210,19 @@ def _tested(
                 return None
             tests.add(part)
         return tests
-    if isinstance(test, ast.BoolOp):  # `and`: one filtering part is enough
-        parts = (_tested(file, v, module, name, shadowed) for v in test.values)
-        return next((p for p in parts if p is not None), None)
+    if isinstance(test, ast.BoolOp):  # `and`: the first filtering part, if nothing before it
+        for value in test.values:  # calls anything or reads the module or its name
+            part = _tested(file, value, module, name, shadowed)
+            if part is not None:
+                return part
+            if any(
+                isinstance(n, ast.Call)
+                or isinstance(n, ast.Name)
+                and n.id in (module, name.id if name else module)
+                for n in ast.walk(value)
+            ):
+                return None
+        return None
     if name is not None:
         names = _names_tested(test, name.id)
         if names is not None:
