@@ -127,7 +127,8 @@ class HyperParameters:
     def _inherited_setting(self, node: ast.Attribute) -> bool:
         """Whether `self.<setting>` is set by the constructor of a torch.nn base class that
         keeps it (`catalog.KEPT_SETTINGS`: `self.kernel_size` of an `nn.AvgPool2d` subclass) and
-        no class of the project in the family assigns it: fixed once `super().__init__()` ran."""
+        no class of the project in the family assigns it or defines it at class level (a
+        property): fixed once `super().__init__()` ran."""
         cls, family = self.attributes.cls, self.attributes.family
         lineage = [cls, *family.ancestors(cls)]
         kept = any(
@@ -144,7 +145,7 @@ class HyperParameters:
             return False  # or a base of unknown source may assign it
         related = lineage + family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls)
         return not any(
-            _assigns(each.node, node)
+            _assigns(each.node, node) or node.attr in _class_level_names(each.node)
             for each in related
             if not each.qualname.startswith("torch.")  # torch's own: the test of the table
         )
@@ -158,6 +159,19 @@ class HyperParameters:
         if isinstance(func, ast.Name) and func.id in ("float", "int"):
             return self.ctx.info.names.is_free(func.id)
         return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
+
+
+def _class_level_names(cls: ast.ClassDef) -> set[str]:
+    """The methods, properties and class attributes a class statement defines."""
+    names: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
 
 
 def _assigns(scope: ast.AST, target: ast.expr) -> bool:
