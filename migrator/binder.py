@@ -111,6 +111,9 @@ def bind(
     call: list[tuple[str, V]] = []
     given: set[str] = set()
     weight: V | None = None
+    # the first hyper-parameter not fixed at `__init__` time: reported unless an argument
+    # that no value of it would make convertible is found too
+    unfixed: Refusal | None = None
     module_defaults = dict(op.module_defaults)
     for arg in op.args:
         passed = arg.name in values
@@ -141,9 +144,10 @@ def bind(
                     call.append((arg.name, value))
                     continue
                 if reason:
-                    return Refusal(
+                    unfixed = unfixed or Refusal(
                         "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
                     )
+                    continue
                 ctor.append((arg.ctor_name, value))
                 given.add(arg.ctor_name)
             elif module_defaults.get(arg.ctor_name, value) != value:
@@ -156,6 +160,13 @@ def bind(
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
+                held = predicates.held(value) if passed and arg.learned else None
+                if held and held[0]:
+                    return Refusal(
+                        "MIG106",
+                        f"`{arg.name}={shown}` {held[1]}: a new {op.module_name} takes none, "
+                        "and moving it into one would change its state_dict key; left as is",
+                    )
                 return Refusal(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
@@ -175,6 +186,8 @@ def bind(
             if reason:
                 return Refusal("MIG106", f"weight `{shown}` {reason}")
             weight = value
+    if unfixed is not None:
+        return unfixed
     module, key = op.module_for(bool(call))
     return Bound(
         tuple(inputs),

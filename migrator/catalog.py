@@ -129,6 +129,9 @@ class Arg:
     gate: str | None = None
     """For a HYPER argument: the module's constructor flag that applies it in training mode only
     (its default in eval mode), so `v if self.training else <default>` becomes `v` and the flag."""
+    learned: bool = False
+    """For a FIXED argument: it takes a learned tensor (a norm's weight or bias), so a parameter
+    passed there is one the module cannot take without moving it (MIG106)."""
 
     @property
     def ctor_name(self) -> str:
@@ -697,8 +700,8 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 _h("normalized_shape"),
-                Arg("weight", Role.FIXED, None),
-                Arg("bias", Role.FIXED, None),
+                Arg("weight", Role.FIXED, None, learned=True),
+                Arg("bias", Role.FIXED, None, learned=True),
                 _h("eps", 1e-5),
             ),
             (F + "layer_norm",),
@@ -713,8 +716,8 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 _h("num_groups"),
-                Arg("weight", Role.FIXED, None),
-                Arg("bias", Role.FIXED, None),
+                Arg("weight", Role.FIXED, None, learned=True),
+                Arg("bias", Role.FIXED, None, learned=True),
                 _h("eps", 1e-5),
             ),
             (F + "group_norm",),
@@ -904,7 +907,7 @@ def _build() -> tuple[Op, ...]:
         Op(
             "cumsum",
             OPS + "CumSum",
-            (_x(), _h("dim"), Arg("dtype", Role.FIXED, None, keyword_only=True)),
+            (_x(), _h("dim"), _h("dtype", None, kw=True)),
             ("torch.cumsum",),
             ("cumsum",),
             inplace_methods=("cumsum_",),
@@ -1042,6 +1045,8 @@ def replacing_modules() -> Iterator[str]:
     return iter(sorted({m for op in CATALOG for m in op.modules}))
 
 
+_REPLACING = frozenset(replacing_modules())
+
 # torch.nn classes that hold no parameters or buffers whatever their arguments: copies of such a
 # module are indistinguishable from the original, so a module of this class that is called at
 # several sites can be split safely. Built from the catalog plus the stateless classes it does
@@ -1176,18 +1181,37 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     return inplace is False or inplace_position(module) is None
 
 
-# torch.nn classes that keep these constructor arguments unchanged as attributes of the same
-# name: `self.attn_drop.p` of an `nn.Dropout` built once in `__init__` is fixed there.
+# torch.nn classes whose constructor sets these attributes, from its arguments, to plain values
+# (not tensors) that nothing but the constructor sets: `self.attn_drop.p` of an `nn.Dropout`
+# built once in `__init__` is fixed there, as is `self.kernel_size` in a subclass of
+# `nn.AvgPool2d` after `super().__init__(...)`.
 KEPT_SETTINGS: dict[str, frozenset[str]] = {
-    NN + cls: frozenset({"p"})
-    for cls in (
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-    )
+    **{
+        NN + cls: frozenset({"p"})
+        for cls in (
+            "Dropout",
+            "Dropout1d",
+            "Dropout2d",
+            "Dropout3d",
+            "AlphaDropout",
+            "FeatureAlphaDropout",
+        )
+    },
+    **{
+        f"{NN}AvgPool{n}d": frozenset(
+            {"kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}
+            | ({"divisor_override"} if n > 1 else set())
+        )
+        for n in (1, 2, 3)
+    },
+    **{
+        f"{NN}MaxPool{n}d": frozenset(
+            {"kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"}
+        )
+        for n in (1, 2, 3)
+    },
+    NN + "LayerNorm": frozenset({"normalized_shape", "eps", "elementwise_affine"}),
+    NN + "GroupNorm": frozenset({"num_groups", "num_channels", "eps", "affine"}),
 }
 
 # Functions of the standard library whose result depends only on their arguments: a call of
@@ -1281,6 +1305,14 @@ TOOLKIT_REJECTS: dict[str, frozenset[str]] = {"aimet": frozenset({NN + "LPPool3d
 """torch.nn classes the catalog creates that a toolkit's quantizer has no quantized form of."""
 
 _TOOLKIT_ORIGINS = {t.qualname: m for table in TOOLKITS.values() for m, t in table.items()}
+
+
+def is_catalog_module(module: str) -> bool:
+    """Whether `module` (qualified name) is a class the catalog creates (also as a toolkit's
+    class) or a stateless torch.nn class a split copies: none derives from an `OTHER_MODULES`
+    class (tests/test_catalog.py)."""
+    module = _TOOLKIT_ORIGINS.get(module, module)
+    return module in STATELESS_TORCH_MODULES or module in _REPLACING
 
 
 def toolkit_module(module: str, toolkit: str) -> ToolkitModule | None:

@@ -406,17 +406,18 @@ class MaskedFill(torch.nn.Module):
 
 
 class CumSum(torch.nn.Module):
-    """``torch.cumsum(x, dim)``."""
+    """``torch.cumsum(x, dim, dtype=dtype)``."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         self.dim = dim
+        self.dtype = dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(x, self.dim)
+        return torch.cumsum(x, self.dim, dtype=self.dtype)
 
     def extra_repr(self) -> str:
-        return f"dim={self.dim!r}"
+        return f"dim={self.dim!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "")
 
 
 # ---------------------------------------------------------------- reductions

@@ -73,6 +73,31 @@ def test_stateless_modules_hold_no_state():
         assert not list(module.state_dict()), qualname
 
 
+def test_no_created_module_is_an_instance_of_an_other_module_class():
+    """A walk of a model's submodules that acts only on these classes never meets a module
+    `fix` creates (migrator/rewrite/submodule_walks.py)."""
+    created = set(catalog.replacing_modules()) | catalog.STATELESS_TORCH_MODULES
+    assert all(catalog.is_catalog_module(m) for m in created)
+    assert not catalog.is_catalog_module("torch.nn.Conv2d")
+    for made in created:
+        for other in catalog.OTHER_MODULES:
+            assert not issubclass(_resolve(made), _resolve(other)), (made, other)
+
+
+def test_kept_settings_are_plain_attributes_the_forward_keeps():
+    built = {"LayerNorm": (4,), "GroupNorm": (2, 4)}
+    shapes = {"1d": (2, 4, 8), "2d": (2, 4, 8, 8), "3d": (2, 4, 4, 4, 4), "LayerNorm": (2, 8, 4)}
+    for qualname, settings in catalog.KEPT_SETTINGS.items():
+        cls = _resolve(qualname)
+        module = cls(*built.get(cls.__name__, (2,) if "Pool" in cls.__name__ else ()))
+        before = {s: module.__dict__[s] for s in settings}  # plain: not a tensor nor a module
+        assert not any(isinstance(v, (torch.Tensor, torch.nn.Module)) for v in before.values())
+        shape = next((v for k, v in shapes.items() if cls.__name__.endswith(k)), (2, 4, 8, 8))
+        for training in (True, False):
+            module.train(training)(torch.randn(*shape))
+        assert {s: module.__dict__[s] for s in settings} == before, qualname
+
+
 def test_module_attributes_cover_nn_module():
     public = {n for n in dir(torch.nn.Module) if not n.startswith("_")} | {"training"}
     assert public <= catalog.MODULE_ATTRIBUTES

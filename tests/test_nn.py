@@ -824,6 +824,10 @@ def test_constructor_argument_order() -> None:
     assert mnn.Add(3).alpha == 3 and mnn.Sub(2).alpha == 2
     assert mnn.Div("trunc").rounding_mode == "trunc"
     assert mnn.Concat(2).dim == 2 and mnn.Stack(1).dim == 1
+    assert (mnn.CumSum(1, torch.float64).dim, mnn.CumSum(1, torch.float64).dtype) == (
+        1,
+        torch.float64,
+    )
     m = mnn.Mean(1, True)
     assert (m.dim, m.keepdim) == (1, True)
     s = mnn.Sum((0, 1), True)

@@ -152,6 +152,26 @@ class ClassAttributes:
                 return i, True
         return len(self.init.body) - 1, True
 
+    def unsettled(self, attr: str) -> str | None:
+        """Why `__init__`, which assigns `self.<attr>` in a nested statement, may leave it unset
+        or set it again (None: it assigns it only within one top-level `if` statement, once on
+        each of its paths, `if flatten: self.dim = 1` / `else: self.dim = 2`, and no path
+        leaves that statement by `return`: after it, the value is final)."""
+        info = self.attrs.get(attr)
+        assert info is not None and self.init is not None  # `__init__` assigns it
+        top = self.init.body[info.top_index]
+        found = sum(
+            1
+            for node in ast.walk(top)
+            if isinstance(node, ast.Assign)
+            and any(self_attr(t) and t.attr == attr for t in node.targets)
+        )
+        if found != info.count:
+            return "is assigned by several statements of `__init__`"
+        if any(isinstance(n, ast.Return) for n in ast.walk(top)):
+            return "is assigned in a statement of `__init__` that may `return`"
+        return _once_on_every_path([top], attr)
+
     def module_attrs(self) -> set[str]:
         """Attributes that hold modules: assigned a call (not a parameter), another name for
         one (`self.b = self.a`), or set elsewhere."""
@@ -250,3 +270,37 @@ def _value_kind(value: ast.expr, resolve) -> str | None:
     ):
         return "plain"
     return None
+
+
+def _once_on_every_path(block: list[ast.stmt], attr: str) -> str | None:
+    """Why running `block` may not assign `self.<attr>` exactly once (None: it does, whichever
+    way it goes: at its top level, or in an `if` whose every branch does)."""
+    times = 0
+    for stmt in block:
+        if isinstance(stmt, ast.Assign) and any(
+            self_attr(t) and t.attr == attr for t in stmt.targets
+        ):
+            times += 1
+        elif isinstance(stmt, ast.If) and _assigns_attr(stmt, attr):
+            if not stmt.orelse:
+                return "is assigned on some paths of `__init__` only"
+            why = _once_on_every_path(stmt.body, attr) or _once_on_every_path(stmt.orelse, attr)
+            if why:
+                return why
+            times += 1
+        elif _assigns_attr(stmt, attr):
+            return "is assigned in a loop or block of `__init__` that may repeat or skip it"
+    if times == 0:
+        return "is assigned on some paths of `__init__` only"
+    return None if times == 1 else "is assigned more than once on a path of `__init__`"
+
+
+def _assigns_attr(stmt: ast.stmt, attr: str) -> bool:
+    return any(
+        isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and any(
+            self_attr(t) and t.attr == attr
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        for node in ast.walk(stmt)
+    )

@@ -12,10 +12,9 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
+from migrator.rewrite.submodule_walks import Walk, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
-# Reading these in a method means the class's behaviour depends on its set of submodules.
-_SUBMODULE_VIEWS = frozenset("children named_children modules named_modules _modules".split())
 _CONTAINERS = frozenset(
     f"torch.nn.{c}" for c in "Sequential ModuleList ModuleDict ParameterList ParameterDict".split()
 )
@@ -32,9 +31,8 @@ class ModuleCreator:
         self.family = family
         self.names = names
         self.registrations: list[Registration] = []
-        self._walked: str | None = None
-        self._walks_known = False
-        """What `_walks_submodules` found (False: not looked yet)."""
+        self._walks: list[Walk] | None = None
+        """The methods going through the class's submodules (None: not looked yet)."""
 
     def create(
         self,
@@ -48,7 +46,7 @@ class ModuleCreator:
         """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
         `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop);
         return the new attribute name."""
-        self.can_create()
+        self.can_create(module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -58,7 +56,7 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key, copies)
+        return self._plan(self.ctx.module_ref(module), base, ctor, deps, key, copies)
 
     def create_as(
         self,
@@ -69,9 +67,21 @@ class ModuleCreator:
         key: Key,
         copies: Copies | None = None,
     ) -> str:
-        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it
-        (an nn.ModuleList of them for the `copies` of a loop); return the new attribute name."""
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it,
+        a class `fix` adds to the file (an nn.ModuleList of them for the `copies` of a loop);
+        return the new attribute name."""
         self.can_create()
+        return self._plan(module, base, ctor, deps, key, copies)
+
+    def _plan(
+        self,
+        module: str,
+        base: str,
+        ctor: list[str],
+        deps: set[str],
+        key: Key,
+        copies: Copies | None,
+    ) -> str:
         name = self.names.new(base)
         if copies is None:
             registration = Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
@@ -106,8 +116,19 @@ class ModuleCreator:
         )
         return name
 
-    def can_create(self) -> None:
-        """Raise a refusal when `__init__` has no safe place for a new module."""
+    def can_copy(self, original: InitAttr) -> None:
+        """Raise a refusal when a copy of the module `__init__` assigns to `original` would
+        change what the class does: it would join a container's modules, or a walk of them."""
+        container = self._container()
+        if container:
+            raise Refusal("MIG109", f"{container}: a copy would join the modules it goes through")
+        value = original.value
+        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        self._walked_by(made)
+
+    def can_create(self, made: str | None = None) -> None:
+        """Raise a refusal when `__init__` has no safe place for a new module of class `made`
+        (qualified name; None: a class `fix` adds, or not known)."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
             raise Refusal(
@@ -119,6 +140,7 @@ class ModuleCreator:
             raise Refusal(
                 "MIG109", f"{container}: a new submodule would join the modules it goes through"
             )
+        self._walked_by(made)
         init, super_index = self.attributes.init, self.attributes.super_index
         if init is None:
             return
@@ -134,28 +156,28 @@ class ModuleCreator:
             )
 
     def _container(self) -> str | None:
-        """Why a new submodule would change behaviour: the class is a torch.nn container, or
-        it iterates over its own submodules (None: neither)."""
+        """Why a new submodule would change behaviour: the class is a torch.nn container
+        (None: it is not)."""
         cls = self.attributes.cls
         for each in [cls, *self.family.ancestors(cls)]:
             for base in each.bases:
                 if base in _CONTAINERS:
                     return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
-        if not self._walks_known:
-            self._walked, self._walks_known = self._walks_submodules(), True
-        return self._walked
-
-    def _walks_submodules(self) -> str | None:
-        """Which method goes through the class's own submodules (None: none)."""
-        for method in self.attributes.methods.values():
-            for visit in self.ctx.visits(method):
-                node = visit.node
-                if (
-                    isinstance(node, ast.Attribute)
-                    and node.attr in _SUBMODULE_VIEWS
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id == "self"
-                    and method.name != "__init__"
-                ):
-                    return f"`{method.name}` goes through `self.{node.attr}`"
         return None
+
+    def _walked_by(self, made: str | None) -> None:
+        """Refuse when a method going through the class's submodules may act on a new one of
+        class `made` (qualified name; None: not known)."""
+        if self._walks is None:
+            cls, family = self.attributes.cls, self.family
+            related = [
+                c
+                for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
+                + family.subclasses_elsewhere(cls)
+                if not c.qualname.startswith("torch.")  # containers: `_container`
+            ]
+            self._walks = submodule_walks(self.ctx, cls, [cls, *related])
+        for walk in self._walks:
+            why = walk.touches(made, self.names.taken)
+            if why:
+                raise Refusal("MIG109", why)

@@ -68,10 +68,13 @@ class HyperParameters:
         if self_attr(node):
             attributes = self.attributes
             info = attributes.attrs.get(node.attr)
+            if info is None and self._inherited_setting(node):
+                return None
             if info is None or node.attr in attributes.assigned_elsewhere:
                 return f"`self.{node.attr}` is not assigned only in `__init__`"
-            if info.nested:
-                return f"`self.{node.attr}` is assigned conditionally or repeatedly in `__init__`"
+            unsettled = info.nested and attributes.unsettled(node.attr)
+            if unsettled:
+                return f"`self.{node.attr}` {unsettled}"
             if node.attr in attributes.module_attrs() or node.attr in attributes.tensor_attrs:
                 return f"`self.{node.attr}` is a module or a tensor"
             deps.add(node.attr)
@@ -121,6 +124,32 @@ class HyperParameters:
         deps.add(owner)
         return None
 
+    def _inherited_setting(self, node: ast.Attribute) -> bool:
+        """Whether `self.<setting>` is set by the constructor of a torch.nn base class that
+        keeps it (`catalog.KEPT_SETTINGS`: `self.kernel_size` of an `nn.AvgPool2d` subclass) and
+        no class of the project in the family assigns it or defines it at class level (a
+        property): fixed once `super().__init__()` ran."""
+        cls, family = self.attributes.cls, self.attributes.family
+        lineage = [cls, *family.ancestors(cls)]
+        kept = any(
+            node.attr in catalog.KEPT_SETTINGS.get(base or "", ())
+            for each in lineage
+            for base in each.bases
+        )
+        known = {each.qualname for each in lineage}
+        if not kept or any(
+            base is None or not (base.startswith("torch.nn.") or base in known)
+            for each in lineage
+            for base in each.bases
+        ):
+            return False  # or a base of unknown source may assign it
+        related = lineage + family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls)
+        return not any(
+            _assigns(each.node, node) or node.attr in _class_level_names(each.node)
+            for each in related
+            if not each.qualname.startswith("torch.")  # torch's own: the test of the table
+        )
+
     def _pure_function(self, node: ast.Call) -> bool:
         """Whether `node` calls a function whose result depends only on its positional
         arguments: a `math` function of `catalog.PURE_FUNCTIONS`, or the builtin `float`/`int`."""
@@ -130,6 +159,19 @@ class HyperParameters:
         if isinstance(func, ast.Name) and func.id in ("float", "int"):
             return self.ctx.info.names.is_free(func.id)
         return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
+
+
+def _class_level_names(cls: ast.ClassDef) -> set[str]:
+    """The methods, properties and class attributes a class statement defines."""
+    names: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
 
 
 def _assigns(scope: ast.AST, target: ast.expr) -> bool:

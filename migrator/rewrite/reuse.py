@@ -181,6 +181,7 @@ class ReusedModules:
         assert init is not None  # it assigns `info`
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
+        self.creator.can_copy(info)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         for site in sites:

@@ -57,6 +57,10 @@ class TakenNames:
             self.ctx.class_names[cls.qualname] = _names_defined(cls.node, self.ctx.visits)
         return self.ctx.class_names[cls.qualname]
 
+    def taken(self, name: str) -> bool:
+        """Whether a new module cannot take `name`."""
+        return name in self._taken
+
     def new(self, base: str) -> str:
         """A free name `base` or `base_<n>`, now taken and known as created in the class."""
         n = self._tried.get(base, 0)
