@@ -7,6 +7,7 @@ import ast
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
+from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
 
 
@@ -61,7 +62,7 @@ def _counts(
 
     functions = {("own", n): f for n, f in methods.items()}
     functions.update({("sub", n): f for n, f in overrides.items()})
-    calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
+    calls: dict[tuple[str, str], dict[tuple[str, str], tuple[list[ast.AST], bool]]] = {}
     for key, function in functions.items():
         for visit in ctx.visits(function):
             node = visit.node
@@ -80,7 +81,8 @@ def _counts(
             else:
                 continue
             if callee and callee != key:
-                calls.setdefault(callee, []).append((key, visit.repeated))
+                nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
+                calls[callee][key] = ([*nodes, node], repeated or visit.repeated)
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
 
@@ -91,9 +93,12 @@ def _counts(
             return MANY
         if key not in counts:
             total = 0
-            for caller, repeated in calls.get(key, []):
+            for caller, (nodes, repeated) in calls.get(key, {}).items():
                 times = count(caller, stack + (key,))
-                total += MANY if (repeated and times) else times
+                if repeated and times:
+                    total += MANY
+                elif times:  # calls in exclusive branches of the caller do not add up
+                    total += times * most_runs(functions[caller], nodes)
             counts[key] = min(total, MANY)
         return counts[key]
 
