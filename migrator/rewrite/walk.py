@@ -1,20 +1,18 @@
 """Walk a function's body in source order, knowing for every node whether it may run more than
-once per call (loops, comprehensions, lambdas, nested functions) and which statement holds it."""
+once per call (loops, comprehensions, lambdas, nested functions) and which statement holds it.
+A comprehension's `for` clauses are loops like `for` statements: its first iterable runs once,
+in the enclosing scope."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-_REPEATING = (
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-    ast.Lambda,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-)
+_REPEATING = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+Loop = ast.For | ast.comprehension
+"""A `for` statement, or a `for` clause of a comprehension."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,18 +22,19 @@ class Visit:
     """The innermost statement holding the node."""
     repeated: bool
     """Inside a loop body, comprehension, lambda or nested function."""
-    loops: tuple[ast.For, ...] = ()
-    """The `for` statements whose body holds the node, outermost first."""
+    loops: tuple[Loop, ...] = ()
+    """The `for` statements whose body, and comprehension clauses whose element or later
+    clauses, hold the node, outermost first."""
     other: bool = False
-    """Repeated by something else than those loops' bodies (a comprehension, lambda, nested
-    function, `while` or `async for` loop, a `for` target)."""
+    """Repeated by something else than those loops (a lambda, nested function, `while` or
+    `async` loop, a loop's target)."""
 
 
 def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
     visits: list[Visit] = []
-    Loops = tuple[ast.For, ...]
+    Loops = tuple[Loop, ...]
     stack: list[tuple[ast.AST, ast.stmt, Loops, bool]] = [
         (s, s, (), False) for s in reversed(func.body)
     ]
@@ -59,6 +58,24 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
                 *([(node.iter, stmt, loops, other)] if isinstance(node, ast.AsyncFor) else []),
                 *((c, c, loops, True) for c in node.body),
                 *((c, c, loops, other) for c in node.orelse),
+            ]
+        elif isinstance(node, _COMPREHENSIONS):
+            children = []
+            inner_loops, inner_other = loops, other
+            for clause in node.generators:  # each clause runs once an iteration of the former
+                children.append((clause, stmt, inner_loops, inner_other))
+                if clause.is_async:
+                    inner_other = True
+                else:
+                    inner_loops = (*inner_loops, clause)
+            elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            children = [(e, stmt, inner_loops, inner_other) for e in elements] + children
+        elif isinstance(node, ast.comprehension):
+            looped = (*loops, node) if not node.is_async else loops
+            children = [
+                (node.target, stmt, loops, True),
+                (node.iter, stmt, loops, other),
+                *((c, stmt, looped, other or bool(node.is_async)) for c in node.ifs),
             ]
         else:
             inner = other or isinstance(node, _REPEATING)
