@@ -22,7 +22,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.plan import Replace, ReplaceKind
-from migrator.rewrite.walk import Loop, Visit, header_lines
+from migrator.rewrite.walk import Loop, Visit, header_lines, repeats
 
 _CONTAINERS = frozenset(
     {
@@ -111,10 +111,9 @@ class LoopCopies:
 
     def copies(self, visit: Visit) -> Copies:
         """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
-        in a way no copies can follow, with why the loop cannot index them (or no message:
-        a lambda, nested function, `while` or `async` loop)."""
-        if visit.other or not visit.loops:
-            raise Refusal("MIG105", "")
+        in a way no copies can follow, with why the loop cannot index them."""
+        if visit.repeater is not None:
+            raise Refusal("MIG105", repeats(visit.repeater))
         found: list[Trips] = []
         for loop in visit.loops:
             trips = self._trips.get(id(loop))
