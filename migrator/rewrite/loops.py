@@ -166,8 +166,8 @@ class LoopCopies:
                 and isinstance(call.func, ast.Name)
                 and call.func.id in ("range", "enumerate")
             ):
-                raise Refusal(
-                    None, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
+                raise self._unfixed(
+                    loop.iter, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
                 )
             raise self._unfixed(
                 loop.iter, f"the trip count of `{shown}` is not fixed at `__init__` time"
