@@ -73,7 +73,14 @@ def test_inplace_op_on_module_output(module, fresh):
 
 
 @pytest.mark.parametrize(
-    "name", ["loops_range", "loops_enumerate", "loops_nested", "loops_comprehension"]
+    "name",
+    [
+        "loops_range",
+        "loops_enumerate",
+        "loops_nested",
+        "loops_comprehension",
+        "helpers_in_loops",
+    ],
 )
 def test_loop_copies_leave_the_preparer_nothing(name):
     """fx unrolls a loop: the preparer gives each iteration's op, or each iteration's call of a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
@@ -48,6 +49,50 @@ def inherited_reach(
         for name, method in own.items()
         if counts[name] > 0 and name != "__init__" and not unbound(method)
     }
+
+
+@dataclass(frozen=True)
+class InitRun:
+    """How `__init__` runs a method on the forward path."""
+
+    via: str
+    """The `__init__` that runs it (the class's own or a base's), as shown in findings."""
+    before: int | None
+    """The top-level statement of the class's own `__init__` that first runs it: modules
+    created before that statement exist then; None when a base's `__init__` runs it (no new
+    module exists yet)."""
+
+
+def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
+    """Method name -> how `__init__` runs it (maybe through other methods), for the methods
+    the class's `__init__` or a base's runs."""
+    chain = [cls, *family.ancestors(cls)]
+    methods: dict[str, ast.FunctionDef] = {}
+    for each in reversed(chain):  # the nearest class's methods win
+        methods.update(each.methods())
+
+    def closure(node: ast.AST) -> list[str]:
+        """The methods `node` runs, directly or through others."""
+        found: list[str] = []
+        todo = [node]
+        while todo:
+            for call in ast.walk(todo.pop()):
+                name = call.func.attr if isinstance(call, ast.Call) and self_attr(call.func) else ""
+                if name in methods and name != "__init__" and name not in found:
+                    found.append(name)
+                    todo.append(methods[name])
+        return found
+
+    runs: dict[str, InitRun] = {}
+    for base in chain[1:]:
+        init = base.methods().get("__init__")
+        for name in closure(init) if init is not None else []:
+            runs.setdefault(name, InitRun(f"`{base.name}.__init__`", None))
+    own = cls.methods().get("__init__")
+    for index, stmt in enumerate(own.body if own is not None else []):
+        for name in closure(stmt):
+            runs.setdefault(name, InitRun(f"`{cls.name}.__init__`", index))
+    return runs
 
 
 def _counts(

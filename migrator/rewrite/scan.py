@@ -22,6 +22,7 @@ from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
+from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
@@ -48,6 +49,7 @@ class Scanner:
         methods: dict[str, ast.FunctionDef],
         owner: ClassInfo,
         loops: LoopCopies,
+        init_run: InitRun | None = None,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -66,6 +68,9 @@ class Scanner:
         """The class's methods (its static methods are helpers)."""
         self.owner = owner
         self.loops = loops
+        self.init_run = init_run
+        """How `__init__` runs the method (a module created there may not exist yet then), if
+        it does."""
         self.shadowed = self.ctx.locals_of(method)
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
@@ -115,10 +120,29 @@ class Scanner:
             return None
         if self.times > 1:
             return "the loop is in a method that runs more than once per forward"
+        if self.init_run:
+            return f"the loop is in a method that {self.init_run.via} runs"
         try:
             return self.loops.copies(visit)
         except Refusal as why:
             return why.message
+
+    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> Copies | None:
+        """The copies of the module an op at `visit` becomes, one an iteration of the loops
+        around it (None: it runs once per run of the method); raises a MIG105 refusal when
+        it repeats in a way no copies can follow, or is not `copyable`."""
+        if not visit.repeated:
+            return None
+        try:
+            if not copyable:
+                raise Refusal("MIG105", "")
+            return self.loops.copies(visit)
+        except Refusal as why:
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop or comprehension: one module would serve every "
+                f"iteration{_no_copies(why.message)}; left as is",
+            ) from None
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
@@ -134,7 +158,7 @@ class Scanner:
                     self._times(visit),
                     self.order.key(self.method, node),
                     method=self.method,
-                    skipped=self.ctx.suppressed(func, "MIG003"),
+                    skipped=self.ctx.suppressed(func, "MIG003") or self.init_run is not None,
                     loop=self._loop(visit),
                 )
             )
@@ -173,6 +197,30 @@ class Scanner:
                         op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
                     )
 
+    def _ceiling(self, label: str, deps: set[str], copies: Copies | None) -> int | None:
+        """The top-level `__init__` statement a module created for an op of this method must
+        precede, because `__init__` runs the method there (None: anywhere); raises a MIG109
+        refusal when a base's `__init__` runs it, or what the module needs comes later."""
+        run = self.init_run
+        if run is None:
+            return None
+        needs = [self.attrs[d].top_index for d in deps | (copies.deps if copies else set())]
+        needs += [copies.floor] if copies else []
+        super_index = self.creator.attributes.super_index
+        if run.before is None or super_index is None:
+            raise Refusal(
+                "MIG109",
+                f"{label} is in `{self.method.name}`, which {run.via} runs before a module "
+                "created for it would exist; left as is",
+            )
+        if max([super_index, *needs]) >= run.before:
+            raise Refusal(
+                "MIG109",
+                f"{label} is in `{self.method.name}`, which {run.via} runs before what a "
+                "module created for it reads is set; left as is",
+            )
+        return run.before
+
     def _runs_once(self, label: str) -> None:
         """Refuse an op in a helper method that runs more than once per forward (MIG110)."""
         if self.times > 1:
@@ -210,12 +258,7 @@ class Scanner:
                 f"{label}: its first argument is not proven to be a tensor (nor `self`), "
                 f"which `{function.name}` as a module would take it for; left as is",
             )
-        if visit.repeated:
-            raise Refusal(
-                "MIG105",
-                f"{label} runs in a loop or comprehension: one module would serve every "
-                "iteration; left as is",
-            )
+        copies = self._copies(visit, label)
         self._runs_once(label)
         _module_methods(function, node, label)
         owner = self.owner if function in self.methods.values() else None
@@ -238,17 +281,33 @@ class Scanner:
         ]
         inputs += [(InputRef("kw", keyword=k.arg or ""), k.arg) for k in node.keywords]
         base = function.name.strip("_") or "helper"
-        name = self.creator.create_as(made.name, base, [], set(), self.order.key(self.method, node))
+        name = self.creator.create_as(
+            made.name,
+            base,
+            [],
+            set(),
+            self.order.key(self.method, node),
+            copies,
+            self._ceiling(label, set(), copies),
+        )
+        made_as = f"`self.{name}` = {made.name}()"
+        index = ""
+        if copies is not None:
+            self.loops.commit(copies)
+            index = copies.subscript
+            made_as = (
+                f"`self.{name}{index}`, one {made.name}() an iteration ({copies.describe()}) "
+                "in an nn.ModuleList"
+            )
         self.ctx.plan.replaces.append(
-            Replace("call", self.ctx.positions.span(node), name, tuple(inputs))
+            Replace("call", self.ctx.positions.span(node), name, tuple(inputs), index)
         )
         self.ctx.helper_calls.add(id(node))
         module = self.ctx.info.names.module
         self.ctx.report(
             node,
             "MIG004",
-            f"{label} -> `self.{name}` = {made.name}(): `{function.name}` as a module, "
-            "added beside it",
+            f"{label} -> {made_as}: `{function.name}` as a module, added beside it",
             op=function.name,
             module=f"{module}.{made.name}" if module else made.name,
             attr=name,
@@ -404,18 +463,7 @@ class Scanner:
             if toolkit is not None and toolkit.renames is not None:
                 module, renames = toolkit.qualname, dict(toolkit.renames)
                 ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
-        copies = None
-        if visit.repeated:
-            try:
-                if weight_module is not None:
-                    raise Refusal("MIG105", "")
-                copies = self.loops.copies(visit)
-            except Refusal as why:
-                raise Refusal(
-                    "MIG105",
-                    f"{label} runs in a loop or comprehension: one module would serve every "
-                    f"iteration{_no_copies(why.message)}; left as is",
-                ) from None
+        copies = self._copies(visit, label, weight_module is None)
         self._runs_once(label)
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
@@ -443,7 +491,13 @@ class Scanner:
                 f"quantizer would reject {module.rsplit('.', 1)[1]}); left as is",
             )
         name = self.creator.create(
-            module, key, ctor, deps, self.order.key(self.method, node), copies
+            module,
+            key,
+            ctor,
+            deps,
+            self.order.key(self.method, node),
+            copies,
+            self._ceiling(label, deps, copies),
         )
         index = ""
         short = module.rsplit(".", 1)[1]
