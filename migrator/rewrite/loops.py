@@ -321,7 +321,7 @@ class LoopCopies:
                     continue
                 parent = parents.get(id(node))
                 if isinstance(node.ctx, ast.Store) and node is not _target(info.stmt, attr):
-                    if not _truncation(parent, attr):
+                    if not _truncation(parent, attr) and not self._emptied(parent):
                         raise Refusal(None, f"`self.{attr}` is reassigned in `{name}`")
                 elif isinstance(parent, ast.Attribute) and parent.attr in _GROWS:
                     if method is not init:
@@ -331,6 +331,20 @@ class LoopCopies:
                 elif isinstance(parent, ast.AugAssign) and parent.target is node:
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
         return floor
+
+    def _emptied(self, parent: ast.AST | None) -> bool:
+        """`self.<attr> = []` (or `()`, `nn.ModuleList()`): what is left is never longer."""
+        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return False
+        value = parent.value
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return not value.elts
+        return (
+            isinstance(value, ast.Call)
+            and not value.args
+            and not value.keywords
+            and self.ctx.info.names.resolve(value.func) in _CONTAINERS
+        )
 
     def _container_iter(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Call):
