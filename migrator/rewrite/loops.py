@@ -3,9 +3,10 @@ such a loop gets one copy per iteration, in an `nn.ModuleList` indexed by the lo
 
 A loop qualifies when it is `for i in range(n)` or `for i, ... in enumerate(<containers>)`,
 with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, and a container
-an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow. Its
-index is not rebound in the body, so each iteration calls the copy at its own index; `break`
-and `continue` only leave copies unused (copies are indistinguishable). A loop over `_` gets a
+an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow (other
+iterables zipped with it only shorten the run). Its index is not rebound in the body, so each
+iteration calls the copy at its own index; `break` and `continue` only leave copies unused
+(copies are indistinguishable). A loop over `_` gets a
 fresh index name; a loop over containers (`for blk in self.blocks`) gets one from `enumerate`.
 A `for` clause of a comprehension is such a loop too (an `if` clause, like `break`, only leaves
 copies unused).
