@@ -445,7 +445,15 @@ def _stored(target: ast.AST) -> list[str]:
 
 
 def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
-    """(target, value) pairs `node` binds: assignments, loops, `with ... as`, `:=`."""
+    """(target, value) pairs `node` binds: assignments, loops, `with ... as`, `:=`, and what
+    `xs.append(...)` (`extend`, `insert`) adds to `xs`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "extend", "insert")
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return [(node.func.value, node)]
     if isinstance(node, ast.Assign):
         return [(t, node.value) for t in node.targets]
     if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value:
