@@ -6,10 +6,9 @@ with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, 
 an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow (other
 iterables zipped with it only shorten the run). Its index is not rebound in the body, so each
 iteration calls the copy at its own index; `break` and `continue` only leave copies unused
-(copies are indistinguishable). A loop over `_` gets a
-fresh index name; a loop over containers (`for blk in self.blocks`) gets one from `enumerate`.
-A `for` clause of a comprehension is such a loop too (an `if` clause, like `break`, only leaves
-copies unused).
+(copies are indistinguishable). A loop over `_` gets a fresh index name; a loop over containers
+(`for blk in self.blocks`) gets one from `enumerate`. A `for` clause of a comprehension is such
+a loop too (an `if` clause, like `break`, only leaves copies unused).
 """
 
 from __future__ import annotations
