@@ -72,7 +72,16 @@ def test_inplace_op_on_module_output(module, fresh):
     assert _runtime_converts(source) is fresh
 
 
-@pytest.mark.parametrize("name", ["loops_range", "loops_enumerate", "loops_nested"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "loops_range",
+        "loops_enumerate",
+        "loops_nested",
+        "loops_comprehension",
+        "helpers_in_loops",
+    ],
+)
 def test_loop_copies_leave_the_preparer_nothing(name):
     """fx unrolls a loop: the preparer gives each iteration's op, or each iteration's call of a
     reused stateless module, a module of its own. The static rewrite's nn.ModuleList of copies

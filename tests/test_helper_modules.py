@@ -19,6 +19,7 @@ HELPER_CASES = [
     "helper_module_passed",
     "helper_name_taken",
     "helper_refused",
+    "helpers_in_loops",
     "static_helpers",
 ]
 

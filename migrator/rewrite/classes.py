@@ -19,7 +19,7 @@ from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import inherited_reach, reach
+from migrator.rewrite.runs import inherited_reach, init_reach, reach
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
@@ -58,6 +58,7 @@ class ClassAnalysis:
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
+        init_runs = init_reach(self.cls, self.family)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -88,6 +89,7 @@ class ClassAnalysis:
                 methods=methods,
                 owner=self.cls,
                 loops=loops,
+                init_run=init_runs.get(name),
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 import io
 import tokenize
-from typing import Literal, Sequence
+from typing import Literal, Sequence, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -227,23 +227,11 @@ class _Apply(cst.CSTTransformer):
     # -- statements ----------------------------------------------------------------------------
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
         replace = self._take("enumerate", original.target)
-        if replace is None:
-            return updated
-        target = updated.target
-        if isinstance(target, cst.Tuple) and not target.lpar:
-            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        pair = cst.Tuple(
-            [cst.Element(cst.Name(replace.attr), comma=comma), cst.Element(target)],
-            lpar=[],
-            rpar=[],
-        )
-        items = updated.iter
-        if isinstance(items, (cst.Name, cst.Attribute, cst.Call)):
-            items = items.with_changes(lpar=[], rpar=[])
-        return updated.with_changes(
-            target=pair, iter=cst.Call(cst.Name("enumerate"), [cst.Arg(items)])
-        )
+        return updated if replace is None else _enumerated(updated, replace.attr)
+
+    def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
+        replace = self._take("enumerate", original.target)
+        return updated if replace is None else _enumerated(updated, replace.attr)
 
     def leave_AugAssign(
         self, original: cst.AugAssign, updated: cst.AugAssign
@@ -580,3 +568,23 @@ def _resolve(
     if kind == "star":
         return [(value, "*", source)]
     raise ValueError(ref)
+
+
+_Loop = TypeVar("_Loop", cst.For, cst.CompFor)
+
+
+def _enumerated(loop: _Loop, index: str) -> _Loop:
+    """`for <target> in <items>` -> `for <index>, <target> in enumerate(<items>)`."""
+    target = loop.target
+    if isinstance(target, cst.Tuple) and not target.lpar:
+        target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    pair = cst.Tuple(
+        [cst.Element(cst.Name(index), comma=comma), cst.Element(target)],
+        lpar=[],
+        rpar=[],
+    )
+    items = loop.iter
+    if isinstance(items, (cst.Name, cst.Attribute, cst.Call)):
+        items = items.with_changes(lpar=[], rpar=[])
+    return loop.with_changes(target=pair, iter=cst.Call(cst.Name("enumerate"), [cst.Arg(items)]))

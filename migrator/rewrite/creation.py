@@ -42,10 +42,11 @@ class ModuleCreator:
         deps: set[str],
         key: Key,
         copies: Copies | None = None,
+        ceiling: int | None = None,
     ) -> str:
         """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
-        `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop);
-        return the new attribute name."""
+        `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop;
+        before top-level statement `ceiling` when given); return the new attribute name."""
         self.can_create(module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
@@ -56,7 +57,7 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self._plan(self.ctx.module_ref(module), base, ctor, deps, key, copies)
+        return self._plan(self.ctx.module_ref(module), base, ctor, deps, key, copies, ceiling)
 
     def create_as(
         self,
@@ -66,12 +67,13 @@ class ModuleCreator:
         deps: set[str],
         key: Key,
         copies: Copies | None = None,
+        ceiling: int | None = None,
     ) -> str:
         """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it,
-        a class `fix` adds to the file (an nn.ModuleList of them for the `copies` of a loop);
-        return the new attribute name."""
+        a class `fix` adds to the file (an nn.ModuleList of them for the `copies` of a loop;
+        before top-level statement `ceiling` when given); return the new attribute name."""
         self.can_create()
-        return self._plan(module, base, ctor, deps, key, copies)
+        return self._plan(module, base, ctor, deps, key, copies, ceiling)
 
     def _plan(
         self,
@@ -81,16 +83,23 @@ class ModuleCreator:
         deps: set[str],
         key: Key,
         copies: Copies | None,
+        ceiling: int | None,
     ) -> str:
         name = self.names.new(base)
         if copies is None:
-            registration = Registration(key, f"self.{name} = {module}", deps, args=tuple(ctor))
+            registration = Registration(
+                key, f"self.{name} = {module}", deps, args=tuple(ctor), ceiling=ceiling
+            )
         else:
             value = copies.build(
                 f"{module}({', '.join(ctor)})", self.ctx.module_ref("torch.nn.ModuleList")
             )
             registration = Registration(
-                key, f"self.{name} = {value}", deps | copies.deps, floor=copies.floor
+                key,
+                f"self.{name} = {value}",
+                deps | copies.deps,
+                floor=copies.floor,
+                ceiling=ceiling,
             )
         self.registrations.append(registration)
         return name

@@ -3,23 +3,26 @@ such a loop gets one copy per iteration, in an `nn.ModuleList` indexed by the lo
 
 A loop qualifies when it is `for i in range(n)` or `for i, ... in enumerate(<containers>)`,
 with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, and a container
-an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow. Its
-index is not rebound in the body, so each iteration calls the copy at its own index; `break`
-and `continue` only leave copies unused (copies are indistinguishable). A loop over `_` gets a
-fresh index name; a loop over containers (`for blk in self.blocks`) gets one from `enumerate`.
+an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow (other
+iterables zipped with it only shorten the run). Its index is not rebound in the body, so each
+iteration calls the copy at its own index; `break` and `continue` only leave copies unused
+(copies are indistinguishable). A loop over `_` gets a fresh index name; a loop over containers
+(`for blk in self.blocks`) gets one from `enumerate`. A `for` clause of a comprehension is such
+a loop too (an `if` clause, like `break`, only leaves copies unused).
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.plan import Replace, ReplaceKind
-from migrator.rewrite.walk import Visit, header_lines
+from migrator.rewrite.walk import Loop, Visit, header_lines, repeats
 
 _CONTAINERS = frozenset(
     {
@@ -103,13 +106,14 @@ class LoopCopies:
         self._trips: dict[int, Trips | str] = {}
         self._indexed: set[int] = set()
         self._used: set[str] | None = None
+        self._clauses: dict[int, ast.expr] | None = None
+        self._inputs: dict[str, str] | None = None
 
     def copies(self, visit: Visit) -> Copies:
         """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
-        in a way no copies can follow, with why the loop cannot index them (or no message:
-        a comprehension, lambda, nested function, `while` or `async for` loop)."""
-        if visit.other or not visit.loops:
-            raise Refusal("MIG105", "")
+        in a way no copies can follow, with why the loop cannot index them."""
+        if visit.repeater is not None:
+            raise Refusal("MIG105", repeats(visit.repeater))
         found: list[Trips] = []
         for loop in visit.loops:
             trips = self._trips.get(id(loop))
@@ -139,7 +143,7 @@ class LoopCopies:
                         Replace(kind, self.ctx.positions.span(node), trips.index)
                     )
 
-    def _analyse(self, loop: ast.For, outer: list[Trips]) -> Trips:
+    def _analyse(self, loop: Loop, outer: list[Trips]) -> Trips:
         """How `loop` runs copies; raises a refusal (without code) saying why it cannot."""
         shown = self.ctx.text(loop.iter)
         call = loop.iter
@@ -162,10 +166,12 @@ class LoopCopies:
                 and isinstance(call.func, ast.Name)
                 and call.func.id in ("range", "enumerate")
             ):
-                raise Refusal(
-                    None, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
+                raise self._unfixed(
+                    loop.iter, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
                 )
-            raise Refusal(None, f"the trip count of `{shown}` is not fixed at `__init__` time")
+            raise self._unfixed(
+                loop.iter, f"the trip count of `{shown}` is not fixed at `__init__` time"
+            )
         target: ast.expr = loop.target
         if call.func.id == "enumerate":
             pair = target
@@ -187,19 +193,37 @@ class LoopCopies:
             self._header_changes(loop)
             index = self._fresh([t.index for t in outer])
             return Trips(index, count, over, frozenset(deps), floor, rename=target)
-        inside = [*loop.body, *rest]
-        if any(_binds(n, target.id) for s in inside for n in ast.walk(s)) or any(
+        inside = [*loop.body, *rest] if isinstance(loop, ast.For) else [self._comprehension(loop)]
+        if any(
+            _binds(n, target.id) and n is not target for s in inside for n in ast.walk(s)
+        ) or any(
             isinstance(n, (ast.Global, ast.Nonlocal)) and target.id in n.names
             for n in ast.walk(self.method)
         ):
             raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
         return Trips(target.id, count, over, frozenset(deps), floor)
 
-    def _header_changes(self, loop: ast.For) -> None:
+    def _header_changes(self, loop: Loop) -> None:
         """Raise a refusal when the loop's header, which must change to give it an index, is
         under `# migrator: skip`."""
-        if self.ctx.skip.intersection(header_lines(loop)):
+        if isinstance(loop, ast.For):
+            lines = header_lines(loop)
+        else:
+            assert loop.iter.end_lineno is not None  # parsed: set
+            lines = range(loop.target.lineno, loop.iter.end_lineno + 1)
+        if self.ctx.skip.intersection(lines):
             raise Refusal(None, "it needs an index, and its header is under `# migrator: skip`")
+
+    def _comprehension(self, clause: ast.comprehension) -> ast.expr:
+        """The comprehension whose `for` clause `clause` is."""
+        if self._clauses is None:
+            self._clauses = {
+                id(c): node
+                for node in ast.walk(self.method)
+                if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+                for c in node.generators
+            }
+        return self._clauses[id(clause)]
 
     def _range_count(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         if (
@@ -214,8 +238,8 @@ class LoopCopies:
         try:
             text, deps = self.hyper.resolve(value, self.shadowed)
         except Refusal as why:
-            raise Refusal(
-                None,
+            raise self._unfixed(
+                value,
                 f"its trip count `{self.ctx.text(value)}` is not fixed at `__init__` time "
                 f"({why.message})",
             ) from None
@@ -223,31 +247,36 @@ class LoopCopies:
 
     def _length(self, value: ast.expr) -> tuple[str, set[str], int, str]:
         """`len(...)` of a container attribute, or of `zip(...)` of several, as `__init__`
-        computes it once it has built them."""
+        computes it once it has built them. In a `zip`, other iterables can only shorten
+        the run (copies left unused), so the containers bound it."""
         parts = [value]
-        if (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Name)
-            and value.func.id == "zip"
-            and self._builtin("zip")
-            and value.args
-            and not value.keywords
-        ):
+        if _zip(value) and self._builtin("zip"):
             parts = list(value.args)
         floor = 0
+        attrs: list[str] = []
+        refused: Refusal | None = None
         for part in parts:
             if not self_attr(part):
-                raise Refusal(
-                    None,
-                    f"the length of `{self.ctx.text(value)}` is not fixed at `__init__` time",
+                continue
+            try:
+                floor = max(floor, self._container(part.attr))
+            except Refusal as why:
+                refused = refused or why
+                continue
+            attrs.append(part.attr)
+        if not attrs:
+            raise (
+                self._from_input(value)
+                or refused
+                or Refusal(
+                    None, f"the length of `{self.ctx.text(value)}` is not fixed at `__init__` time"
                 )
-            floor = max(floor, self._container(part.attr))
-        lengths = [f"len(self.{p.attr})" for p in parts if self_attr(p)]
+            )
+        lengths = [f"len(self.{attr})" for attr in attrs]
         if len(lengths) > 1 and not self._init_builtin("min"):
             raise Refusal(None, "`min` is not the builtin in `__init__`")
         if not self._init_builtin("len"):
             raise Refusal(None, "`len` is not the builtin in `__init__`")
-        attrs = [p.attr for p in parts if self_attr(p)]
         if len(lengths) == 1:
             return lengths[0], set(attrs), floor, f"self.{attrs[0]}"
         count = f"min({', '.join(lengths)})"
@@ -292,7 +321,7 @@ class LoopCopies:
                     continue
                 parent = parents.get(id(node))
                 if isinstance(node.ctx, ast.Store) and node is not _target(info.stmt, attr):
-                    if not _truncation(parent, attr):
+                    if not _truncation(parent, attr) and not self._emptied(parent):
                         raise Refusal(None, f"`self.{attr}` is reassigned in `{name}`")
                 elif isinstance(parent, ast.Attribute) and parent.attr in _GROWS:
                     if method is not init:
@@ -303,10 +332,69 @@ class LoopCopies:
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
         return floor
 
+    def _emptied(self, parent: ast.AST | None) -> bool:
+        """`self.<attr> = []` (or `()`, `nn.ModuleList()`): what is left is never longer."""
+        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return False
+        value = parent.value
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return not value.elts
+        return (
+            isinstance(value, ast.Call)
+            and not value.args
+            and not value.keywords
+            and self.ctx.info.names.resolve(value.func) in _CONTAINERS
+        )
+
     def _container_iter(self, value: ast.expr) -> bool:
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            return value.func.id == "zip" and all(self_attr(a) for a in value.args)
+        if isinstance(value, ast.Call):
+            return _zip(value) and any(self_attr(a) for a in value.args)
         return self_attr(value)
+
+    def _unfixed(self, value: ast.expr, message: str) -> Refusal:
+        """A refusal saying which argument of the method the trip count `value` depends on,
+        or else with `message`."""
+        return self._from_input(value) or Refusal(None, message)
+
+    def _from_input(self, value: ast.expr) -> Refusal | None:
+        """A refusal saying which argument of the method the trip count `value` depends on
+        (run-time data: no copies can be counted), if it reads one."""
+        inputs = self._arguments()
+        argument = next((inputs[name] for name in _reads(value) if name in inputs), None)
+        if argument is None:
+            return None
+        return Refusal(
+            None,
+            f"the trip count of `{self.ctx.text(value)}` depends on the input: argument "
+            f"`{argument}` of `{self.method.name}`",
+        )
+
+    def _arguments(self) -> dict[str, str]:
+        """Local name -> the argument of the method its value is computed from (the method's
+        arguments, and names assigned from values that read one, in any order)."""
+        if self._inputs is None:
+            args = self.method.args
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+            params += [a for a in (args.vararg, args.kwarg) if a is not None]
+            self._inputs = {p.arg: p.arg for p in params if p.arg != "self"}
+            bindings = [
+                (target, value)
+                for node in ast.walk(self.method)
+                for target, value in _bindings(node)
+            ]
+            changed = True
+            while changed:
+                changed = False
+                for target, value in bindings:
+                    inputs = self._inputs
+                    source = next((inputs[n] for n in _reads(value) if n in inputs), None)
+                    if source is None:
+                        continue
+                    for name in _stored(target):
+                        if name not in inputs:
+                            inputs[name] = source
+                            changed = True
+        return self._inputs
 
     def _builtin(self, name: str) -> bool:
         """Whether `name` in this method is the builtin."""
@@ -330,6 +418,50 @@ class LoopCopies:
         used = self._used | set(taken)
         candidates = [*_INDEX_NAMES, *(f"i{n}" for n in range(1, len(used) + 2))]
         return next(c for c in candidates if c not in used and self.ctx.info.names.is_free(c))
+
+
+def _zip(value: ast.expr) -> TypeGuard[ast.Call]:
+    """`zip(a, b, ...)`, without keywords (`strict=`) nor `*` arguments."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "zip"
+        and bool(value.args)
+        and not value.keywords
+        and not any(isinstance(a, ast.Starred) for a in value.args)
+    )
+
+
+def _reads(value: ast.AST) -> list[str]:
+    """The names `value` reads, in a fixed order."""
+    return [
+        n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    ]
+
+
+def _stored(target: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """(target, value) pairs `node` binds: assignments, loops, `with ... as`, `:=`, and what
+    `xs.append(...)` (`extend`, `insert`) adds to `xs`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "extend", "insert")
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return [(node.func.value, node)]
+    if isinstance(node, ast.Assign):
+        return [(t, node.value) for t in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value:
+        return [(node.target, node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return [(node.target, node.iter)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars]
+    return []
 
 
 def _target(stmt: ast.stmt, attr: str) -> ast.expr | None:

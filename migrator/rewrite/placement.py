@@ -28,6 +28,9 @@ class Registration:
     """Top-level `__init__` statement it must follow (where a container it counts is final)."""
     args: tuple[str, ...] | None = None
     """The constructor's arguments, when `code` is the statement up to the call's `(`."""
+    ceiling: int | None = None
+    """Top-level `__init__` statement it must precede (that statement runs the method using
+    it); what it reads and `floor` come before it (`Scanner` checks)."""
 
     def text(self, column: int, limit: int) -> str:
         """The statement, for a line indented by `column`, within `limit` columns."""
@@ -99,9 +102,16 @@ class Placement:
         what its arguments read, and the modules created before it."""
         init, attrs = self.attributes.init, self.attributes.attrs
         assert init is not None  # `place` inserts into it
-        index = max([floor, registration.floor] + [attrs[d].top_index for d in registration.deps])
+        needs = [registration.floor] + [attrs[d].top_index for d in registration.deps]
+        index = max([floor, *needs])
         before = [top for key, top in runs if key < registration.key]
         preceding = max(before[-1], index) if before else index
+        ceiling = registration.ceiling
+        if ceiling is not None and preceding >= ceiling:  # out of forward's order, in time
+            assert self.attributes.super_index is not None  # `place` starts after it
+            preceding = max([self.attributes.super_index, *needs])
+            assert preceding < ceiling  # `Scanner._ceiling` checked it
+            return init.body[preceding].lineno, floor
         original = registration.copy_of
         if original is None:
             return init.body[preceding].lineno, preceding

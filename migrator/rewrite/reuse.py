@@ -163,14 +163,15 @@ class ReusedModules:
             )
         looped = [s for s in sites if s.times >= MANY and not isinstance(s.loop, Copies)]
         if looped:
-            why = looped[0].loop
+            why, method = looped[0].loop, looped[0].method
             raise Refusal(
                 "MIG105",
                 f"{where}: one module object serves every iteration"
                 + (
                     f", and the loop cannot index copies: {why}; left as is"
                     if why
-                    else "; unroll the loop or use an nn.ModuleList"
+                    else f" (`{method.name if method else '?'}`, which calls it, runs in a loop "
+                    "per forward); left as is"
                 ),
             )
         if any(1 < s.times < MANY for s in sites):

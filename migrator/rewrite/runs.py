@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
+from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
 
 
@@ -49,6 +51,50 @@ def inherited_reach(
     }
 
 
+@dataclass(frozen=True)
+class InitRun:
+    """How `__init__` runs a method on the forward path."""
+
+    via: str
+    """The `__init__` that runs it (the class's own or a base's), as shown in findings."""
+    before: int | None
+    """The top-level statement of the class's own `__init__` that first runs it: modules
+    created before that statement exist then; None when a base's `__init__` runs it (no new
+    module exists yet)."""
+
+
+def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
+    """Method name -> how `__init__` runs it (maybe through other methods), for the methods
+    the class's `__init__` or a base's runs."""
+    chain = [cls, *family.ancestors(cls)]
+    methods: dict[str, ast.FunctionDef] = {}
+    for each in reversed(chain):  # the nearest class's methods win
+        methods.update(each.methods())
+
+    def closure(node: ast.AST) -> list[str]:
+        """The methods `node` runs, directly or through others."""
+        found: list[str] = []
+        todo = [node]
+        while todo:
+            for call in ast.walk(todo.pop()):
+                name = call.func.attr if isinstance(call, ast.Call) and self_attr(call.func) else ""
+                if name in methods and name != "__init__" and name not in found:
+                    found.append(name)
+                    todo.append(methods[name])
+        return found
+
+    runs: dict[str, InitRun] = {}
+    for base in chain[1:]:
+        init = base.methods().get("__init__")
+        for name in closure(init) if init is not None else []:
+            runs.setdefault(name, InitRun(f"`{base.name}.__init__`", None))
+    own = cls.methods().get("__init__")
+    for index, stmt in enumerate(own.body if own is not None else []):
+        for name in closure(stmt):
+            runs.setdefault(name, InitRun(f"`{cls.name}.__init__`", index))
+    return runs
+
+
 def _counts(
     ctx: FileContext, methods: dict[str, ast.FunctionDef], overrides: dict[str, ast.FunctionDef]
 ) -> dict[str, int]:
@@ -61,7 +107,7 @@ def _counts(
 
     functions = {("own", n): f for n, f in methods.items()}
     functions.update({("sub", n): f for n, f in overrides.items()})
-    calls: dict[tuple[str, str], list[tuple[tuple[str, str], bool]]] = {}
+    calls: dict[tuple[str, str], dict[tuple[str, str], tuple[list[ast.AST], bool]]] = {}
     for key, function in functions.items():
         for visit in ctx.visits(function):
             node = visit.node
@@ -80,7 +126,8 @@ def _counts(
             else:
                 continue
             if callee and callee != key:
-                calls.setdefault(callee, []).append((key, visit.repeated))
+                nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
+                calls[callee][key] = ([*nodes, node], repeated or visit.repeated)
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
 
@@ -91,9 +138,12 @@ def _counts(
             return MANY
         if key not in counts:
             total = 0
-            for caller, repeated in calls.get(key, []):
+            for caller, (nodes, repeated) in calls.get(key, {}).items():
                 times = count(caller, stack + (key,))
-                total += MANY if (repeated and times) else times
+                if repeated and times:
+                    total += MANY
+                elif times:  # calls in exclusive branches of the caller do not add up
+                    total += times * most_runs(functions[caller], nodes)
             counts[key] = min(total, MANY)
         return counts[key]
 

@@ -23,6 +23,7 @@ from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
+from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
 
@@ -49,6 +50,7 @@ class Scanner:
         methods: dict[str, ast.FunctionDef],
         owner: ClassInfo,
         loops: LoopCopies,
+        init_run: InitRun | None = None,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -67,6 +69,9 @@ class Scanner:
         """The class's methods (its static methods are helpers)."""
         self.owner = owner
         self.loops = loops
+        self.init_run = init_run
+        """How `__init__` runs the method (a module created there may not exist yet then), if
+        it does."""
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
@@ -118,10 +123,29 @@ class Scanner:
             return None
         if self.times > 1:
             return "the loop is in a method that runs more than once per forward"
+        if self.init_run:
+            return f"the loop is in a method that {self.init_run.via} runs"
         try:
             return self.loops.copies(visit)
         except Refusal as why:
             return why.message
+
+    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> Copies | None:
+        """The copies of the module an op at `visit` becomes, one an iteration of the loops
+        around it (None: it runs once per run of the method); raises a MIG105 refusal when
+        it repeats in a way no copies can follow, or is not `copyable`."""
+        if not visit.repeated:
+            return None
+        try:
+            if not copyable:
+                raise Refusal("MIG105", "")
+            return self.loops.copies(visit)
+        except Refusal as why:
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop or comprehension: one module would serve every "
+                f"iteration{_no_copies(why.message)}; left as is",
+            ) from None
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
@@ -137,7 +161,7 @@ class Scanner:
                     self._times(visit),
                     self.order.key(self.method, node),
                     method=self.method,
-                    skipped=self.ctx.suppressed(func, "MIG003"),
+                    skipped=self.ctx.suppressed(func, "MIG003") or self.init_run is not None,
                     loop=self._loop(visit),
                 )
             )
@@ -175,6 +199,30 @@ class Scanner:
                     self._inplace(
                         op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
                     )
+
+    def _ceiling(self, label: str, deps: set[str], copies: Copies | None) -> int | None:
+        """The top-level `__init__` statement a module created for an op of this method must
+        precede, because `__init__` runs the method there (None: anywhere); raises a MIG109
+        refusal when a base's `__init__` runs it, or what the module needs comes later."""
+        run = self.init_run
+        if run is None:
+            return None
+        needs = [self.attrs[d].top_index for d in deps | (copies.deps if copies else set())]
+        needs += [copies.floor] if copies else []
+        super_index = self.creator.attributes.super_index
+        if run.before is None or super_index is None:
+            raise Refusal(
+                "MIG109",
+                f"{label} is in `{self.method.name}`, which {run.via} runs before a module "
+                "created for it would exist; left as is",
+            )
+        if max([super_index, *needs]) >= run.before:
+            raise Refusal(
+                "MIG109",
+                f"{label} is in `{self.method.name}`, which {run.via} runs before what a "
+                "module created for it reads is set; left as is",
+            )
+        return run.before
 
     def _runs_once(self, label: str) -> None:
         """Refuse an op in a helper method that runs more than once per forward (MIG110)."""
@@ -223,12 +271,7 @@ class Scanner:
                 f"{label}: its first argument is not proven to be a tensor (nor `self`), "
                 f"which `{function.name}` as a module would take it for; left as is",
             )
-        if visit.repeated:
-            raise Refusal(
-                "MIG105",
-                f"{label} runs in a loop or comprehension: one module would serve every "
-                "iteration; left as is",
-            )
+        copies = self._copies(visit, label)
         self._runs_once(label)
         _module_methods(function, node, label)
         owner = self.owner if function in self.methods.values() else None
@@ -245,9 +288,10 @@ class Scanner:
         self.creator.can_create()
         key = self.order.key(self.method, node)
         base = function.name.strip("_") or "helper"
+        ceiling = self._ceiling(label, set(), copies)
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
-            name = self.creator.create(twin, base, [], set(), key)
+            name = self.creator.create(twin, base, [], set(), key, copies, ceiling)
         else:
             made = modules.module_for(function, owner)
             if made is None:
@@ -255,20 +299,28 @@ class Scanner:
             module_name = self.ctx.info.names.module
             cls, where = made.name, ""
             module = f"{module_name}.{cls}" if module_name else cls
-            name = self.creator.create_as(cls, base, [], set(), key)
+            name = self.creator.create_as(cls, base, [], set(), key, copies, ceiling)
         inputs: list[tuple[InputRef, str | None]] = [
             (InputRef("arg", i), None) for i in range(len(node.args))
         ]
         inputs += [(InputRef("kw", keyword=k.arg or ""), k.arg) for k in node.keywords]
+        made_as = f"`self.{name}` = {cls}()"
+        index = ""
+        if copies is not None:
+            self.loops.commit(copies)
+            index = copies.subscript
+            made_as = (
+                f"`self.{name}{index}`, one {cls}() an iteration ({copies.describe()}) "
+                "in an nn.ModuleList"
+            )
         self.ctx.plan.replaces.append(
-            Replace("call", self.ctx.positions.span(node), name, tuple(inputs))
+            Replace("call", self.ctx.positions.span(node), name, tuple(inputs), index)
         )
         self.ctx.helper_calls.add(id(node))
         self.ctx.report(
             node,
             "MIG004",
-            f"{label} -> `self.{name}` = {cls}(): `{function.name}` as a module, "
-            f"added beside it{where}",
+            f"{label} -> {made_as}: `{function.name}` as a module, added beside it{where}",
             op=function.name,
             module=module,
             attr=name,
@@ -437,18 +489,7 @@ class Scanner:
             if toolkit is not None and toolkit.renames is not None:
                 module, renames = toolkit.qualname, dict(toolkit.renames)
                 ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
-        copies = None
-        if visit.repeated:
-            try:
-                if weight_module is not None:
-                    raise Refusal("MIG105", "")
-                copies = self.loops.copies(visit)
-            except Refusal as why:
-                raise Refusal(
-                    "MIG105",
-                    f"{label} runs in a loop or comprehension: one module would serve every "
-                    f"iteration{_no_copies(why.message)}; left as is",
-                ) from None
+        copies = self._copies(visit, label, weight_module is None)
         self._runs_once(label)
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
@@ -476,7 +517,13 @@ class Scanner:
                 f"quantizer would reject {module.rsplit('.', 1)[1]}); left as is",
             )
         name = self.creator.create(
-            module, key, ctor, deps, self.order.key(self.method, node), copies
+            module,
+            key,
+            ctor,
+            deps,
+            self.order.key(self.method, node),
+            copies,
+            self._ceiling(label, deps, copies),
         )
         index = ""
         short = module.rsplit(".", 1)[1]

@@ -1,20 +1,18 @@
 """Walk a function's body in source order, knowing for every node whether it may run more than
-once per call (loops, comprehensions, lambdas, nested functions) and which statement holds it."""
+once per call (loops, comprehensions, lambdas, nested functions) and which statement holds it.
+A comprehension's `for` clauses are loops like `for` statements: its first iterable runs once,
+in the enclosing scope."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-_REPEATING = (
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-    ast.Lambda,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-)
+_REPEATING = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+Loop = ast.For | ast.comprehension
+"""A `for` statement, or a `for` clause of a comprehension."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,30 +22,37 @@ class Visit:
     """The innermost statement holding the node."""
     repeated: bool
     """Inside a loop body, comprehension, lambda or nested function."""
-    loops: tuple[ast.For, ...] = ()
-    """The `for` statements whose body holds the node, outermost first."""
-    other: bool = False
-    """Repeated by something else than those loops' bodies (a comprehension, lambda, nested
-    function, `while` or `async for` loop, a `for` target)."""
+    loops: tuple[Loop, ...] = ()
+    """The `for` statements whose body, and comprehension clauses whose element or later
+    clauses, hold the node, outermost first."""
+    repeater: ast.AST | None = None
+    """What repeats the node besides those loops (a lambda, nested function, `while` or
+    `async` loop or clause; a loop whose target holds it), the outermost; None if nothing."""
+
+    @property
+    def other(self) -> bool:
+        """Repeated by something else than `loops`."""
+        return self.repeater is not None
 
 
 def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
     visits: list[Visit] = []
-    Loops = tuple[ast.For, ...]
-    stack: list[tuple[ast.AST, ast.stmt, Loops, bool]] = [
-        (s, s, (), False) for s in reversed(func.body)
+    Loops = tuple[Loop, ...]
+    Other = ast.AST | None
+    stack: list[tuple[ast.AST, ast.stmt, Loops, Other]] = [
+        (s, s, (), None) for s in reversed(func.body)
     ]
     while stack:
         node, stmt, loops, other = stack.pop()
         if isinstance(node, ast.stmt):
             stmt = node
-        visits.append(Visit(node, stmt, bool(loops) or other, loops, other))
-        children: list[tuple[ast.AST, ast.stmt, Loops, bool]]
+        visits.append(Visit(node, stmt, bool(loops) or other is not None, loops, other))
+        children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
         if isinstance(node, ast.For):
             children = [
-                (node.target, stmt, loops, True),
+                (node.target, stmt, loops, other or node),
                 (node.iter, stmt, loops, other),
                 *((c, c, (*loops, node), other) for c in node.body),
                 *((c, c, loops, other) for c in node.orelse),
@@ -55,13 +60,31 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         elif isinstance(node, (ast.AsyncFor, ast.While)):
             head = node.target if isinstance(node, ast.AsyncFor) else node.test
             children = [
-                (head, stmt, loops, True),
+                (head, stmt, loops, other or node),
                 *([(node.iter, stmt, loops, other)] if isinstance(node, ast.AsyncFor) else []),
-                *((c, c, loops, True) for c in node.body),
+                *((c, c, loops, other or node) for c in node.body),
                 *((c, c, loops, other) for c in node.orelse),
             ]
+        elif isinstance(node, _COMPREHENSIONS):
+            children = []
+            inner_loops, inner_other = loops, other
+            for clause in node.generators:  # each clause runs once an iteration of the former
+                children.append((clause, stmt, inner_loops, inner_other))
+                if clause.is_async:
+                    inner_other = inner_other or clause
+                else:
+                    inner_loops = (*inner_loops, clause)
+            elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            children = [(e, stmt, inner_loops, inner_other) for e in elements] + children
+        elif isinstance(node, ast.comprehension):
+            looped = (*loops, node) if not node.is_async else loops
+            children = [
+                (node.target, stmt, loops, other or node),
+                (node.iter, stmt, loops, other),
+                *((c, stmt, looped, other or (node if node.is_async else None)) for c in node.ifs),
+            ]
         else:
-            inner = other or isinstance(node, _REPEATING)
+            inner = other or (node if isinstance(node, _REPEATING) else None)
             children = []
             for field in node._fields:
                 value = getattr(node, field, None)
@@ -71,6 +94,19 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
                     children.append((value, stmt, loops, inner))
         stack.extend(reversed(children))
     return visits
+
+
+def repeats(node: ast.AST) -> str:
+    """Why a node that `node` repeats can run any number of times per call."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"it is in nested function `{node.name}`, which can run any number of times"
+    if isinstance(node, ast.Lambda):
+        return "it is in a lambda, which can run any number of times"
+    if isinstance(node, ast.While):
+        return "the trip count of a `while` loop is not fixed at `__init__` time"
+    if isinstance(node, ast.AsyncFor) or isinstance(node, ast.comprehension) and node.is_async:
+        return "the trip count of an `async for` is not fixed at `__init__` time"
+    return "it is in a loop's target"
 
 
 def header_lines(stmt: ast.stmt) -> range:
