@@ -101,6 +101,7 @@ def test_ops_module_holds_the_guard(project, capsys):
     capsys.readouterr()
     text = (project / "pkg" / "blocks.py").read_text(encoding="utf-8")
     assert "from pkg.quant_ops import Add, Mul, stateless_copy" in text
+    _forget_pkg()  # another test's package of the same name may be imported
     sys.path.insert(0, str(project))
     try:
         blocks = import_path(project / "pkg" / "blocks.py", "pkg.blocks")
@@ -109,8 +110,12 @@ def test_ops_module_holds_the_guard(project, capsys):
             blocks.Block(4, act_layer=lambda inplace: torch.nn.PReLU())
     finally:
         sys.path.remove(str(project))
-        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-            del sys.modules[name]
+        _forget_pkg()
+
+
+def _forget_pkg() -> None:
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
 
 
 def test_observe_records_classes_state_and_freshness():
