@@ -15,15 +15,16 @@ import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 import torch
 from torch import fx
 from torch.fx.node import map_arg
 
-from migrator.catalog import CATALOG
+from migrator.catalog import CATALOG, Op
 from migrator.prove.outputs import count_tensors, difference, run_seeded
-from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
+from migrator.prove.prepare import prepare_graph, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
 from migrator.prove.trace import SOURCE, TraceFailure
 
@@ -94,23 +95,20 @@ def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> Ch
 def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
     """The migrated model traces, and (prepared, so what its source still calls as functions
     counts as converted) equals the graph `prepare_model` derives from the original."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrepareWarning)
-        try:
-            expected = prepare_model(original)
-        except TraceFailure as exc:
-            return CheckResult(
-                "fx graph", SKIP, f"fx cannot trace the original: {exc.reason} (at {exc.location})"
-            )
-        try:
-            actual = prepare_model(migrated)
-        except TraceFailure as exc:
-            return CheckResult(
-                "fx graph",
-                FAIL,
-                f"the original traces, the migrated model does "
-                f"not: {exc.reason} (at {exc.location})",
-            )
+    try:
+        expected = prepare_graph(original)
+    except TraceFailure as exc:
+        return CheckResult(
+            "fx graph", SKIP, f"fx cannot trace the original: {exc.reason} (at {exc.location})"
+        )
+    try:
+        actual = prepare_graph(migrated)
+    except TraceFailure as exc:
+        return CheckResult(
+            "fx graph",
+            FAIL,
+            f"the original traces, the migrated model does not: {exc.reason} (at {exc.location})",
+        )
     expected_rows, actual_rows = _fx_rows(expected), _fx_rows(actual)
     report = prepare_report(actual)
     figures = {
@@ -150,20 +148,39 @@ def _prepared_notes(report) -> list[str]:
 
 
 def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
-    names = _tensor_names(gm)
+    state = gm.state_dict(keep_vars=True)
+    names = _tensor_names(state)
+    held = _held_names(state, names)
+    modules = dict(gm.named_modules(remove_duplicate=False))
     positions: dict[fx.Node, int] = {}
     rows: list[tuple] = []
     for node in gm.graph.nodes:
         positions[node] = len(rows)
         # map_arg maps nodes to any value; its types allow only fx arguments
         args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
-        target = _fx_target(gm, node, names)
         if node.op == "call_module":
-            module = called_module(gm, node)
+            assert isinstance(node.target, str)  # fx keeps the module's path there
+            module = modules[node.target]
             args, kwargs = _bound(module, args, kwargs)
-            target = (target[0], _effective(module, target[0], dict(target[1]), kwargs), target[2])
+            qualname = _qualname(type(module))
+            hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs)
+            target: Any = (qualname, hyper, tuple(sorted(held.get(node.target, ()))))
+        else:
+            target = _fx_target(gm, node, names)
         rows.append((node.op, target, args, kwargs))
     return rows
+
+
+def _held_names(state: Mapping[str, Any], names: dict[int, str]) -> dict[str, list[str]]:
+    """Module path -> the names (as in `names`) of the tensors its state_dict holds, read off
+    the root's state_dict (a module's keys are those under its path)."""
+    held: dict[str, list[str]] = {}
+    for key, tensor in state.items():
+        path = key
+        while "." in path:
+            path = path.rpartition(".")[0]
+            held.setdefault(path, []).append(names.get(id(tensor), "?"))
+    return held
 
 
 def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: dict) -> tuple:
@@ -171,9 +188,7 @@ def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: d
     (`Arg.at_call`) is the value the call passes, when it passes one (`arguments` loses it),
     and one applied in training mode only (`Arg.gate`) is its default in eval mode. So
     `Mean(dim=1)(x)` and `Mean()(x, dim=1)` are one call."""
-    for op in CATALOG:
-        if op.module_for(True)[0] != qualname:
-            continue
+    for op in _ops_by_module().get(qualname, ()):
         for arg in op.args:
             if arg.gate and hyper.pop(arg.gate, False) and not module.training:
                 hyper[arg.ctor_name] = arg.default
@@ -184,16 +199,65 @@ def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: d
     return tuple(sorted(hyper.items()))
 
 
+@cache
+def _ops_by_module() -> dict[str, list[Op]]:
+    """Qualified module name -> the catalog ops that become it."""
+    ops: dict[str, list[Op]] = {}
+    for op in CATALOG:
+        ops.setdefault(op.module_for(True)[0], []).append(op)
+    return ops
+
+
 def _bound(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A module call's arguments as `forward` receives them: `(q, k, v, mask)` and
     `(q, k, v, attn_mask=mask)` are one call."""
-    signature = None if "forward" in vars(module) else _forward_signature(type(module))
-    try:
-        bound = (signature or inspect.signature(module.forward)).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+    cls, names = type(module), tuple(kwargs)
+    if "forward" in vars(module) or _forward_signature(cls) is None:
+        plan = _binding(lambda: inspect.signature(module.forward), len(args), names)
+    else:  # one binding per class and shape of call
+        key = (cls, len(args), names)
+        if key not in _BINDINGS:
+            _BINDINGS[key] = _binding(lambda: _forward_signature(cls), len(args), names)
+        plan = _BINDINGS[key]
+    if plan is None:
         return args, kwargs
+    given = {**dict(enumerate(args)), **kwargs}
+    return (), {name: _filled(value, given) for name, value in plan.items()}
+
+
+class _Slot:
+    """Where a call's argument goes in a binding: its position, or its keyword."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: int | str) -> None:
+        self.key = key
+
+
+def _binding(signature, count: int, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """`signature()` bound to `count` positional and `names` keyword arguments, defaults
+    applied: parameter -> the `_Slot` of the argument it takes (a tuple or dict of them for
+    `*args` and `**kwargs`) or its default; None when the call does not bind."""
+    try:
+        bound = signature().bind(*map(_Slot, range(count)), **{n: _Slot(n) for n in names})
+    except (TypeError, ValueError):
+        return None
     bound.apply_defaults()
-    return (), dict(bound.arguments)
+    return dict(bound.arguments)
+
+
+def _filled(value: Any, given: dict) -> Any:
+    """A binding's entry with the call's arguments in place of their slots."""
+    if isinstance(value, _Slot):
+        return given[value.key]
+    if isinstance(value, tuple) and any(isinstance(v, _Slot) for v in value):
+        return tuple(given[v.key] for v in value)
+    if isinstance(value, dict) and any(isinstance(v, _Slot) for v in value.values()):
+        return {k: given[v.key] for k, v in value.items()}
+    return value
+
+
+_BINDINGS: dict[tuple[type, int, tuple[str, ...]], dict[str, Any] | None] = {}
 
 
 def _forward_signature(cls: type[torch.nn.Module]) -> inspect.Signature | None:
@@ -216,21 +280,17 @@ def _forward_signature(cls: type[torch.nn.Module]) -> inspect.Signature | None:
 _SIGNATURES: dict[type[torch.nn.Module], inspect.Signature | None] = {}
 
 
-def _tensor_names(module: torch.nn.Module) -> dict[int, str]:
-    """id(tensor) -> the first name it has in `module` (tied weights share one name)."""
+def _tensor_names(state: Mapping[str, Any]) -> dict[int, str]:
+    """id(tensor) -> the first name it has in a module's `state_dict(keep_vars=True)` (tied
+    weights share one name)."""
     names: dict[int, str] = {}
-    for name, tensor in module.state_dict(keep_vars=True).items():
+    for name, tensor in state.items():
         names.setdefault(id(tensor), name)
     return names
 
 
 def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
-    if node.op == "call_module":
-        module = called_module(gm, node)
-        weights = tuple(
-            sorted(names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values())
-        )
-        return (_qualname(type(module)), _hyper_parameters(module), weights)
+    """A node other than a module call: the tensor or function it names."""
     if node.op == "get_attr":
         value = gm
         assert isinstance(node.target, str)  # fx keeps the attribute's path there
@@ -288,7 +348,7 @@ def _describe_fx(gm: fx.GraphModule, position: int) -> str:
     if node.op == "call_module":
         module = called_module(gm, node)
         what = " ".join(repr(module).split())
-        names = _tensor_names(gm)
+        names = _tensor_names(gm.state_dict(keep_vars=True))
         weights = [names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values()]
         held = f" holding {', '.join(weights)}" if weights else ""
     else:

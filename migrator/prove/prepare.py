@@ -34,7 +34,13 @@ from migrator.prove.ops import (
     training_value,
 )
 from migrator.prove.outputs import difference, run_seeded
-from migrator.prove.trace import SOURCE, PrepareError, TraceFailure, trace
+from migrator.prove.trace import (
+    READS_SELF_TRAINING,
+    SOURCE,
+    PrepareError,
+    TraceFailure,
+    trace,
+)
 from migrator.refusal import Refusal
 
 REPORT = "migrator_prepare"
@@ -135,7 +141,26 @@ def prepare_model(
         module_classes_to_exclude=module_classes_to_exclude or (),
         concrete_args=concrete_args,
     )
-    gm = trace(model, **options)
+    gm = _prepare(model, options, code=True)
+    report = prepare_report(gm)
+    if report.left or report.shared:
+        warnings.warn(
+            f"prepare_model({type(model).__name__}): {report}", PrepareWarning, stacklevel=2
+        )
+    if example_inputs is not None:
+        _self_check(model, gm, as_tuple(example_inputs))
+    return gm
+
+
+def prepare_graph(model: torch.nn.Module) -> fx.GraphModule:
+    """The graph `prepare_model(model)` derives, in a `GraphOnly` module: to compare, never to
+    run (no Python code is generated); no warning, the report is in its meta as well."""
+    options = _TraceOptions(modules_to_exclude=(), module_classes_to_exclude=(), concrete_args=None)
+    return _prepare(model, options, code=False)
+
+
+def _prepare(model: torch.nn.Module, options: _TraceOptions, code: bool) -> fx.GraphModule:
+    gm = trace(model, **options, code=code)
     gm.training = model.training
     report = PrepareReport()
     namer = _Namer(gm, model)
@@ -145,12 +170,6 @@ def prepare_model(
         gm.graph.lint()
         gm.recompile()
     gm.meta[REPORT] = report
-    if report.left or report.shared:
-        warnings.warn(
-            f"prepare_model({type(model).__name__}): {report}", PrepareWarning, stacklevel=2
-        )
-    if example_inputs is not None:
-        _self_check(model, gm, as_tuple(example_inputs))
     return gm
 
 
@@ -165,14 +184,19 @@ class _Namer:
     def __init__(self, gm: fx.GraphModule, model: torch.nn.Module) -> None:
         self.gm, self.model = gm, model
         self.taken: set[str] = set()
+        self._used: dict[str, set[str]] = {}
+        """owner -> the attribute names its module has in the model or the GraphModule before
+        any is added (each name added is in `taken`)."""
 
     def name(self, owner: str, base: str) -> str:
-        used = set(MODULE_ATTRIBUTES)
-        for root in (self.gm, self.model):
-            try:
-                used |= set(dir(root.get_submodule(owner)))
-            except AttributeError:
-                pass
+        used = self._used.get(owner)
+        if used is None:
+            used = self._used[owner] = set(MODULE_ATTRIBUTES)
+            for root in (self.gm, self.model):
+                try:
+                    used |= _attribute_names(root.get_submodule(owner))
+                except AttributeError:
+                    pass
         prefix = f"{owner}." if owner else ""
         n = 0
         while True:
@@ -181,6 +205,24 @@ class _Namer:
                 self.taken.add(candidate)
                 return candidate
             n += 1
+
+
+def _attribute_names(module: torch.nn.Module) -> set[str]:
+    """`set(dir(module))`, with its class's share read once per class."""
+    if type(module).__dir__ is not torch.nn.Module.__dir__:
+        return set(dir(module))
+    own = (module.__dict__, module._parameters, module._modules, module._buffers)
+    names = {name for names in own for name in names if not name[0].isdigit()}
+    return names | _class_attributes(type(module))
+
+
+def _class_attributes(cls: type) -> frozenset[str]:
+    if cls not in _CLASS_ATTRIBUTES:
+        _CLASS_ATTRIBUTES[cls] = frozenset(dir(cls))
+    return _CLASS_ATTRIBUTES[cls]
+
+
+_CLASS_ATTRIBUTES: dict[type, frozenset[str]] = {}
 
 
 def _convert_ops(
@@ -258,15 +300,18 @@ def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
 def _training_following_mode(
     model: torch.nn.Module, options: _TraceOptions, matches: list[tuple[Node, Match]]
 ) -> set[Node]:
-    """Nodes whose `training` argument is `self.training`: traced again in the other mode, the
-    same call (same position among such calls) gets the other value."""
+    """Nodes whose `training` argument is `self.training`: the call passes it as written
+    (`READS_SELF_TRAINING`), or, traced again in the other mode, the same call (same position
+    among such calls) gets the other value."""
     here = [(n, m) for n, m in matches if _has_training(m.op)]
     if not here:
         return set()
+    if all(n.meta.get(READS_SELF_TRAINING) for n, _ in here):  # no second trace needed
+        return {n for n, m in here if training_value(m.op, n) is model.training}
     modes = {m: m.training for m in model.modules()}
     model.train(not model.training)
     try:
-        other = trace(model, **options)
+        other = trace(model, **options, code=False)
     except TraceFailure:
         return set()
     finally:
