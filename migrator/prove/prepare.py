@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypedDict
@@ -164,8 +164,10 @@ def _prepare(model: torch.nn.Module, options: _TraceOptions, code: bool) -> fx.G
     gm.training = model.training
     report = PrepareReport()
     namer = _Namer(gm, model)
-    _convert_ops(gm, model, options, namer, report)
-    _split_reused_modules(gm, namer, report)
+    # a graph to compare is never run: equal new modules holding nothing may be one, and a
+    # split module's "copy" is the module itself
+    _convert_ops(gm, model, options, namer, report, _new_module if code else _SharedModules())
+    _split_reused_modules(gm, namer, report, copy.deepcopy if code else lambda module: module)
     if report.converted or report.copies:  # else the traced graph and its code stand
         gm.graph.lint()
         gm.recompile()
@@ -231,6 +233,7 @@ def _convert_ops(
     options: _TraceOptions,
     namer: _Namer,
     report: PrepareReport,
+    modules: Callable[[Op, Any, fx.GraphModule, bool], torch.nn.Module],
 ) -> None:
     ops = runtime_catalog()
     graph = gm.graph
@@ -249,8 +252,7 @@ def _convert_ops(
             bound = bind(match.op, node, lambda _: node in following, model)
             path = _weight_owner(gm, model, match.op, bound)
             if path is None:
-                module = build_module(match.op, bound, gm)
-                module.train(_submodule(model, owner).training)
+                module = modules(match.op, bound, gm, _submodule(model, owner).training)
                 path = namer.name(owner, bound.key)
                 gm.add_submodule(path, module)
         except Refusal as why:
@@ -266,6 +268,30 @@ def _convert_ops(
         if bound.weight is not None and not bound.weight.users:
             graph.erase_node(bound.weight)
         report.converted.append(Converted(match.call, path, source))
+
+
+def _new_module(op: Op, bound: Any, gm: fx.GraphModule, training: bool) -> torch.nn.Module:
+    """The module a bound call becomes, in the mode of the module that made the call."""
+    return build_module(op, bound, gm).train(training)
+
+
+class _SharedModules:
+    """`_new_module` for a graph to compare, never run: calls that build equal modules holding
+    nothing (same class, arguments and mode) share one."""
+
+    def __init__(self) -> None:
+        self.built: dict[tuple[str, str, bool], torch.nn.Module] = {}
+
+    def __call__(self, op: Op, bound: Any, gm: fx.GraphModule, training: bool) -> torch.nn.Module:
+        key = (bound.module, repr(bound.ctor), training)
+        module = self.built.get(key) if bound.weight is None else None
+        if module is None:
+            module = _new_module(op, bound, gm, training)
+            if bound.weight is None and not (
+                module._parameters or module._buffers or module._modules
+            ):
+                self.built[key] = module
+        return module
 
 
 def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, bound) -> str | None:
@@ -378,7 +404,12 @@ def _known_classes() -> dict[type, str]:
     }
 
 
-def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:
+def _split_reused_modules(
+    gm: fx.GraphModule,
+    namer: _Namer,
+    report: PrepareReport,
+    copied: Callable[[torch.nn.Module], torch.nn.Module],
+) -> None:
     calls: dict[str, list[Node]] = defaultdict(list)
     for node in gm.graph.nodes:
         if node.op == "call_module":
@@ -394,7 +425,7 @@ def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareRepo
         owner, _, attribute = target.rpartition(".")
         for node, source in zip(nodes[1:], sources[1:]):
             path = namer.name(owner, attribute)
-            gm.add_submodule(path, copy.deepcopy(module))
+            gm.add_submodule(path, copied(module))
             node.target = path
             report.copies.append(Copied(target, path, source))
 

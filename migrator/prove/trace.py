@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
-from types import FrameType
+from functools import cache
+from types import CodeType, FrameType
 from collections.abc import Iterable
 from typing import Any
 
@@ -58,23 +60,26 @@ def _is_user_file(filename: str) -> bool:
     return not filename.startswith((_TORCH_DIR, _OWN_DIR, "<frozen", "<eval_with_key"))
 
 
-def _user_frame() -> FrameType | None:
-    """The innermost frame of the model's code that is making the call being recorded."""
+def _caller() -> tuple[FrameType | None, bool]:
+    """The innermost frame of the model's code making the call being recorded, and whether
+    that call runs inside a method of an eager-mode quantization `FloatFunctional`
+    (`self.skip_add.add(a, b)`): then the op already has a module of its own."""
     frame: FrameType | None = sys._getframe(2)
+    functional = False
     while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        if frame.f_code in _functional_methods() and isinstance(
+            frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional
+        ):
+            functional = True
         frame = frame.f_back
-    return frame
+    return frame, functional
 
 
-def _in_functional_module() -> bool:
-    """Whether the op being recorded runs inside a method of an eager-mode quantization
-    `FloatFunctional` (`self.skip_add.add(a, b)`): it already has a module of its own."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None and not _is_user_file(frame.f_code.co_filename):
-        if isinstance(frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional):
-            return True
-        frame = frame.f_back
-    return False
+@cache
+def _functional_methods() -> frozenset[CodeType]:
+    """The code of `FloatFunctional`'s methods (only their frames can have one as `self`)."""
+    cls = torch.ao.nn.quantized.FloatFunctional
+    return frozenset(f.__code__ for f in vars(cls).values() if inspect.isfunction(f))
 
 
 class Tracer(fx.Tracer):
@@ -112,10 +117,10 @@ class Tracer(fx.Tracer):
     def create_proxy(self, kind, target, args, kwargs, *rest, **options):
         proxy = super().create_proxy(kind, target, args, kwargs, *rest, **options)
         if kind not in ("placeholder", "output"):
-            frame = _user_frame()
+            frame, functional = _caller()
             node = proxy.node
             node.meta[SOURCE] = (frame.f_code.co_filename, frame.f_lineno) if frame else None
-            if kind in ("call_function", "call_method") and _in_functional_module():
+            if kind in ("call_function", "call_method") and functional:
                 node.meta[IN_FUNCTIONAL_MODULE] = True
             match = runtime_catalog().match(node) if kind == "call_function" else None
             if frame and match and any(a.role is Role.TRAINING for a in match.op.args):
