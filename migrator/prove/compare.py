@@ -212,7 +212,7 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
             assert isinstance(node.target, str)  # fx keeps the module's path there
             module = modules[node.target]
             args, kwargs = _bound(module, args, kwargs)
-            qualname = _qualname(type(module))
+            qualname = _class_name(type(module))
             hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs)
             target: Any = (qualname, hyper, tuple(sorted(held.get(node.target, ()))))
         else:
@@ -359,6 +359,16 @@ def _qualname(obj: Any) -> str:
     if getattr(getattr(obj, "forward", None), "__globals__", {}).get("__migrator_ops__"):
         return f"migrator.nn.{name}"  # a copy made by `ops_module` is migrator's own op module
     return f"{getattr(obj, '__module__', None) or ''}.{name}"
+
+
+def _class_name(cls: type) -> str:
+    """`_qualname` of a module class, worked out once per class."""
+    if cls not in _CLASS_NAMES:
+        _CLASS_NAMES[cls] = _qualname(cls)
+    return _CLASS_NAMES[cls]
+
+
+_CLASS_NAMES: dict[type, str] = {}
 
 
 def _hyper_parameters(module: torch.nn.Module) -> tuple:

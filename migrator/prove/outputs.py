@@ -22,7 +22,8 @@ def clone(value: Any) -> Any:
 @contextmanager
 def preserved_buffers(model: torch.nn.Module) -> Iterator[None]:
     """Put every buffer (BatchNorm running statistics...) back as it was afterwards."""
-    saved = [(b, b.detach().clone()) for b in model.buffers()]
+    with torch.no_grad():
+        saved = [(b, b.clone()) for b in model.buffers()]
     try:
         yield
     finally:
