@@ -13,9 +13,10 @@ import inspect
 import io
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import pairwise
 from typing import Any, Literal
 
 import torch
@@ -111,7 +112,7 @@ def _plain_copies(
         return set()  # a value that is not a plain tensor may share memory with one that is
     tensors = [*actual.values(), *(t for k, t in expected.items() if t is not actual[k])]
     spans = sorted((t.data_ptr(), t.data_ptr() + t.nbytes) for t in tensors)
-    disjoint = all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    disjoint = all(end <= start for (_, end), (start, _) in pairwise(spans))
     return plain if disjoint else set()
 
 
@@ -284,7 +285,9 @@ class _Slot:
         self.key = key
 
 
-def _binding(signature, count: int, names: tuple[str, ...]) -> dict[str, Any] | None:
+def _binding(
+    signature: Callable[[], Any], count: int, names: tuple[str, ...]
+) -> dict[str, Any] | None:
     """`signature()` bound to `count` positional and `names` keyword arguments, defaults
     applied: parameter -> the `_Slot` of the argument it takes (a tuple or dict of them for
     `*args` and `**kwargs`) or its default; None when the call does not bind."""

@@ -77,7 +77,7 @@ def _caller() -> tuple[FrameType | None, bool]:
 
 @cache
 def _functional_methods() -> frozenset[CodeType]:
-    """The code of `FloatFunctional`'s methods (only their frames can have one as `self`)."""
+    """The code of `FloatFunctional`'s own methods, the frames in which its ops run."""
     cls = torch.ao.nn.quantized.FloatFunctional
     return frozenset(f.__code__ for f in vars(cls).values() if inspect.isfunction(f))
 
