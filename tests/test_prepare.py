@@ -282,6 +282,75 @@ def test_only_dropout_following_self_training_becomes_a_module(mode):
     assert len(left) == 2 and all("self.training" in x.reason for x in left)
 
 
+def _drop(x, training):
+    return F.dropout(x, 0.5, training=training)
+
+
+class ReadsSelfTraining(nn.Module):
+    def forward(self, x):
+        y = F.dropout(x, 0.5, training=self.training)
+        return torch.nn.functional.dropout(y, p=0.25, training=self.training) + _drop(
+            x, self.training
+        )
+
+
+class ConstantMode(nn.Module):
+    """`self.training` is a property that never follows `train()`."""
+
+    @property
+    def training(self):
+        return False
+
+    @training.setter
+    def training(self, value):
+        pass
+
+    def forward(self, x):
+        return F.dropout(x, 0.5, training=self.training)
+
+
+def _traces(monkeypatch):
+    calls = []
+    trace = prepare.trace
+    monkeypatch.setattr(prepare, "trace", lambda *a, **k: calls.append(1) or trace(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("mode", [True, False], ids=["train", "eval"])
+def test_training_read_off_the_call_or_traced_again(monkeypatch, mode):
+    model, x = ReadsSelfTraining().train(mode), torch.randn(8, 8)
+    traces = _traces(monkeypatch)
+    gm = _prepared(model, x)
+    # the helper's `training=training` cannot be read off its call: a second trace decides
+    assert len(traces) == 2
+    assert sorted(m.p for m in _created(gm, nn.Dropout).values()) == [0.25, 0.5, 0.5]
+    assert all(m.training is mode for m in _created(gm, nn.Dropout).values())
+
+    class Direct(ReadsSelfTraining):
+        def forward(self, x):
+            return F.dropout(x, 0.5, training=self.training) * torch.nn.functional.dropout(
+                x, p=0.25, training=self.training
+            )
+
+    traces.clear()
+    gm = _prepared(Direct().train(mode), x)
+    assert len(traces) == 1  # both calls pass `self.training` as written: no second trace
+    assert sorted(m.p for m in _created(gm, nn.Dropout).values()) == [0.25, 0.5]
+    if mode:
+        torch.manual_seed(0)
+        expected = Direct().train(mode)(x)
+        torch.manual_seed(0)
+        assert torch.equal(gm(x), expected)
+
+
+def test_self_training_that_does_not_follow_the_mode_stays_a_function(monkeypatch):
+    traces = _traces(monkeypatch)
+    gm = _prepared(ConstantMode(), torch.randn(4, 4))
+    assert len(traces) == 2 and not _created(gm, nn.Dropout)
+    [left] = prepare_report(gm).left
+    assert "self.training" in left.reason
+
+
 def test_inplace_method_becomes_out_of_place_only_when_safe():
     class Inplace(nn.Module):
         def __init__(self):

@@ -526,3 +526,39 @@ def test_export_reads_in_place_ops_on_unshared_intermediates_as_out_of_place(
     assert (difference(run(original), run(migrated)) is None) == (status == "pass")
     if status == "pass":
         assert "as exported, in-place ops on unshared intermediates" in result.detail
+
+
+def test_state_dict_values_not_copied_as_they_are_are_compared():
+    import torch
+    from torch import nn
+
+    from migrator.prove.compare import check_state_dict
+
+    class Halving(nn.Linear):
+        """Loads its weight in its own way: halved."""
+
+        def _load_from_state_dict(self, state_dict, prefix, *args):
+            state_dict[prefix + "weight"] = state_dict[prefix + "weight"] / 2
+            super()._load_from_state_dict(state_dict, prefix, *args)
+
+    class Two(nn.Module):
+        def __init__(self, first=nn.Linear, tied=False):
+            super().__init__()
+            self.a, self.b = first(4, 4), nn.Linear(4, 4)
+            self.bn = nn.BatchNorm1d(4)
+            if tied:
+                self.b.weight = self.a.weight
+
+    plain = check_state_dict(Two(), Two())
+    assert plain.status == "pass" and plain.figures["compared"] == 0, plain.detail
+    assert "0 compared, the others copied as they are" in plain.detail
+    halved = check_state_dict(Two(), Two(first=Halving))
+    assert halved.status == "fail" and halved.detail == "`a.weight` differs after loading"
+    # two keys of the migrated model name one tensor: the second load overwrote the first
+    tied = check_state_dict(Two(), Two(tied=True))
+    assert tied.status == "fail" and tied.detail == "`a.weight` differs after loading"
+    original = Two()
+    with torch.no_grad():
+        original.b.weight.copy_(original.a.weight)
+    same = check_state_dict(original, Two(tied=True))
+    assert same.status == "pass" and same.figures["compared"] == same.figures["tensors"]

@@ -13,17 +13,19 @@ import inspect
 import io
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import pairwise
 from typing import Any, Literal
 
 import torch
 from torch import fx
 from torch.fx.node import map_arg
 
-from migrator.catalog import CATALOG
+from migrator.catalog import CATALOG, Op
 from migrator.prove.outputs import count_tensors, difference, run_seeded
-from migrator.prove.prepare import PrepareWarning, prepare_model, prepare_report
+from migrator.prove.prepare import prepare_graph, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
 from migrator.prove.trace import SOURCE, TraceFailure
 
@@ -64,27 +66,77 @@ class _Ref:
 
 def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
     """Load the original's weights into the migrated model with strict=True, then compare keys
-    (in order), shapes and values."""
-    expected = original.state_dict()
+    (in order), shapes and values. A value `load_state_dict` copied as it is (see
+    `_plain_copies`) is equal by that copy and not read again; every other one is compared."""
+    expected = original.state_dict(keep_vars=True)
     try:
         migrated.load_state_dict(expected, strict=True)
     except RuntimeError as exc:
         reason = " ".join(str(exc).split())
         return CheckResult("state_dict", FAIL, f"strict load fails: {reason}")
-    actual = migrated.state_dict()
+    actual = migrated.state_dict(keep_vars=True)
     figures = {"tensors": len(expected), "values": sum(t.numel() for t in expected.values())}
     if list(expected) != list(actual):
         return CheckResult("state_dict", FAIL, "keys differ in order after loading", figures)
+    copied = _plain_copies(migrated, expected, actual)
     for key, tensor in expected.items():
-        if tensor.shape != actual[key].shape or not torch.equal(tensor, actual[key]):
+        loaded = actual[key]
+        if tensor.shape != loaded.shape or (key not in copied and not torch.equal(tensor, loaded)):
             return CheckResult("state_dict", FAIL, f"`{key}` differs after loading", figures)
+    figures["compared"] = len(expected) - len(copied)
     return CheckResult(
         "state_dict",
         PASS,
         f"{figures['tensors']} tensors "
         f"({figures['values']} values): keys, order, shapes and values equal "
-        "after a strict load",
+        f"after a strict load ({figures['compared']} compared, the others copied as they are)",
         figures,
+    )
+
+
+def _plain_copies(
+    model: torch.nn.Module, expected: Mapping[str, Any], actual: Mapping[str, Any]
+) -> set[str]:
+    """The keys whose value `model.load_state_dict(expected)` wrote with a plain `copy_` of
+    the same dtype, device and layout into memory no other value uses: none when a module of
+    `model` loads in its own way (its own `_load_from_state_dict`, or load hooks)."""
+    if torch.__future__.get_swap_module_params_on_conversion() or any(
+        type(m)._load_from_state_dict not in _COPYING_LOADERS
+        or m._load_state_dict_pre_hooks
+        or m._load_state_dict_post_hooks
+        for m in model.modules()
+    ):
+        return set()
+    plain = {key for key, tensor in actual.items() if _copied_exactly(expected[key], tensor)}
+    if len(plain) != len(actual):
+        return set()  # a value that is not a plain tensor may share memory with one that is
+    tensors = [*actual.values(), *(t for k, t in expected.items() if t is not actual[k])]
+    spans = sorted((t.data_ptr(), t.data_ptr() + t.nbytes) for t in tensors)
+    disjoint = all(end <= start for (_, end), (start, _) in pairwise(spans))
+    return plain if disjoint else set()
+
+
+_COPYING_LOADERS = (
+    torch.nn.Module._load_from_state_dict,
+    # adds `num_batches_tracked` when a state_dict of before version 2 lacks it, then as Module
+    torch.nn.modules.batchnorm._NormBase._load_from_state_dict,
+)
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _copied_exactly(source: Any, target: Any) -> bool:
+    """Two plain dense contiguous tensors (no subclass, lazy or meta one) `copy_` copies bit
+    for bit."""
+    return (
+        type(source) in _PLAIN_TENSORS
+        and type(target) in _PLAIN_TENSORS
+        and source.dtype == target.dtype
+        and source.device == target.device
+        and source.layout == target.layout == torch.strided
+        and not target.is_meta
+        and source.shape == target.shape
+        and source.is_contiguous()
+        and target.is_contiguous()
     )
 
 
@@ -94,23 +146,20 @@ def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> Ch
 def check_fx_graph(original: torch.nn.Module, migrated: torch.nn.Module) -> CheckResult:
     """The migrated model traces, and (prepared, so what its source still calls as functions
     counts as converted) equals the graph `prepare_model` derives from the original."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrepareWarning)
-        try:
-            expected = prepare_model(original)
-        except TraceFailure as exc:
-            return CheckResult(
-                "fx graph", SKIP, f"fx cannot trace the original: {exc.reason} (at {exc.location})"
-            )
-        try:
-            actual = prepare_model(migrated)
-        except TraceFailure as exc:
-            return CheckResult(
-                "fx graph",
-                FAIL,
-                f"the original traces, the migrated model does "
-                f"not: {exc.reason} (at {exc.location})",
-            )
+    try:
+        expected = prepare_graph(original)
+    except TraceFailure as exc:
+        return CheckResult(
+            "fx graph", SKIP, f"fx cannot trace the original: {exc.reason} (at {exc.location})"
+        )
+    try:
+        actual = prepare_graph(migrated)
+    except TraceFailure as exc:
+        return CheckResult(
+            "fx graph",
+            FAIL,
+            f"the original traces, the migrated model does not: {exc.reason} (at {exc.location})",
+        )
     expected_rows, actual_rows = _fx_rows(expected), _fx_rows(actual)
     report = prepare_report(actual)
     figures = {
@@ -150,20 +199,39 @@ def _prepared_notes(report) -> list[str]:
 
 
 def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
-    names = _tensor_names(gm)
+    state = gm.state_dict(keep_vars=True)
+    names = _tensor_names(state)
+    held = _held_names(state, names)
+    modules = dict(gm.named_modules(remove_duplicate=False))
     positions: dict[fx.Node, int] = {}
     rows: list[tuple] = []
     for node in gm.graph.nodes:
         positions[node] = len(rows)
         # map_arg maps nodes to any value; its types allow only fx arguments
         args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
-        target = _fx_target(gm, node, names)
         if node.op == "call_module":
-            module = called_module(gm, node)
+            assert isinstance(node.target, str)  # fx keeps the module's path there
+            module = modules[node.target]
             args, kwargs = _bound(module, args, kwargs)
-            target = (target[0], _effective(module, target[0], dict(target[1]), kwargs), target[2])
+            qualname = _class_name(type(module))
+            hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs)
+            target: Any = (qualname, hyper, tuple(sorted(held.get(node.target, ()))))
+        else:
+            target = _fx_target(gm, node, names)
         rows.append((node.op, target, args, kwargs))
     return rows
+
+
+def _held_names(state: Mapping[str, Any], names: dict[int, str]) -> dict[str, list[str]]:
+    """Module path -> the names (as in `names`) of the tensors its state_dict holds, read off
+    the root's state_dict (a module's keys are those under its path)."""
+    held: dict[str, list[str]] = {}
+    for key, tensor in state.items():
+        path = key
+        while "." in path:
+            path = path.rpartition(".")[0]
+            held.setdefault(path, []).append(names.get(id(tensor), "?"))
+    return held
 
 
 def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: dict) -> tuple:
@@ -171,9 +239,7 @@ def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: d
     (`Arg.at_call`) is the value the call passes, when it passes one (`arguments` loses it),
     and one applied in training mode only (`Arg.gate`) is its default in eval mode. So
     `Mean(dim=1)(x)` and `Mean()(x, dim=1)` are one call."""
-    for op in CATALOG:
-        if op.module_for(True)[0] != qualname:
-            continue
+    for op in _ops_by_module().get(qualname, ()):
         for arg in op.args:
             if arg.gate and hyper.pop(arg.gate, False) and not module.training:
                 hyper[arg.ctor_name] = arg.default
@@ -184,16 +250,67 @@ def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: d
     return tuple(sorted(hyper.items()))
 
 
+@cache
+def _ops_by_module() -> dict[str, list[Op]]:
+    """Qualified module name -> the catalog ops that become it."""
+    ops: dict[str, list[Op]] = {}
+    for op in CATALOG:
+        ops.setdefault(op.module_for(True)[0], []).append(op)
+    return ops
+
+
 def _bound(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A module call's arguments as `forward` receives them: `(q, k, v, mask)` and
     `(q, k, v, attn_mask=mask)` are one call."""
-    signature = None if "forward" in vars(module) else _forward_signature(type(module))
-    try:
-        bound = (signature or inspect.signature(module.forward)).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+    cls, names = type(module), tuple(kwargs)
+    if "forward" in vars(module) or _forward_signature(cls) is None:
+        plan = _binding(lambda: inspect.signature(module.forward), len(args), names)
+    else:  # one binding per class and shape of call
+        key = (cls, len(args), names)
+        if key not in _BINDINGS:
+            _BINDINGS[key] = _binding(lambda: _forward_signature(cls), len(args), names)
+        plan = _BINDINGS[key]
+    if plan is None:
         return args, kwargs
+    given = {**dict(enumerate(args)), **kwargs}
+    return (), {name: _filled(value, given) for name, value in plan.items()}
+
+
+class _Slot:
+    """Where a call's argument goes in a binding: its position, or its keyword."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: int | str) -> None:
+        self.key = key
+
+
+def _binding(
+    signature: Callable[[], Any], count: int, names: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """`signature()` bound to `count` positional and `names` keyword arguments, defaults
+    applied: parameter -> the `_Slot` of the argument it takes (a tuple or dict of them for
+    `*args` and `**kwargs`) or its default; None when the call does not bind."""
+    try:
+        bound = signature().bind(*map(_Slot, range(count)), **{n: _Slot(n) for n in names})
+    except (TypeError, ValueError):
+        return None
     bound.apply_defaults()
-    return (), dict(bound.arguments)
+    return dict(bound.arguments)
+
+
+def _filled(value: Any, given: dict) -> Any:
+    """A binding's entry with the call's arguments in place of their slots."""
+    if isinstance(value, _Slot):
+        return given[value.key]
+    if isinstance(value, tuple) and any(isinstance(v, _Slot) for v in value):
+        return tuple(given[v.key] for v in value)
+    if isinstance(value, dict) and any(isinstance(v, _Slot) for v in value.values()):
+        return {k: given[v.key] for k, v in value.items()}
+    return value
+
+
+_BINDINGS: dict[tuple[type, int, tuple[str, ...]], dict[str, Any] | None] = {}
 
 
 def _forward_signature(cls: type[torch.nn.Module]) -> inspect.Signature | None:
@@ -216,21 +333,17 @@ def _forward_signature(cls: type[torch.nn.Module]) -> inspect.Signature | None:
 _SIGNATURES: dict[type[torch.nn.Module], inspect.Signature | None] = {}
 
 
-def _tensor_names(module: torch.nn.Module) -> dict[int, str]:
-    """id(tensor) -> the first name it has in `module` (tied weights share one name)."""
+def _tensor_names(state: Mapping[str, Any]) -> dict[int, str]:
+    """id(tensor) -> the first name it has in a module's `state_dict(keep_vars=True)` (tied
+    weights share one name)."""
     names: dict[int, str] = {}
-    for name, tensor in module.state_dict(keep_vars=True).items():
+    for name, tensor in state.items():
         names.setdefault(id(tensor), name)
     return names
 
 
 def _fx_target(gm: fx.GraphModule, node: fx.Node, names: dict[int, str]) -> Any:
-    if node.op == "call_module":
-        module = called_module(gm, node)
-        weights = tuple(
-            sorted(names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values())
-        )
-        return (_qualname(type(module)), _hyper_parameters(module), weights)
+    """A node other than a module call: the tensor or function it names."""
     if node.op == "get_attr":
         value = gm
         assert isinstance(node.target, str)  # fx keeps the attribute's path there
@@ -249,6 +362,16 @@ def _qualname(obj: Any) -> str:
     if getattr(getattr(obj, "forward", None), "__globals__", {}).get("__migrator_ops__"):
         return f"migrator.nn.{name}"  # a copy made by `ops_module` is migrator's own op module
     return f"{getattr(obj, '__module__', None) or ''}.{name}"
+
+
+def _class_name(cls: type) -> str:
+    """`_qualname` of a module class, worked out once per class."""
+    if cls not in _CLASS_NAMES:
+        _CLASS_NAMES[cls] = _qualname(cls)
+    return _CLASS_NAMES[cls]
+
+
+_CLASS_NAMES: dict[type, str] = {}
 
 
 def _hyper_parameters(module: torch.nn.Module) -> tuple:
@@ -288,7 +411,7 @@ def _describe_fx(gm: fx.GraphModule, position: int) -> str:
     if node.op == "call_module":
         module = called_module(gm, node)
         what = " ".join(repr(module).split())
-        names = _tensor_names(gm)
+        names = _tensor_names(gm.state_dict(keep_vars=True))
         weights = [names.get(id(t), "?") for t in module.state_dict(keep_vars=True).values()]
         held = f" holding {', '.join(weights)}" if weights else ""
     else:

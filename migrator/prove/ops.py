@@ -85,9 +85,13 @@ class RuntimeCatalog:
             assert isinstance(node.target, str)  # fx keeps the method's name there
             return self._methods.get(node.target)
         if node.op == "call_function":
-            found = self._functions.get(id(node.target))
-            return found[1] if found else self._operators.get(id(node.target))
+            return self.function(node.target) or self._operators.get(id(node.target))
         return None
+
+    def function(self, target: object) -> Match | None:
+        """The catalog entry of a function object (not an operator's), or None."""
+        found = self._functions.get(id(target))
+        return found[1] if found else None
 
 
 def _runtime_functions(function: Any) -> list[Any]:

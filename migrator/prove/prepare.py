@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypedDict
@@ -34,7 +34,13 @@ from migrator.prove.ops import (
     training_value,
 )
 from migrator.prove.outputs import difference, run_seeded
-from migrator.prove.trace import SOURCE, PrepareError, TraceFailure, trace
+from migrator.prove.trace import (
+    READS_SELF_TRAINING,
+    SOURCE,
+    PrepareError,
+    TraceFailure,
+    trace,
+)
 from migrator.refusal import Refusal
 
 REPORT = "migrator_prepare"
@@ -135,22 +141,37 @@ def prepare_model(
         module_classes_to_exclude=module_classes_to_exclude or (),
         concrete_args=concrete_args,
     )
-    gm = trace(model, **options)
-    gm.training = model.training
-    report = PrepareReport()
-    namer = _Namer(gm, model)
-    _convert_ops(gm, model, options, namer, report)
-    _split_reused_modules(gm, namer, report)
-    if report.converted or report.copies:  # else the traced graph and its code stand
-        gm.graph.lint()
-        gm.recompile()
-    gm.meta[REPORT] = report
+    gm = _prepare(model, options, code=True)
+    report = prepare_report(gm)
     if report.left or report.shared:
         warnings.warn(
             f"prepare_model({type(model).__name__}): {report}", PrepareWarning, stacklevel=2
         )
     if example_inputs is not None:
         _self_check(model, gm, as_tuple(example_inputs))
+    return gm
+
+
+def prepare_graph(model: torch.nn.Module) -> fx.GraphModule:
+    """The graph `prepare_model(model)` derives, in a `GraphOnly` module: to compare, never to
+    run (no Python code is generated); no warning, the report is in its meta as well."""
+    options = _TraceOptions(modules_to_exclude=(), module_classes_to_exclude=(), concrete_args=None)
+    return _prepare(model, options, code=False)
+
+
+def _prepare(model: torch.nn.Module, options: _TraceOptions, code: bool) -> fx.GraphModule:
+    gm = trace(model, **options, code=code)
+    gm.training = model.training
+    report = PrepareReport()
+    namer = _Namer(gm, model)
+    # a graph to compare is never run: equal new modules holding nothing may be one, and a
+    # split module's "copy" is the module itself
+    _convert_ops(gm, model, options, namer, report, _new_module if code else _SharedModules())
+    _split_reused_modules(gm, namer, report, copy.deepcopy if code else lambda module: module)
+    if report.converted or report.copies:  # else the traced graph and its code stand
+        gm.graph.lint()
+        gm.recompile()
+    gm.meta[REPORT] = report
     return gm
 
 
@@ -165,14 +186,19 @@ class _Namer:
     def __init__(self, gm: fx.GraphModule, model: torch.nn.Module) -> None:
         self.gm, self.model = gm, model
         self.taken: set[str] = set()
+        self._used: dict[str, set[str]] = {}
+        """owner -> the attribute names its module has in the model or the GraphModule before
+        any is added (each name added is in `taken`)."""
 
     def name(self, owner: str, base: str) -> str:
-        used = set(MODULE_ATTRIBUTES)
-        for root in (self.gm, self.model):
-            try:
-                used |= set(dir(root.get_submodule(owner)))
-            except AttributeError:
-                pass
+        used = self._used.get(owner)
+        if used is None:
+            used = self._used[owner] = set(MODULE_ATTRIBUTES)
+            for root in (self.gm, self.model):
+                try:
+                    used |= _attribute_names(root.get_submodule(owner))
+                except AttributeError:
+                    pass
         prefix = f"{owner}." if owner else ""
         n = 0
         while True:
@@ -183,12 +209,31 @@ class _Namer:
             n += 1
 
 
+def _attribute_names(module: torch.nn.Module) -> set[str]:
+    """`set(dir(module))`, with its class's share read once per class."""
+    if type(module).__dir__ is not torch.nn.Module.__dir__:
+        return set(dir(module))
+    own = (module.__dict__, module._parameters, module._modules, module._buffers)
+    names = {name for names in own for name in names if not name[0].isdigit()}
+    return names | _class_attributes(type(module))
+
+
+def _class_attributes(cls: type) -> frozenset[str]:
+    if cls not in _CLASS_ATTRIBUTES:
+        _CLASS_ATTRIBUTES[cls] = frozenset(dir(cls))
+    return _CLASS_ATTRIBUTES[cls]
+
+
+_CLASS_ATTRIBUTES: dict[type, frozenset[str]] = {}
+
+
 def _convert_ops(
     gm: fx.GraphModule,
     model: torch.nn.Module,
     options: _TraceOptions,
     namer: _Namer,
     report: PrepareReport,
+    modules: Callable[[Op, Any, fx.GraphModule, bool], torch.nn.Module],
 ) -> None:
     ops = runtime_catalog()
     graph = gm.graph
@@ -207,8 +252,7 @@ def _convert_ops(
             bound = bind(match.op, node, lambda _: node in following, model)
             path = _weight_owner(gm, model, match.op, bound)
             if path is None:
-                module = build_module(match.op, bound, gm)
-                module.train(_submodule(model, owner).training)
+                module = modules(match.op, bound, gm, _submodule(model, owner).training)
                 path = namer.name(owner, bound.key)
                 gm.add_submodule(path, module)
         except Refusal as why:
@@ -224,6 +268,30 @@ def _convert_ops(
         if bound.weight is not None and not bound.weight.users:
             graph.erase_node(bound.weight)
         report.converted.append(Converted(match.call, path, source))
+
+
+def _new_module(op: Op, bound: Any, gm: fx.GraphModule, training: bool) -> torch.nn.Module:
+    """The module a bound call becomes, in the mode of the module that made the call."""
+    return build_module(op, bound, gm).train(training)
+
+
+class _SharedModules:
+    """`_new_module` for a graph to compare, never run: calls that build equal modules holding
+    nothing (same class, arguments and mode) share one."""
+
+    def __init__(self) -> None:
+        self.built: dict[tuple[str, str, bool], torch.nn.Module] = {}
+
+    def __call__(self, op: Op, bound: Any, gm: fx.GraphModule, training: bool) -> torch.nn.Module:
+        key = (bound.module, repr(bound.ctor), training)
+        module = self.built.get(key) if bound.weight is None else None
+        if module is None:
+            module = _new_module(op, bound, gm, training)
+            if bound.weight is None and not (
+                module._parameters or module._buffers or module._modules
+            ):
+                self.built[key] = module
+        return module
 
 
 def _weight_owner(gm: fx.GraphModule, model: torch.nn.Module, op: Op, bound) -> str | None:
@@ -258,15 +326,18 @@ def _submodule(model: torch.nn.Module, path: str) -> torch.nn.Module:
 def _training_following_mode(
     model: torch.nn.Module, options: _TraceOptions, matches: list[tuple[Node, Match]]
 ) -> set[Node]:
-    """Nodes whose `training` argument is `self.training`: traced again in the other mode, the
-    same call (same position among such calls) gets the other value."""
+    """Nodes whose `training` argument is `self.training`: the call passes it as written
+    (`READS_SELF_TRAINING`), or, traced again in the other mode, the same call (same position
+    among such calls) gets the other value."""
     here = [(n, m) for n, m in matches if _has_training(m.op)]
     if not here:
         return set()
+    if all(n.meta.get(READS_SELF_TRAINING) for n, _ in here):  # no second trace needed
+        return {n for n, m in here if training_value(m.op, n) is model.training}
     modes = {m: m.training for m in model.modules()}
     model.train(not model.training)
     try:
-        other = trace(model, **options)
+        other = trace(model, **options, code=False)
     except TraceFailure:
         return set()
     finally:
@@ -333,7 +404,12 @@ def _known_classes() -> dict[type, str]:
     }
 
 
-def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareReport) -> None:
+def _split_reused_modules(
+    gm: fx.GraphModule,
+    namer: _Namer,
+    report: PrepareReport,
+    copied: Callable[[torch.nn.Module], torch.nn.Module],
+) -> None:
     calls: dict[str, list[Node]] = defaultdict(list)
     for node in gm.graph.nodes:
         if node.op == "call_module":
@@ -349,7 +425,7 @@ def _split_reused_modules(gm: fx.GraphModule, namer: _Namer, report: PrepareRepo
         owner, _, attribute = target.rpartition(".")
         for node, source in zip(nodes[1:], sources[1:]):
             path = namer.name(owner, attribute)
-            gm.add_submodule(path, copy.deepcopy(module))
+            gm.add_submodule(path, copied(module))
             node.target = path
             report.copies.append(Copied(target, path, source))
 

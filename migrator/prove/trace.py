@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
-from types import FrameType
+from functools import cache
+from types import CodeType, FrameType
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,10 +14,14 @@ import torch
 from torch import fx
 
 from migrator.graph import describe_source
-from migrator.prove.ops import IN_FUNCTIONAL_MODULE, op_module_classes
+from migrator.catalog import Role
+from migrator.prove.ops import IN_FUNCTIONAL_MODULE, op_module_classes, runtime_catalog
+from migrator.prove.training_arg import reads_self_training
 
 SOURCE = "migrator_source"
 """node.meta key: (filename, line) of the user code that created the node."""
+READS_SELF_TRAINING = "migrator_reads_self_training"
+"""node.meta key of an op taking `training`: whether its call passes `self.training`."""
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(__file__) + os.sep
@@ -54,22 +60,26 @@ def _is_user_file(filename: str) -> bool:
     return not filename.startswith((_TORCH_DIR, _OWN_DIR, "<frozen", "<eval_with_key"))
 
 
-def _user_frame() -> tuple[str, int] | None:
+def _caller() -> tuple[FrameType | None, bool]:
+    """The innermost frame of the model's code making the call being recorded, and whether
+    that call runs inside a method of an eager-mode quantization `FloatFunctional`
+    (`self.skip_add.add(a, b)`): then the op already has a module of its own."""
     frame: FrameType | None = sys._getframe(2)
+    functional = False
     while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        if frame.f_code in _functional_methods() and isinstance(
+            frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional
+        ):
+            functional = True
         frame = frame.f_back
-    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    return frame, functional
 
 
-def _in_functional_module() -> bool:
-    """Whether the op being recorded runs inside a method of an eager-mode quantization
-    `FloatFunctional` (`self.skip_add.add(a, b)`): it already has a module of its own."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None and not _is_user_file(frame.f_code.co_filename):
-        if isinstance(frame.f_locals.get("self"), torch.ao.nn.quantized.FloatFunctional):
-            return True
-        frame = frame.f_back
-    return False
+@cache
+def _functional_methods() -> frozenset[CodeType]:
+    """The code of `FloatFunctional`'s own methods, the frames in which its ops run."""
+    cls = torch.ao.nn.quantized.FloatFunctional
+    return frozenset(f.__code__ for f in vars(cls).values() if inspect.isfunction(f))
 
 
 class Tracer(fx.Tracer):
@@ -86,6 +96,7 @@ class Tracer(fx.Tracer):
         self.excluded_classes = tuple(module_classes_to_exclude or ())
         self.calls: list[tuple[str, type]] = []
         """Modules being traced through, outermost first (left as is when tracing fails)."""
+        self.module_ids: set[int] | None = None
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if (
@@ -106,10 +117,31 @@ class Tracer(fx.Tracer):
     def create_proxy(self, kind, target, args, kwargs, *rest, **options):
         proxy = super().create_proxy(kind, target, args, kwargs, *rest, **options)
         if kind not in ("placeholder", "output"):
-            proxy.node.meta[SOURCE] = _user_frame()
-            if kind in ("call_function", "call_method") and _in_functional_module():
-                proxy.node.meta[IN_FUNCTIONAL_MODULE] = True
+            frame, functional = _caller()
+            node = proxy.node
+            node.meta[SOURCE] = (frame.f_code.co_filename, frame.f_lineno) if frame else None
+            if kind in ("call_function", "call_method") and functional:
+                node.meta[IN_FUNCTIONAL_MODULE] = True
+            match = runtime_catalog().match(node) if kind == "call_function" else None
+            if frame and match and any(a.role is Role.TRAINING for a in match.op.args):
+                node.meta[READS_SELF_TRAINING] = reads_self_training(
+                    match.op, frame, self._model_modules()
+                )
         return proxy
+
+    def _model_modules(self) -> set[int]:
+        """The ids of the traced model's modules."""
+        if self.module_ids is None:
+            self.module_ids = {id(m) for m in self.root.modules()}
+        return self.module_ids
+
+
+class GraphOnly(fx.GraphModule):
+    """A GraphModule without Python code: its graph and modules are read, it is never run.
+    fx's code generation is a third of tracing a small model, and a graph compared needs none."""
+
+    def recompile(self) -> Any:
+        return None
 
 
 def trace(
@@ -117,14 +149,16 @@ def trace(
     modules_to_exclude: Iterable[Any] = (),
     module_classes_to_exclude: Iterable[type] = (),
     concrete_args: dict[str, Any] | None = None,
+    code: bool = True,
 ) -> fx.GraphModule:
-    """`model` as a GraphModule (leaves shared with `model`); raises `TraceFailure`."""
+    """`model` as a GraphModule (leaves shared with `model`), a `GraphOnly` one unless `code`;
+    raises `TraceFailure`."""
     tracer = Tracer(modules_to_exclude, module_classes_to_exclude)
     try:
         graph = tracer.trace(model, concrete_args)
     except Exception as exc:  # fx reports with many exception types
         raise _failure(model, tracer, exc) from exc
-    return fx.GraphModule(tracer.root, graph, type(model).__name__)
+    return (fx.GraphModule if code else GraphOnly)(tracer.root, graph, type(model).__name__)
 
 
 def _failure(model: torch.nn.Module, tracer: Tracer, exc: Exception) -> TraceFailure:
