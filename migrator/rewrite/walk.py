@@ -4,7 +4,7 @@ once per call (loops, comprehensions, lambdas, nested functions) and which state
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _REPEATING = (
     ast.ListComp,
@@ -17,8 +17,7 @@ _REPEATING = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Visit:
+class Visit(NamedTuple):
     node: ast.AST
     stmt: ast.stmt
     """The innermost statement holding the node."""
