@@ -75,6 +75,7 @@ class FileContext:
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
+    _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
@@ -84,6 +85,13 @@ class FileContext:
         if id(func) not in self._visits:
             self._visits[id(func)] = list(walk(func))
         return self._visits[id(func)]
+
+    def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
+        """The calls of `ast.walk(func)` (its decorators and defaults too), found once per
+        function."""
+        if id(func) not in self._calls:
+            self._calls[id(func)] = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+        return self._calls[id(func)]
 
     def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:
         """`post_order(func)`, computed once per function."""

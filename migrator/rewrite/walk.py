@@ -62,7 +62,7 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         else:
             inner = other or isinstance(node, _REPEATING)
             children = []
-            for field in node._fields:
+            for field in _node_fields(type(node)):
                 value = getattr(node, field, None)
                 if isinstance(value, list):
                     children += [(c, stmt, loops, inner) for c in value if isinstance(c, ast.AST)]
@@ -70,6 +70,21 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
                     children.append((value, stmt, loops, inner))
         stack.extend(reversed(children))
     return visits
+
+
+_LEAF_FIELDS = frozenset(
+    {"ctx", "id", "attr", "arg", "name", "module", "level", "type_comment", "kind", "conversion"}
+)
+"""Fields that never hold a node (names, numbers, strings, Load/Store markers)."""
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes."""
+    if kind not in _FIELDS:
+        leaves = _LEAF_FIELDS | ({"value"} if kind is ast.Constant else set())
+        _FIELDS[kind] = tuple(f for f in kind._fields if f not in leaves)  # type: ignore[attr-defined]
+    return _FIELDS[kind]
 
 
 def header_lines(stmt: ast.stmt) -> range:
