@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 
+from migrator.rewrite.walk import child_nodes
+
 
 class _Wanted:
     """The nodes to count, and the lines they start on: a part of the function spanning none
@@ -84,7 +86,7 @@ def _expr(node: ast.AST, wanted: _Wanted) -> int:
         return 0
     if isinstance(node, ast.IfExp):
         return _expr(node.test, wanted) + max(_expr(node.body, wanted), _expr(node.orelse, wanted))
-    return (id(node) in wanted) + sum(_expr(c, wanted) for c in ast.iter_child_nodes(node))
+    return (id(node) in wanted) + sum(_expr(c, wanted) for c in child_nodes(node))
 
 
 def _most(current: int | None, *values: int) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -29,12 +30,25 @@ _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Bu
 _REGISTERS_STATE = {"register_buffer", "register_parameter"}
 
 
-@dataclass(eq=False)
 class ClassInfo:
-    name: str
-    qualname: str
-    node: ast.ClassDef
-    file: "FileInfo"
+    """A class of a parsed file. It refers to its file weakly (the project that registered the
+    file keeps it), so a file and its classes hold no reference cycle and are freed by
+    reference counting: no garbage collection has to walk their trees."""
+
+    def __init__(self, name: str, qualname: str, node: ast.ClassDef, file: FileInfo) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.node = node
+        self._file = weakref.ref(file)
+
+    def __repr__(self) -> str:
+        return f"ClassInfo({self.qualname!r})"
+
+    @property
+    def file(self) -> FileInfo:
+        file = self._file()
+        assert file is not None, "the project keeps the files of the classes it found"
+        return file
 
     @property
     def bases(self) -> list[str | None]:
@@ -76,6 +90,8 @@ class Project:
 
     def __init__(self) -> None:
         self._by_module: dict[str, FileInfo | None] = {}
+        self._files: list[FileInfo] = []
+        """Every file registered, kept for the classes that refer to it."""
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}
         self.created: dict[str, set[str]] = {}
@@ -95,6 +111,7 @@ class Project:
                 if folder not in self._roots:
                     self._roots.append(folder)
         info = FileInfo(path, tree, collect(tree, module, is_package))
+        self._files.append(info)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
                 qual = f"{module}.{stmt.name}" if module else stmt.name

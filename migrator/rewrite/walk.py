@@ -87,6 +87,18 @@ def _node_fields(kind: type) -> tuple[str, ...]:
     return _FIELDS[kind]
 
 
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes(node)` without the Load/Store markers, as a list (faster)."""
+    children: list[ast.AST] = []
+    for field in _node_fields(type(node)):
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            children += [c for c in value if isinstance(c, ast.AST)]
+        elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+            children.append(value)
+    return children
+
+
 def header_lines(stmt: ast.stmt) -> range:
     """Lines a `# migrator: skip` pragma on which applies to the statement's own expressions."""
     if isinstance(
