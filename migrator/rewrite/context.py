@@ -87,10 +87,14 @@ class FileContext:
         return self._visits[id(func)]
 
     def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
-        """The calls of `ast.walk(func)` (its decorators and defaults too), found once per
-        function."""
+        """The calls in `func`: its body's (from `visits`), then those of its decorators,
+        parameters and return annotation; found once per function."""
         if id(func) not in self._calls:
-            self._calls[id(func)] = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+            head = [*func.decorator_list, func.args, *([func.returns] if func.returns else [])]
+            self._calls[id(func)] = [
+                *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
+                *(n for part in head for n in ast.walk(part) if isinstance(n, ast.Call)),
+            ]
         return self._calls[id(func)]
 
     def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:

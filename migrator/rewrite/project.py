@@ -91,6 +91,8 @@ class Project:
     def __init__(self) -> None:
         self._by_module: dict[str, FileInfo | None] = {}
         self._files: list[FileInfo] = []
+        self._modules: dict[Path, str] = {}
+        """Path -> its module name, worked out once (each looks for `__init__.py` files)."""
         """Every file registered, kept for the classes that refer to it."""
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}
@@ -122,7 +124,9 @@ class Project:
 
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
-        module = module_name(path)[0]
+        if path not in self._modules:
+            self._modules[path] = module_name(path)[0]
+        module = self._modules[path]
         if module in self._by_module:
             return self._by_module[module]
         try:
