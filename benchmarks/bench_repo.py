@@ -148,7 +148,7 @@ def zoo(rounds: int) -> None:
                 f"{s_small:.2f}",
                 f"{s_large:.2f}",
                 within(s_large / base, CHECK_CEILING, 2)
-                if "check -j" in label
+                if label.startswith("migrator check")
                 else f"{s_large / base:.2f}",
                 f"{rss_small:.0f}",
                 f"{rss_large:.0f}",
