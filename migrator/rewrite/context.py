@@ -77,6 +77,9 @@ class FileContext:
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
+    _kept: list[ast.AST] = field(default_factory=list)
+    """The functions the caches above hold results of (by id): kept alive, so that no other
+    node (a class made up for a helper module) can take the id of one that was freed."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
 
@@ -84,6 +87,7 @@ class FileContext:
         """`walk(func)`, computed once per function."""
         if id(func) not in self._visits:
             self._visits[id(func)] = list(walk(func))
+            self._kept.append(func)
         return self._visits[id(func)]
 
     def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
@@ -101,6 +105,7 @@ class FileContext:
         """`post_order(func)`, computed once per function."""
         if id(func) not in self._positions:
             self._positions[id(func)] = post_order(func)
+            self._kept.append(func)
         return self._positions[id(func)]
 
     def locals_of(self, func: ast.FunctionDef) -> set[str]:

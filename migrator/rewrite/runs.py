@@ -83,21 +83,31 @@ def _counts(
                 calls.setdefault(callee, []).append((key, visit.repeated))
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
+    return {name: _count(("own", name), (), entry, calls, counts) for name in methods}
 
-    def count(key: tuple[str, str], stack: tuple) -> int:
-        if key == entry:
-            return 1
-        if key in stack:
-            return MANY
-        if key not in counts:
-            total = 0
-            for caller, repeated in calls.get(key, []):
-                times = count(caller, stack + (key,))
-                total += MANY if (repeated and times) else times
-            counts[key] = min(total, MANY)
-        return counts[key]
 
-    return {name: count(("own", name), ()) for name in methods}
+Method = tuple[str, str]
+
+
+def _count(
+    key: Method,
+    stack: tuple,
+    entry: Method | None,
+    calls: dict[Method, list[tuple[Method, bool]]],
+    counts: dict[Method, int],
+) -> int:
+    """How many times `key` runs per call of `entry`, given who `calls` whom (memo: `counts`)."""
+    if key == entry:
+        return 1
+    if key in stack:
+        return MANY
+    if key not in counts:
+        total = 0
+        for caller, repeated in calls.get(key, []):
+            times = _count(caller, stack + (key,), entry, calls, counts)
+            total += MANY if (repeated and times) else times
+        counts[key] = min(total, MANY)
+    return counts[key]
 
 
 def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.FunctionDef]:
