@@ -100,6 +100,7 @@ class ProjectAnalysis:
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)
         ctx.finish()
+        ctx.helper_modules = None  # no cycle: reference counting frees the analysis
         return ctx.plan, ctx.findings
 
     def _context(

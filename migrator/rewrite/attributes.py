@@ -4,6 +4,7 @@ plain values, other names for modules), what other methods assign, and what its 
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from migrator.rewrite.context import FileContext, self_attr
@@ -44,6 +45,8 @@ class ClassAttributes:
         self.super_index = self._super_index()
         """Index of the top-level `super().__init__()` statement of `__init__` (None: none)."""
         self._inherited: dict[str, ClassInfo] | None = None
+        self._ends: list[int] | None = None
+        """Where each top-level statement of `__init__` ends (`_top_level`)."""
         self._collect()
         for attr in self._inherited_tensors():
             self.tensor_attrs.add(attr)
@@ -143,12 +146,17 @@ class ClassAttributes:
         return True, "may be a parameter of the module"
 
     def _top_level(self, stmt: ast.stmt) -> tuple[int, bool]:
+        """(index of the first top-level statement of `__init__` that is `stmt` or spans its
+        line, whether `stmt` is below it), found by bisection on where they end."""
         assert self.init is not None  # `stmt` is one of its statements
-        for i, top in enumerate(self.init.body):
+        if self._ends is None:
+            self._ends = [top.end_lineno or top.lineno for top in self.init.body]
+        i = bisect_left(self._ends, stmt.lineno)
+        if i < len(self._ends):
+            top = self.init.body[i]
             if top is stmt:
                 return i, False
-            assert top.end_lineno is not None  # parsed: set
-            if top.lineno <= stmt.lineno <= top.end_lineno:
+            if top.lineno <= stmt.lineno:
                 return i, True
         return len(self.init.body) - 1, True
 

@@ -75,6 +75,7 @@ class FileContext:
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
+    _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     _held: dict[int, ast.AST] = field(default_factory=dict)
     """The functions the caches above hold results of, by id: kept alive, so that a function
@@ -95,6 +96,17 @@ class FileContext:
             self._held[id(func)] = func
             self._visits[id(func)] = list(walk(func))
         return self._visits[id(func)]
+
+    def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
+        """The calls in `func`: its body's (from `visits`), then those of its decorators,
+        parameters and return annotation; found once per function."""
+        if id(func) not in self._calls:
+            head = [*func.decorator_list, func.args, *([func.returns] if func.returns else [])]
+            self._calls[id(func)] = [
+                *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
+                *(n for part in head for n in ast.walk(part) if isinstance(n, ast.Call)),
+            ]
+        return self._calls[id(func)]
 
     def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:
         """`post_order(func)`, computed once per function."""

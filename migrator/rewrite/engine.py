@@ -12,7 +12,7 @@ from migrator.rewrite.analyze import analyze, may_have_work
 from migrator.rewrite.edit import apply
 from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
-from migrator.rewrite.project import Project
+from migrator.rewrite.project import Project, parse_cached
 from migrator.rewrite.unused import drop_unused_imports
 
 
@@ -40,7 +40,7 @@ def _planned(
 ) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
-        tree = ast.parse(text)
+        tree = parse_cached(text)  # the tree other files of the run may read again
         if not may_have_work(text):
             return tree, Plan(), []
         return tree, *analyze(text, path, project, tree, ops_module, disable, toolkit, line_length)

@@ -87,11 +87,8 @@ def _report_elsewhere(
     if not found:
         return
     why = _why_elsewhere(ctx, info, function, from_helper)
-    for node in ast.walk(caller):
-        if isinstance(node, ast.Call) and target_of(ctx, ctx.info, node, caller, {}) == (
-            info,
-            function,
-        ):
+    for node in ctx.calls_in(caller):
+        if target_of(ctx, ctx.info, node, caller, {}) == (info, function):
             if id(node) in ctx.helpers_seen or id(node) in ctx.helper_calls:
                 continue
             ctx.helpers_seen.add(id(node))
@@ -129,11 +126,10 @@ def _called(
     ctx: FileContext, info: FileInfo, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
 ) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef], ast.Call]]:
     """(helper, call) of each call of a helper in `caller`."""
-    for node in ast.walk(caller):
-        if isinstance(node, ast.Call):
-            target = target_of(ctx, info, node, caller, methods)
-            if target is not None:
-                yield target, node
+    for node in ctx.calls_in(caller):
+        target = target_of(ctx, info, node, caller, methods)
+        if target is not None:
+            yield target, node
 
 
 def called_helpers(

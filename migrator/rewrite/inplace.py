@@ -10,18 +10,26 @@ from typing import Callable
 _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contiguous".split())
 
 
+Parents = dict[int, tuple[ast.AST, list[ast.stmt]]]
+"""id(statement) -> (the node holding it, the block it is in): `block_parents`."""
+
+
 def inplace_unsafe(
-    method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt, fresh: Callable[[ast.expr], bool]
+    method: ast.FunctionDef,
+    target: ast.expr,
+    stmt: ast.stmt,
+    fresh: Callable[[ast.expr], bool],
+    parents: Parents,
 ) -> str | None:
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
     assignment of the current value, which must allocate a new tensor that nothing else
     has read since; a loop it walks out of carries the value round, so nothing else in its
-    body may read it either."""
+    body may read it either. `parents`: `block_parents(method)`."""
     if not isinstance(target, ast.Name):
         return "only a local name can be rebound"
     name = target.id
-    for prior, header_only in _statements_before(method, stmt):
+    for prior, header_only in _statements_before(method, stmt, parents):
         if header_only:
             if _shares(prior, name, headers_only=True):
                 return "the value is read before, so it may be shared"
@@ -53,17 +61,22 @@ def _assigns(stmt: ast.stmt, name: str) -> bool:
     )
 
 
-def _statements_before(func: ast.FunctionDef, stmt: ast.stmt):
-    """(statement, header only) pairs that run before `stmt`, nearest first: earlier statements
-    of its block, then the statement holding that block (only its header runs before), then
-    the earlier statements of the block around it, up to the function."""
-    parents: dict[int, tuple[ast.AST, list[ast.stmt]]] = {}
+def block_parents(func: ast.FunctionDef) -> Parents:
+    """Each statement (and `except` handler) below `func`: the node and block holding it."""
+    parents: Parents = {}
     for node in ast.walk(func):
         for part in ("body", "orelse", "finalbody", "handlers"):
             body = getattr(node, part, None)
             if isinstance(body, list):
                 for child in body:
                     parents[id(child)] = (node, body)
+    return parents
+
+
+def _statements_before(func: ast.FunctionDef, stmt: ast.stmt, parents: Parents):
+    """(statement, header only) pairs that run before `stmt`, nearest first: earlier statements
+    of its block, then the statement holding that block (only its header runs before), then
+    the earlier statements of the block around it, up to the function."""
     current: ast.AST = stmt
     while id(current) in parents:
         holder, body = parents[id(current)]

@@ -90,44 +90,7 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
 
-    def visit(body: list[ast.stmt]) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Import):
-                for alias in stmt.names:
-                    if alias.asname:
-                        names.imports[alias.asname] = alias.name
-                    else:
-                        top = alias.name.split(".")[0]
-                        names.imports[top] = top
-            elif isinstance(stmt, ast.ImportFrom):
-                base = names.absolute(stmt.level, stmt.module)
-                for alias in stmt.names:
-                    if alias.name == "*":
-                        names.stars.append(base)
-                    else:
-                        names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.local.add(stmt.name)
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                value = None if isinstance(stmt, ast.AugAssign) else stmt.value
-                for target in targets:
-                    for node in ast.walk(target):
-                        if isinstance(node, ast.Name):
-                            assigned.setdefault(node.id, []).append(
-                                value if isinstance(target, ast.Name) else None
-                            )
-            elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
-                for part in ("body", "orelse", "finalbody"):
-                    visit(getattr(stmt, part, []))
-                for handler in getattr(stmt, "handlers", []):
-                    visit(handler.body)
-            elif isinstance(stmt, (ast.For, ast.While)):
-                for node in ast.walk(stmt):
-                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                        assigned.setdefault(node.id, []).append(None)
-
-    visit(tree.body)
+    _visit(tree.body, names, assigned)
     for name, values in assigned.items():
         names.local.add(name)
         if len(values) == 1 and values[0] is not None and literal(values[0]):
@@ -135,6 +98,47 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     for name in names.local & set(names.imports):
         del names.imports[name]
     return names
+
+
+def _visit(
+    body: list[ast.stmt], names: ModuleNames, assigned: dict[str, list[ast.expr | None]]
+) -> None:
+    """`collect`'s walk of one block of module-level statements."""
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    names.imports[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names.imports[top] = top
+        elif isinstance(stmt, ast.ImportFrom):
+            base = names.absolute(stmt.level, stmt.module)
+            for alias in stmt.names:
+                if alias.name == "*":
+                    names.stars.append(base)
+                else:
+                    names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.local.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = None if isinstance(stmt, ast.AugAssign) else stmt.value
+            for target in targets:
+                for node in ast.walk(target):
+                    if isinstance(node, ast.Name):
+                        assigned.setdefault(node.id, []).append(
+                            value if isinstance(target, ast.Name) else None
+                        )
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            for part in ("body", "orelse", "finalbody"):
+                _visit(getattr(stmt, part, []), names, assigned)
+            for handler in getattr(stmt, "handlers", []):
+                _visit(handler.body, names, assigned)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    assigned.setdefault(node.id, []).append(None)
 
 
 def function_locals(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from migrator.rewrite.walk import child_nodes
+
 Key = tuple[int, ...]
 
 LAST: Key = (1 << 30,)
@@ -29,9 +31,11 @@ def post_order(func: ast.FunctionDef) -> dict[int, int]:
             positions[id(node)] = len(positions)
             continue
         stack.append((node, True))
-        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+        children: list[ast.AST]
         if isinstance(node, ast.Assign):  # the value runs before the targets
             children = [node.value, *node.targets]
+        else:
+            children = child_nodes(node)
         stack.extend((c, False) for c in reversed(children))
     return positions
 

@@ -5,17 +5,41 @@ module called once in each arm is not reused."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
+
+from migrator.rewrite.walk import child_nodes
+
+
+class _Wanted:
+    """The nodes to count, and the lines they start on: a part of the function spanning none
+    of those lines holds none of them, so it is not walked (one count costs the statements of
+    the function and the parts around the wanted nodes, not every node of it)."""
+
+    def __init__(self, nodes: list[ast.AST]) -> None:
+        self.ids = {id(n) for n in nodes}
+        self.lines = sorted({getattr(n, "lineno", 0) for n in nodes})
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self.ids
+
+    def may_hold(self, node: ast.AST) -> bool:
+        """Whether a wanted node may be `node` or below it."""
+        start = getattr(node, "lineno", None)
+        if start is None:  # no position (an operator, `arguments`): look inside
+            return True
+        start = min([start, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        i = bisect_left(self.lines, start)
+        return i < len(self.lines) and self.lines[i] <= (getattr(node, "end_lineno", None) or start)
 
 
 def most_runs(func: ast.FunctionDef, nodes: list[ast.AST]) -> int:
     """The most of `nodes` that run on any one path through `func` (a node inside a loop or
     a nested function counts once: callers treat those as repeated anyway)."""
-    wanted = {id(n) for n in nodes}
-    through, ended = _block(func.body, wanted)
+    through, ended = _block(func.body, _Wanted(nodes))
     return max(through or 0, ended or 0)
 
 
-def _block(stmts: list[ast.stmt], wanted: set[int]) -> tuple[int | None, int | None]:
+def _block(stmts: list[ast.stmt], wanted: _Wanted) -> tuple[int | None, int | None]:
     """(most on paths that run to the end of `stmts`, most on paths that return or raise
     in them); None where there is no such path."""
     through: int | None = 0
@@ -38,7 +62,7 @@ def _block(stmts: list[ast.stmt], wanted: set[int]) -> tuple[int | None, int | N
             ended = _most(ended, through + _expr(stmt, wanted))
             through = None
         elif isinstance(stmt, _COMPOUND):  # every node counted, as if each part ran
-            through += sum(id(n) in wanted for n in ast.walk(stmt))
+            through += sum(id(n) in wanted for n in ast.walk(stmt)) if wanted.may_hold(stmt) else 0
         else:
             through += _expr(stmt, wanted)
     return through, ended
@@ -57,10 +81,12 @@ _COMPOUND = (
 )
 
 
-def _expr(node: ast.AST, wanted: set[int]) -> int:
+def _expr(node: ast.AST, wanted: _Wanted) -> int:
+    if not wanted.may_hold(node):
+        return 0
     if isinstance(node, ast.IfExp):
         return _expr(node.test, wanted) + max(_expr(node.body, wanted), _expr(node.orelse, wanted))
-    return (id(node) in wanted) + sum(_expr(c, wanted) for c in ast.iter_child_nodes(node))
+    return (id(node) in wanted) + sum(_expr(c, wanted) for c in child_nodes(node))
 
 
 def _most(current: int | None, *values: int) -> int | None:

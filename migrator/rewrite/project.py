@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -39,12 +40,25 @@ class RunSettings:
     toolkit: str
 
 
-@dataclass(eq=False)
 class ClassInfo:
-    name: str
-    qualname: str
-    node: ast.ClassDef
-    file: "FileInfo"
+    """A class of a parsed file. It refers to its file weakly (the project that registered the
+    file keeps it), so a file and its classes hold no reference cycle and are freed by
+    reference counting: no garbage collection has to walk their trees."""
+
+    def __init__(self, name: str, qualname: str, node: ast.ClassDef, file: FileInfo) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.node = node
+        self._file = weakref.ref(file)
+
+    def __repr__(self) -> str:
+        return f"ClassInfo({self.qualname!r})"
+
+    @property
+    def file(self) -> FileInfo:
+        file = self._file()
+        assert file is not None, "the project keeps the files of the classes it found"
+        return file
 
     @property
     def bases(self) -> list[str | None]:
@@ -96,6 +110,10 @@ class Project:
         self.evidence = evidence or Evidence()
         """Run-time evidence from built models (`fix --evidence`); empty without."""
         self._by_module: dict[str, FileInfo | None] = {}
+        self._files: list[FileInfo] = []
+        """Every file registered, kept for the classes that refer to it."""
+        self._modules: dict[Path, str] = {}
+        """Path -> its module name, worked out once (each looks for `__init__.py` files)."""
         self._roots: list[Path] = []
         self._stateless: dict[str, bool | None] = {}
         self.created: dict[str, set[str]] = {}
@@ -115,6 +133,7 @@ class Project:
                 if folder not in self._roots:
                     self._roots.append(folder)
         info = FileInfo(path, tree, collect(tree, module, is_package))
+        self._files.append(info)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
                 qual = f"{module}.{stmt.name}" if module else stmt.name
@@ -125,7 +144,9 @@ class Project:
 
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
-        module = module_name(path)[0]
+        if path not in self._modules:
+            self._modules[path] = module_name(path)[0]
+        module = self._modules[path]
         if module in self._by_module:
             return self._by_module[module]
         try:

@@ -95,6 +95,9 @@ def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
     return runs
 
 
+Method = tuple[str, str]
+
+
 def _counts(
     ctx: FileContext, methods: dict[str, ast.FunctionDef], overrides: dict[str, ast.FunctionDef]
 ) -> dict[str, int]:
@@ -107,7 +110,7 @@ def _counts(
 
     functions = {("own", n): f for n, f in methods.items()}
     functions.update({("sub", n): f for n, f in overrides.items()})
-    calls: dict[tuple[str, str], dict[tuple[str, str], tuple[list[ast.AST], bool]]] = {}
+    calls: dict[Method, dict[Method, tuple[list[ast.AST], bool]]] = {}
     for key, function in functions.items():
         for visit in ctx.visits(function):
             node = visit.node
@@ -130,24 +133,33 @@ def _counts(
                 calls[callee][key] = ([*nodes, node], repeated or visit.repeated)
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
+    return {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
 
-    def count(key: tuple[str, str], stack: tuple) -> int:
-        if key == entry:
-            return 1
-        if key in stack:
-            return MANY
-        if key not in counts:
-            total = 0
-            for caller, (nodes, repeated) in calls.get(key, {}).items():
-                times = count(caller, stack + (key,))
-                if repeated and times:
-                    total += MANY
-                elif times:  # calls in exclusive branches of the caller do not add up
-                    total += times * most_runs(functions[caller], nodes)
-            counts[key] = min(total, MANY)
-        return counts[key]
 
-    return {name: count(("own", name), ()) for name in methods}
+def _count(
+    key: Method,
+    stack: tuple,
+    entry: Method | None,
+    calls: dict[Method, dict[Method, tuple[list[ast.AST], bool]]],
+    functions: dict[Method, ast.FunctionDef],
+    counts: dict[Method, int],
+) -> int:
+    """How many times `key` runs per call of `entry`, given who `calls` whom (the call nodes,
+    and whether one repeats) and the callers' `functions` (memo: `counts`)."""
+    if key == entry:
+        return 1
+    if key in stack:
+        return MANY
+    if key not in counts:
+        total = 0
+        for caller, (nodes, repeated) in calls.get(key, {}).items():
+            times = _count(caller, stack + (key,), entry, calls, functions, counts)
+            if repeated and times:
+                total += MANY
+            elif times:  # calls in exclusive branches of the caller do not add up
+                total += times * most_runs(functions[caller], nodes)
+        counts[key] = min(total, MANY)
+    return counts[key]
 
 
 def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.FunctionDef]:

@@ -16,7 +16,7 @@ from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
-from migrator.rewrite.inplace import inplace_unsafe
+from migrator.rewrite.inplace import Parents, block_parents, inplace_unsafe
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
@@ -54,6 +54,8 @@ class Scanner:
     ) -> None:
         self.ctx = ctx
         self.method = method
+        self._parents: Parents | None = None
+        """Where each statement of the method sits (`block_parents`), read once."""
         self.times = times
         self.tensors = tensors
         self.module_attrs = module_attrs
@@ -375,7 +377,9 @@ class Scanner:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
         self._fresh_proof = []
-        reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh)
+        if self._parents is None:
+            self._parents = block_parents(self.method)
+        reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh, self._parents)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         if _starred(args, [k.arg for k in keywords]):

@@ -10,6 +10,9 @@ is reported with where the walked module comes from, for a person to check.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterator
 
 from migrator.rewrite.context import FileContext, self_attr
 
@@ -24,9 +27,7 @@ def walks_children(text: str) -> bool:
 def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
     """Report every walk of the children of a module other than `self`."""
     seen: set[int] = set()  # a nested function's nodes are also below the function around it
-    for scope in ast.walk(tree):
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for scope in _scopes(tree, _lines_naming_walks(ctx.source)):
         for visit in ctx.visits(scope):
             node = visit.node
             if (
@@ -55,6 +56,35 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
                 "it are registered where its forward runs them, but a slice of its "
                 "children or a walk that stops at a given child may now take them in",
             )
+
+
+def _scopes(tree: ast.Module, lines: list[int]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of `ast.walk(tree)`, in its order, whose text spans one of `lines` (the
+    parts of the tree spanning none are not walked)."""
+    todo: deque[ast.AST] = deque([tree])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        todo.extend(c for c in ast.iter_child_nodes(node) if _spans(c, lines))
+
+
+def _spans(node: ast.AST, lines: list[int]) -> bool:
+    """Whether `node` (or one of its parts, for a node with no position) may be on `lines`."""
+    start = getattr(node, "lineno", None)
+    if start is None:
+        return True
+    first = bisect_left(lines, start)
+    return first < len(lines) and lines[first] <= (getattr(node, "end_lineno", None) or start)
+
+
+def _lines_naming_walks(source: str) -> list[int]:
+    """The lines whose text holds `children` or `_modules` (where a walk's attribute is)."""
+    return [
+        i
+        for i, line in enumerate(source.split("\n"), 1)
+        if "children" in line or "_modules" in line
+    ]
 
 
 def _origin(
