@@ -28,6 +28,7 @@ from migrator.commands.options import add_observer_arguments, chain_options
 from migrator.report import ReviewReport, Summary, unified_diff
 
 if TYPE_CHECKING:
+    from migrator.prove.load import Side
     from migrator.prove.verify import RewriteVerification
 
 HELP = "rewrite functionals, operators and reused modules into named modules, in place"
@@ -85,13 +86,16 @@ def run(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     raw = sys.stdin.buffer.read() if stdin else None
-    evidence = None
+    evidence, before = None, None
     if args.evidence or args.verify:
         if stdin:
             print("migrator fix: --evidence builds files, not stdin", file=sys.stderr)
             return 2
+        from migrator.prove.load import Side
+
+        before = Side("before fix")  # verify's original side: the files as they are on disk
         try:
-            evidence = _evidence([settings.for_path(p) for p in args.paths])
+            evidence = _evidence([settings.for_path(p) for p in args.paths], before)
         except ConfigError as exc:
             print(f"migrator fix: {exc}", file=sys.stderr)
             return 2
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if args.verify:
             found = list(found)  # every rewrite is known before any file is written
             configs = {id(c): c for c in map(settings.for_path, args.paths)}  # each path's own
-            verified = _verify(found, list(configs.values()), args)
+            verified = _verify(found, list(configs.values()), args, before)
             if verified is None:
                 return 2
             fixer.verified, fixer.chain_ok, fixer.verify_text = verified
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_status(args, fixer.finish())
 
 
-def _evidence(configs: list[Config]) -> Evidence | None:
+def _evidence(configs: list[Config], before: Side) -> Evidence | None:
     """The run-time evidence of the models the paths' verify targets build from the files as
     they are (imports torch); None, the problem printed, when a target cannot be used. A target
     that cannot be built only gives no evidence (--verify reports it)."""
@@ -126,13 +130,18 @@ def _evidence(configs: list[Config]) -> Evidence | None:
     except TargetError as exc:
         print(f"migrator fix --evidence: {exc}", file=sys.stderr)
         return None
-    evidence, errors = from_targets(targets)
+    evidence, errors = from_targets(targets, before)
     for error in errors:
         print(f"migrator fix --evidence: {error}", file=sys.stderr)
     return evidence
 
 
-def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argparse.Namespace):
+def _verify(
+    outcomes: list[runner.Outcome],
+    configs: list[Config],
+    args: argparse.Namespace,
+    before: Side | None,
+):
     """Verify the targets the configurations of the paths given name against the in-memory
     rewrites, then (with --observers or --onnx) run the quantization chain on the migrated models
     (imports torch)."""
@@ -163,7 +172,7 @@ def _verify(outcomes: list[runner.Outcome], configs: list[Config], args: argpars
         ops_file = _ops_module_file(config)
         if rewrites and ops_file is not None and not ops_file.exists():
             rewrites[ops_file] = ("", _OPS_SOURCE.read_text(encoding="utf-8"))  # as fix writes it
-    verified = verify_rewrites(rewrites, targets, keep=args.observers or args.onnx)
+    verified = verify_rewrites(rewrites, targets, keep=args.observers or args.onnx, original=before)
     report_setup_errors(verified.results, "migrator fix --verify")
     compared = [result for result in verified.results if not result.error]
     text, chained = format_text(compared) if compared else "", True

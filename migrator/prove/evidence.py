@@ -11,7 +11,7 @@ import torch
 
 from migrator import catalog
 from migrator.evidence import Evidence, Seen
-from migrator.prove.build import ORIGINAL_SEED, build
+from migrator.prove.build import ORIGINAL_SEED, build, build_key
 from migrator.prove.load import LoadError, Side
 from migrator.prove.targets import Target
 
@@ -34,11 +34,12 @@ def observe(model: torch.nn.Module, target: str, evidence: Evidence | None = Non
     return evidence
 
 
-def from_targets(targets: list[Target]) -> tuple[Evidence, list[str]]:
-    """The evidence of the targets' models built from the files on disk, and one line for each
+def from_targets(targets: list[Target], side: Side | None = None) -> tuple[Evidence, list[str]]:
+    """The evidence of the targets' models built from the files on disk (on `side`, which keeps
+    each model for the one build of it that follows: verify's original), and one line for each
     target that could not be built."""
     evidence, errors = Evidence(), []
-    side = Side("evidence")
+    side = side if side is not None else Side("evidence")
     for target in targets:
         try:
             built = build(target, side, ORIGINAL_SEED)
@@ -46,6 +47,7 @@ def from_targets(targets: list[Target]) -> tuple[Evidence, list[str]]:
             errors.append(str(exc))
             continue
         observe(built.model, target.label, evidence)
+        side.prebuilt[build_key(target, ORIGINAL_SEED)] = built
     return evidence, errors
 
 

@@ -44,6 +44,9 @@ class Side:
         default_factory=dict, compare=False, repr=False
     )
     """Each file imported on this side (or why it could not be), with the overlay files used."""
+    prebuilt: dict[tuple, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Models built on this side ahead of time (`fix --verify` builds the originals for its
+    run-time evidence first), by `build_key`: each is handed out once, by `build`."""
 
     def __post_init__(self) -> None:
         resolved = {Path(path).resolve(): text for path, text in self.overlay.items()}

@@ -134,13 +134,18 @@ def verify_base(
 
 
 def verify_rewrites(
-    rewrites: Mapping[Path, tuple[str, str]], targets: Iterable[Target], keep: bool = False
+    rewrites: Mapping[Path, tuple[str, str]],
+    targets: Iterable[Target],
+    keep: bool = False,
+    original: Side | None = None,
 ) -> RewriteVerification:
     """Verify every target whose file is rewritten or imports a rewritten file, with all files
     at their old text (original) and at their new text (migrated); nothing is written. `keep`
-    keeps each migrated model (`TargetResult.built`)."""
+    keeps each migrated model (`TargetResult.built`). `original`: the side the files on disk,
+    still at their old text, were already imported on (with the models built there)."""
     rewrites = {Path(p).resolve(): texts for p, texts in rewrites.items()}
-    original = Side("before fix", {p: old for p, (old, _) in rewrites.items()})
+    if original is None:
+        original = Side("before fix", {p: old for p, (old, _) in rewrites.items()})
     migrated = Side("after fix", {p: new for p, (_, new) in rewrites.items()})
     affected = [t for t in targets if t.file.resolve() in rewrites or _uses_overlay(t, migrated)]
     results = [verify_target(t, original, migrated, keep) for t in affected]
