@@ -184,3 +184,110 @@ def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
         "    def forward(self, x):\n        return h(x)\n"
     )
     assert sorted(_calls_in_methods(source)) == ["f", "inner", "mix"]
+
+
+def _failing_helper_file(monkeypatch, how: str) -> None:
+    """Make `layers.py` fail after its twins are decided: its rewrite raises (an engine error),
+    or writing it fails."""
+    from migrator import runner
+    from migrator.commands import fix
+    from migrator.files import SourceError
+
+    if how == "engine error":
+        rewrite = runner.rewrite_text
+
+        def failing(text, path, *args, **kwargs):
+            if path.endswith("layers.py"):
+                raise RuntimeError("boom")
+            return rewrite(text, path, *args, **kwargs)
+
+        monkeypatch.setattr(runner, "rewrite_text", failing)
+    else:
+        write = fix.write_source
+
+        def refused(source, text):
+            if source.path.name == "layers.py":
+                raise SourceError(source.path, 0, "cannot write")
+            write(source, text)
+
+        monkeypatch.setattr(fix, "write_source", refused)
+
+
+@pytest.mark.parametrize("how", ["engine error", "write error"])
+@pytest.mark.parametrize("order", [["net.py", "layers.py"], ["layers.py", "net.py"], ["-j2", ""]])
+def test_a_caller_is_not_written_when_the_file_adding_its_twin_is_not(
+    tmp_path, monkeypatch, capsys, how, order
+):
+    """`net.py`'s rewrite imports `Mix` and `Halves`, which the rewrite of `layers.py` adds: when
+    that file fails, `net.py` stays as it is (an ImportError otherwise), one line saying why,
+    whichever file comes first."""
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+    _failing_helper_file(monkeypatch, how)
+    assert main(["fix", *(a if a.startswith("-") else str(pkg / a) for a in order)]) == 2
+    assert _texts(pkg) == before
+    err = capsys.readouterr().err
+    assert (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written"
+    ) in err.splitlines()
+
+
+def test_a_caller_waits_for_the_file_adding_its_twin_and_is_written_with_it(tmp_path, capsys):
+    """The caller first: it is held until the helper's file is written, then written too."""
+    pkg = _helper_tree(tmp_path)
+    assert main(["fix", str(pkg / "net.py"), str(pkg / "layers.py")]) == 1
+    assert _texts(pkg)["net.py"] == (HELPERS / "pkg" / "net.after.py").read_text()
+    out = capsys.readouterr().out
+    assert out.index(f"fixed {pkg / 'layers.py'}") < out.index(f"fixed {pkg / 'net.py'}")
+
+
+def test_a_caller_is_not_written_when_verify_refuses_the_file_adding_its_twin(tmp_path, capsys):
+    """With --verify, a failing target using `layers.py` leaves it unwritten; `net.py`, which a
+    passing target covers, is not written either: it would import a class `layers.py` lacks."""
+    import argparse
+
+    from migrator.commands.fix import Fixer
+    from migrator.progress import Progress
+
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+
+    class Verified:
+        results = ()
+        unverified: frozenset = frozenset()
+
+        def refusal(self, path):
+            return "a verify target using it failed" if Path(path).name == "layers.py" else None
+
+    args = argparse.Namespace(diff=False, check=False, report=None, quiet=False)
+    with Progress("fix") as bar:
+        fixer = Fixer(args, bar)
+        fixer.verified = Verified()  # type: ignore[assignment]
+        for outcome in run([str(pkg / "net.py"), str(pkg / "layers.py")], Settings(), rewrite=True):
+            fixer.apply(outcome)
+        fixer.finish()
+    assert _texts(pkg) == before
+    missing = (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written"
+    )
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        f"{pkg / 'layers.py'}: not written: a verify target using it failed",
+        missing,
+    ]
+
+
+def test_a_rewrite_knows_the_twins_it_imports_from_files_of_the_run(tmp_path):
+    """Only twins another file's rewrite adds in this run count; a second run imports none."""
+    pkg = _helper_tree(tmp_path)
+    outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    layers = str(pkg / "layers.py")
+    assert outcomes["net.py"].twin_sources == {
+        "pkg.layers.Halves": layers,
+        "pkg.layers.Mix": layers,
+    }
+    assert outcomes["layers.py"].twin_sources == {}
+    assert main(["fix", str(pkg)]) == 1
+    again = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert again["net.py"].twin_sources == {} and not again["net.py"].changed
