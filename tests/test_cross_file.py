@@ -291,3 +291,56 @@ def test_a_rewrite_knows_the_twins_it_imports_from_files_of_the_run(tmp_path):
     assert main(["fix", str(pkg)]) == 1
     again = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
     assert again["net.py"].twin_sources == {} and not again["net.py"].changed
+
+
+def test_calls_passing_no_first_argument_give_a_helper_no_twin(tmp_path):
+    """A call whose line shows it passes no first argument a module could take (`flow()`,
+    `flow(*a)`, `flow(x=...)`) is refused by its caller whatever else it finds: alone, it gives
+    the helper no twin (which nothing would use); a line ending after `(` still counts."""
+    from migrator.rewrite.mentions import _calls_in_methods
+
+    source = tmp_path / "net.py"
+    source.write_text(
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        a(x=x) + b() + c(*x) + d(**x) + e(x == 1) + f(x, y=2) + g(1)\n"
+        "        return h(\n            x=x\n        )\n"
+    )
+    assert sorted(_calls_in_methods(source)) == ["e", "f", "g", "h"]
+
+
+def _flow_package(root: Path, call: str) -> Path:
+    """`pkg/layers.py` with a public helper `flow`, `pkg/net.py` calling it as `call`."""
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text(FLOW)
+    (pkg / "net.py").write_text(
+        "import torch.nn as nn\n\nfrom pkg.layers import flow\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        f"    def forward(self, x):\n        return {call}\n"
+    )
+    return pkg
+
+
+FLOW = "import torch\n\n\ndef flow(x, scale: float = 2.0):\n    return torch.relu(x) * scale\n"
+
+
+def test_a_helper_only_called_with_keywords_from_another_file_stays_a_function(tmp_path, capsys):
+    """`flow(x=h)` from `net.py`: `layers.py` gets no `Flow` class, the call is reported (MIG115)
+    saying why; a positional call does give it one, used by the caller."""
+    pkg = _flow_package(tmp_path / "keyword", "flow(x=self.fc(x))")
+    net = (pkg / "net.py").read_text()
+    assert main(["fix", str(pkg)]) == 1
+    assert (pkg / "layers.py").read_text() == FLOW and (pkg / "net.py").read_text() == net
+    finding = (
+        f"{pkg / 'net.py'}:12:16: MIG115 `flow` (in `pkg.layers`) runs 2 op(s) forward reaches "
+        "(`*`, torch.relu): the call passes no first argument that `flow` as a module could take "
+        "(a tensor or `self`), and such calls give it none; left as is"
+    )
+    assert capsys.readouterr().out.splitlines() == [finding]
+    pkg = _flow_package(tmp_path / "positional", "flow(self.fc(x))")
+    assert main(["fix", str(pkg)]) == 1
+    assert "class Flow(torch.nn.Module):" in (pkg / "layers.py").read_text()
+    assert "return self.flow(self.fc(x))" in (pkg / "net.py").read_text()
