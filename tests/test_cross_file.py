@@ -344,3 +344,27 @@ def test_a_helper_only_called_with_keywords_from_another_file_stays_a_function(t
     assert main(["fix", str(pkg)]) == 1
     assert "class Flow(torch.nn.Module):" in (pkg / "layers.py").read_text()
     assert "return self.flow(self.fc(x))" in (pkg / "net.py").read_text()
+
+
+def test_a_caller_whose_twins_file_never_comes_is_not_written(tmp_path, capsys):
+    """The run ends with the caller still waiting (its helper's file never applied): it is not
+    written, one line saying why."""
+    import argparse
+
+    from migrator.commands.fix import Fixer
+    from migrator.progress import Progress
+
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+    outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    args = argparse.Namespace(diff=False, check=False, report=None, quiet=False)
+    with Progress("fix") as bar:
+        fixer = Fixer(args, bar)
+        fixer.apply(outcomes["net.py"])
+        assert _texts(pkg) == before  # held
+        assert fixer.finish() == 1
+    assert _texts(pkg) == before
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written"
+    )
