@@ -229,7 +229,7 @@ def test_a_caller_is_not_written_when_the_file_adding_its_twin_is_not(
     err = capsys.readouterr().err
     assert (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
-        f"{pkg / 'layers.py'} adds, and that file is not written"
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
     ) in err.splitlines()
 
 
@@ -270,7 +270,7 @@ def test_a_caller_is_not_written_when_verify_refuses_the_file_adding_its_twin(tm
     assert _texts(pkg) == before
     missing = (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
-        f"{pkg / 'layers.py'} adds, and that file is not written"
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
     )
     assert capsys.readouterr().err.splitlines()[:2] == [
         f"{pkg / 'layers.py'}: not written: a verify target using it failed",
@@ -366,5 +366,5 @@ def test_a_caller_whose_twins_file_never_comes_is_not_written(tmp_path, capsys):
     assert _texts(pkg) == before
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
-        f"{pkg / 'layers.py'} adds, and that file is not written"
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
     )

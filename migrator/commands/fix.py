@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,8 +203,8 @@ class Fixer:
         """False when the quantization chain (--observers/--onnx) failed for a target."""
         self.verify_text = ""
         """The verification (and chain) tables, printed last."""
-        self.landed: dict[Path, bool] = {}
-        """Each file applied -> whether it is on disk as rewritten (written, or unchanged)."""
+        self.landed: dict[Path, frozenset[str]] = {}
+        """Each file applied -> the classes it defines on disk once applied (written or not)."""
         self.held: list[runner.Processed] = []
         """Rewrites importing a twin class another file's rewrite adds, that file not applied
         yet: applied when it is."""
@@ -217,7 +218,8 @@ class Fixer:
         pending = [outcome]
         while pending:
             current = pending.pop(0)
-            self.landed[Path(current.path).resolve()] = self._apply(current)
+            written = self._apply(current)
+            self.landed[Path(current.path).resolve()] = _classes(current, written)
             ready = [o for o in self.held if not self._waits(o)]
             self.held = [o for o in self.held if all(o is not r for r in ready)]
             pending += ready
@@ -263,14 +265,15 @@ class Fixer:
 
     def _missing_twin(self, outcome: runner.Processed) -> str | None:
         """Why the rewrite must not be written: it imports a twin class that another file's
-        rewrite adds, and that file is not written (None: all are)."""
+        rewrite adds, and that file is not on disk with it (None: all are)."""
         if self.dry_run:
             return None
         for qualname, path in sorted(outcome.twin_sources.items()):
-            if not self.landed.get(Path(path).resolve(), False):
+            cls = qualname.rsplit(".", 1)[1]
+            if cls not in self.landed.get(Path(path).resolve(), frozenset()):
                 return (
-                    f"it imports `{qualname.rsplit('.', 1)[1]}`, which the rewrite of {path} "
-                    "adds, and that file is not written"
+                    f"it imports `{cls}`, which the rewrite of {path} adds, and that file is "
+                    "not written with it"
                 )
         return None
 
@@ -281,7 +284,7 @@ class Fixer:
         while self.held:  # files waiting on each other, or on one never processed: not written
             first = self.held.pop(0)
             for path in first.twin_sources.values():
-                self.landed.setdefault(Path(path).resolve(), False)
+                self.landed.setdefault(Path(path).resolve(), frozenset())
             self.apply(first)
         for finding in self.left:
             print(finding.format(), file=self.out)
@@ -376,6 +379,17 @@ class StdinFixer(Fixer):
         self._fixed(outcome, fixed)
         return True
 
+
+def _classes(outcome: runner.Outcome, written: bool) -> frozenset[str]:
+    """The top-level classes of the outcome's file on disk, once applied (`written`: with its
+    rewrite); none for a file that failed."""
+    if not isinstance(outcome, runner.Processed):
+        return frozenset()
+    text = outcome.new_text if written and outcome.new_text is not None else outcome.source.text
+    return frozenset(_CLASS.findall(text))
+
+
+_CLASS = re.compile(r"^class\s+(\w+)", re.MULTILINE)
 
 _OPS_SOURCE = Path(__file__).parent.parent / "nn.py"
 
