@@ -8,8 +8,8 @@ call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in th
 `fix` adds do not count, nor calls whose line shows they pass no first argument a module could
 take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
 finds, and `fix` never makes them). So the answer does not change while `fix` rewrites the
-package file by file. The file holding the function is never counted. Methods are found from the text, by
-indentation (no parse), and each file is read once a process.
+package file by file. The file holding the function is never counted. Methods are found from
+the text, by indentation (no parse), and each file is read once a process.
 """
 
 from __future__ import annotations
