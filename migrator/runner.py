@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -29,7 +29,7 @@ from migrator.files import (
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
-from migrator.rewrite.engine import check_text, fix_text, gc_paused
+from migrator.rewrite.engine import check_text, gc_paused, rewrite_text
 from migrator.rewrite.layout import line_length
 from migrator.rewrite.project import Project, RunSettings
 from migrator.suppress import split, suppressions, unused
@@ -45,6 +45,9 @@ class Processed:
     config: Config
     """The configuration that governs the file."""
     new_text: str | None = None
+    twin_sources: dict[str, str] = field(default_factory=dict)
+    """Twin classes `new_text` imports that other files' rewrites in this run add -> those
+    files (`fix` writes this file only when they are written)."""
 
     @property
     def changed(self) -> bool:
@@ -194,10 +197,11 @@ def process(
     if isinstance(path, PathError):
         return Failed(path.path, path)
     disable = config.disabled(path)
+    twin_sources: dict[str, str] = {}
     try:
         source = (read or read_source)(path)
         if rewrite:
-            new_text, findings = fix_text(
+            new_text, findings, twin_sources = rewrite_text(
                 source.text,
                 str(path),
                 Project(scope, evidence),
@@ -233,4 +237,5 @@ def process(
     kept, dropped = split(findings, table)
     if report_unused:
         kept = sorted(kept + unused(str(path), table, dropped))
-    return Processed(path, source, [f for f in kept if f.code not in disable], config, new_text)
+    kept = [f for f in kept if f.code not in disable]
+    return Processed(path, source, kept, config, new_text, twin_sources)

@@ -184,3 +184,187 @@ def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
         "    def forward(self, x):\n        return h(x)\n"
     )
     assert sorted(_calls_in_methods(source)) == ["f", "inner", "mix"]
+
+
+def _failing_helper_file(monkeypatch, how: str) -> None:
+    """Make `layers.py` fail after its twins are decided: its rewrite raises (an engine error),
+    or writing it fails."""
+    from migrator import runner
+    from migrator.commands import fix
+    from migrator.files import SourceError
+
+    if how == "engine error":
+        rewrite = runner.rewrite_text
+
+        def failing(text, path, *args, **kwargs):
+            if path.endswith("layers.py"):
+                raise RuntimeError("boom")
+            return rewrite(text, path, *args, **kwargs)
+
+        monkeypatch.setattr(runner, "rewrite_text", failing)
+    else:
+        write = fix.write_source
+
+        def refused(source, text):
+            if source.path.name == "layers.py":
+                raise SourceError(source.path, 0, "cannot write")
+            write(source, text)
+
+        monkeypatch.setattr(fix, "write_source", refused)
+
+
+@pytest.mark.parametrize("how", ["engine error", "write error"])
+@pytest.mark.parametrize("order", [["net.py", "layers.py"], ["layers.py", "net.py"], ["-j2", ""]])
+def test_a_caller_is_not_written_when_the_file_adding_its_twin_is_not(
+    tmp_path, monkeypatch, capsys, how, order
+):
+    """`net.py`'s rewrite imports `Mix` and `Halves`, which the rewrite of `layers.py` adds: when
+    that file fails, `net.py` stays as it is (an ImportError otherwise), one line saying why,
+    whichever file comes first."""
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+    _failing_helper_file(monkeypatch, how)
+    assert main(["fix", *(a if a.startswith("-") else str(pkg / a) for a in order)]) == 2
+    assert _texts(pkg) == before
+    err = capsys.readouterr().err
+    assert (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
+    ) in err.splitlines()
+
+
+def test_a_caller_waits_for_the_file_adding_its_twin_and_is_written_with_it(tmp_path, capsys):
+    """The caller first: it is held until the helper's file is written, then written too."""
+    pkg = _helper_tree(tmp_path)
+    assert main(["fix", str(pkg / "net.py"), str(pkg / "layers.py")]) == 1
+    assert _texts(pkg)["net.py"] == (HELPERS / "pkg" / "net.after.py").read_text()
+    out = capsys.readouterr().out
+    assert out.index(f"fixed {pkg / 'layers.py'}") < out.index(f"fixed {pkg / 'net.py'}")
+
+
+def test_a_caller_is_not_written_when_verify_refuses_the_file_adding_its_twin(tmp_path, capsys):
+    """With --verify, a failing target using `layers.py` leaves it unwritten; `net.py`, which a
+    passing target covers, is not written either: it would import a class `layers.py` lacks."""
+    import argparse
+
+    from migrator.commands.fix import Fixer
+    from migrator.progress import Progress
+
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+
+    class Verified:
+        results = ()
+        unverified: frozenset = frozenset()
+
+        def refusal(self, path):
+            return "a verify target using it failed" if Path(path).name == "layers.py" else None
+
+    args = argparse.Namespace(diff=False, check=False, report=None, quiet=False)
+    with Progress("fix") as bar:
+        fixer = Fixer(args, bar)
+        fixer.verified = Verified()  # type: ignore[assignment]
+        for outcome in run([str(pkg / "net.py"), str(pkg / "layers.py")], Settings(), rewrite=True):
+            fixer.apply(outcome)
+        fixer.finish()
+    assert _texts(pkg) == before
+    missing = (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
+    )
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        f"{pkg / 'layers.py'}: not written: a verify target using it failed",
+        missing,
+    ]
+
+
+def test_a_rewrite_knows_the_twins_it_imports_from_files_of_the_run(tmp_path):
+    """Only twins another file's rewrite adds in this run count; a second run imports none."""
+    pkg = _helper_tree(tmp_path)
+    outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    layers = str(pkg / "layers.py")
+    assert outcomes["net.py"].twin_sources == {
+        "pkg.layers.Halves": layers,
+        "pkg.layers.Mix": layers,
+    }
+    assert outcomes["layers.py"].twin_sources == {}
+    assert main(["fix", str(pkg)]) == 1
+    again = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert again["net.py"].twin_sources == {} and not again["net.py"].changed
+
+
+def test_calls_passing_no_first_argument_give_a_helper_no_twin(tmp_path):
+    """A call whose line shows it passes no first argument a module could take (`flow()`,
+    `flow(*a)`, `flow(x=...)`) is refused by its caller whatever else it finds: alone, it gives
+    the helper no twin (which nothing would use); a line ending after `(` still counts."""
+    from migrator.rewrite.mentions import _calls_in_methods
+
+    source = tmp_path / "net.py"
+    source.write_text(
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        a(x=x) + b() + c(*x) + d(**x) + e(x == 1) + f(x, y=2) + g(1)\n"
+        "        return h(\n            x=x\n        )\n"
+    )
+    assert sorted(_calls_in_methods(source)) == ["e", "f", "g", "h"]
+
+
+def _flow_package(root: Path, call: str) -> Path:
+    """`pkg/layers.py` with a public helper `flow`, `pkg/net.py` calling it as `call`."""
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text(FLOW)
+    (pkg / "net.py").write_text(
+        "import torch.nn as nn\n\nfrom pkg.layers import flow\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        f"    def forward(self, x):\n        return {call}\n"
+    )
+    return pkg
+
+
+FLOW = "import torch\n\n\ndef flow(x, scale: float = 2.0):\n    return torch.relu(x) * scale\n"
+
+
+def test_a_helper_only_called_with_keywords_from_another_file_stays_a_function(tmp_path, capsys):
+    """`flow(x=h)` from `net.py`: `layers.py` gets no `Flow` class, the call is reported (MIG115)
+    saying why; a positional call does give it one, used by the caller."""
+    pkg = _flow_package(tmp_path / "keyword", "flow(x=self.fc(x))")
+    net = (pkg / "net.py").read_text()
+    assert main(["fix", str(pkg)]) == 1
+    assert (pkg / "layers.py").read_text() == FLOW and (pkg / "net.py").read_text() == net
+    finding = (
+        f"{pkg / 'net.py'}:12:16: MIG115 `flow` (in `pkg.layers`) runs 2 op(s) forward reaches "
+        "(`*`, torch.relu): the call passes no first argument that `flow` as a module could take "
+        "(a tensor or `self`), and such calls give it none; left as is"
+    )
+    assert capsys.readouterr().out.splitlines() == [finding]
+    pkg = _flow_package(tmp_path / "positional", "flow(self.fc(x))")
+    assert main(["fix", str(pkg)]) == 1
+    assert "class Flow(torch.nn.Module):" in (pkg / "layers.py").read_text()
+    assert "return self.flow(self.fc(x))" in (pkg / "net.py").read_text()
+
+
+def test_a_caller_whose_twins_file_never_comes_is_not_written(tmp_path, capsys):
+    """The run ends with the caller still waiting (its helper's file never applied): it is not
+    written, one line saying why."""
+    import argparse
+
+    from migrator.commands.fix import Fixer
+    from migrator.progress import Progress
+
+    pkg = _helper_tree(tmp_path)
+    before = _texts(pkg)
+    outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    args = argparse.Namespace(diff=False, check=False, report=None, quiet=False)
+    with Progress("fix") as bar:
+        fixer = Fixer(args, bar)
+        fixer.apply(outcomes["net.py"])
+        assert _texts(pkg) == before  # held
+        assert fixer.finish() == 1
+    assert _texts(pkg) == before
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
+        f"{pkg / 'layers.py'} adds, and that file is not written with it"
+    )

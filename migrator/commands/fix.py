@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,14 +203,40 @@ class Fixer:
         """False when the quantization chain (--observers/--onnx) failed for a target."""
         self.verify_text = ""
         """The verification (and chain) tables, printed last."""
+        self.landed: dict[Path, frozenset[str]] = {}
+        """Each file applied -> the classes it defines on disk once applied (written or not)."""
+        self.held: list[runner.Processed] = []
+        """Rewrites importing a twin class another file's rewrite adds, that file not applied
+        yet: applied when it is."""
 
     def apply(self, outcome: runner.Outcome) -> None:
+        """Apply the outcome, unless it waits for a file whose twin classes it imports (then
+        once that file is applied); then the outcomes that waited for it."""
+        if isinstance(outcome, runner.Processed) and self._waits(outcome):
+            self.held.append(outcome)
+            return
+        pending = [outcome]
+        while pending:
+            current = pending.pop(0)
+            written = self._apply(current)
+            self.landed[Path(current.path).resolve()] = _classes(current, written)
+            ready = [o for o in self.held if not self._waits(o)]
+            self.held = [o for o in self.held if all(o is not r for r in ready)]
+            pending += ready
+
+    def _waits(self, outcome: runner.Processed) -> bool:
+        return not self.dry_run and any(
+            Path(path).resolve() not in self.landed for path in outcome.twin_sources.values()
+        )
+
+    def _apply(self, outcome: runner.Outcome) -> bool:
+        """Apply one outcome; whether its file is (or would be) on disk as rewritten."""
         say = self.bar.print
         if isinstance(outcome, runner.Failed):
             self._error(outcome.path, outcome.error)
-            return
+            return False
         if isinstance(outcome, runner.Excluded):
-            return
+            return True
         fixed = [f for f in outcome.findings if f.fixable and outcome.changed]
         left = [f for f in outcome.findings if not (f.fixable and outcome.changed)]
         self.left += left
@@ -219,7 +246,7 @@ class Fixer:
             old, new = outcome.source.text, outcome.new_text
             assert new is not None  # it changed
             diff = unified_diff(outcome.path, old, new) if self.report else ""
-            refusal = self._refusal(outcome.path)
+            refusal = self._refusal(outcome.path) or self._missing_twin(outcome)
             if self.args.diff:
                 say(unified_diff(outcome.path, old, new, color=self.color), end="")
             elif self.args.check:
@@ -228,17 +255,37 @@ class Fixer:
             elif refusal:
                 say(f"{outcome.path}: not written: {refusal}", file=sys.stderr)
                 self.summary.unwritten += 1
-                return
+                return False
             elif not self._write(outcome, fixed):
-                return
+                return False
             self.summary.add_fixed(fixed)
         if self.report:
             self.report.add(outcome.path, diff=diff, findings=left)
+        return True
+
+    def _missing_twin(self, outcome: runner.Processed) -> str | None:
+        """Why the rewrite must not be written: it imports a twin class that another file's
+        rewrite adds, and that file is not on disk with it (None: all are)."""
+        if self.dry_run:
+            return None
+        for qualname, path in sorted(outcome.twin_sources.items()):
+            cls = qualname.rsplit(".", 1)[1]
+            if cls not in self.landed.get(Path(path).resolve(), frozenset()):
+                return (
+                    f"it imports `{cls}`, which the rewrite of {path} adds, and that file is "
+                    "not written with it"
+                )
+        return None
 
     def finish(self) -> int:
         """Print the findings left and the summary, write the report (with the verified
         targets' table, if any); the exit status."""
         verification = self.verified.results if self.verified is not None else ()
+        while self.held:  # files waiting on each other, or on one never processed: not written
+            first = self.held.pop(0)
+            for path in first.twin_sources.values():
+                self.landed.setdefault(Path(path).resolve(), frozenset())
+            self.apply(first)
         for finding in self.left:
             print(finding.format(), file=self.out)
         if self.verify_text:
@@ -332,6 +379,17 @@ class StdinFixer(Fixer):
         self._fixed(outcome, fixed)
         return True
 
+
+def _classes(outcome: runner.Outcome, written: bool) -> frozenset[str]:
+    """The top-level classes of the outcome's file on disk, once applied (`written`: with its
+    rewrite); none for a file that failed."""
+    if not isinstance(outcome, runner.Processed):
+        return frozenset()
+    text = outcome.new_text if written and outcome.new_text is not None else outcome.source.text
+    return frozenset(_CLASS.findall(text))
+
+
+_CLASS = re.compile(r"^class\s+(\w+)", re.MULTILINE)
 
 _OPS_SOURCE = Path(__file__).parent.parent / "nn.py"
 

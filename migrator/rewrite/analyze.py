@@ -100,6 +100,7 @@ class ProjectAnalysis:
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)
         ctx.finish()
+        ctx.plan.twin_sources = _imported(ctx, ctx.helper_modules.sources)
         ctx.helper_modules = None  # no cycle: reference counting frees the analysis
         return ctx.plan, ctx.findings
 
@@ -153,3 +154,18 @@ class ProjectAnalysis:
             return
         if may_have_work(info.source):
             self.file(info.source, str(info.path), info.tree)
+
+
+def _imported(ctx: FileContext, sources: dict[str, str]) -> dict[str, str]:
+    """The twins of other files met in the analysis that the rewrite may name: their class in a
+    `from` import it adds (or extends), their module in a plain one, or an import the file
+    has already naming them."""
+    return {
+        qualname: path
+        for qualname, path in sources.items()
+        for module, cls in [qualname.rsplit(".", 1)]
+        if cls in ctx.from_imports.get(module, ())
+        or cls in ctx.plan.import_names.get(module, ())
+        or module in ctx.plain_imports
+        or ctx.info.names.alias_for(qualname)
+    }

@@ -69,12 +69,30 @@ def fix_text(
 ) -> tuple[str, list[Finding]]:
     """(rewritten text, findings) for one file's text (raises SyntaxError); new lines keep
     within `line_length`."""
+    new_text, findings, _ = rewrite_text(
+        text, path, project, ops_module, disable, toolkit, line_length
+    )
+    return new_text, findings
+
+
+def rewrite_text(
+    text: str,
+    path: str,
+    project: Project,
+    ops_module: str = "migrator.nn",
+    disable: frozenset[str] = frozenset(),
+    toolkit: str = "",
+    line_length: int = DEFAULT_LINE_LENGTH,
+) -> tuple[str, list[Finding], dict[str, str]]:
+    """`fix_text`, with the twin classes the new text imports that other files' rewrites add
+    (`Plan.twin_sources`)."""
     tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
-        return text, findings
+        return text, findings, {}
 
     with gc_paused():
-        return drop_unused_imports(tree, apply(text, plan, tree), path), findings
+        new_text = drop_unused_imports(tree, apply(text, plan, tree), path)
+    return new_text, findings, plan.twin_sources
 
 
 @contextmanager

@@ -56,6 +56,11 @@ class HelperModules:
         self._stand_ins: list[ClassInfo] = []
         self.twins: dict[str, str] = existing_twins(ctx.info)
         """Public helper's name -> the name of its twin class (made earlier or in this run)."""
+        self.earlier = frozenset(self.twins.values())
+        """The twin classes the file already holds (made by an earlier run)."""
+        self.sources: dict[str, str] = {}
+        """Qualified name of another file's twin met here that its file's rewrite adds in this
+        run -> that file."""
         self.not_twinned: dict[str, str] = {}
         """Public helper's name -> why it gets no twin although another file calls it."""
 
@@ -116,7 +121,11 @@ class HelperModules:
             return None
         twins = self.analysis.twins_of(found[0])
         name = twins.twins.get(found[1].name) if twins else None
-        return (found[0], found[1], name) if name else None
+        if not name:
+            return None
+        if twins is not None and name not in twins.earlier and found[0].path is not None:
+            self.sources[f"{found[0].names.module}.{name}"] = str(found[0].path)
+        return found[0], found[1], name
 
     def has_twin(self, info: FileInfo, function: ast.FunctionDef) -> bool:
         """Whether a helper of another file has (or gets in this run) a twin."""

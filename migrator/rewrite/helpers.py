@@ -86,12 +86,12 @@ def _report_elsewhere(
         todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
-    why = _why_elsewhere(ctx, info, function, from_helper)
     for node in ctx.calls_in(caller):
         if target_of(ctx, ctx.info, node, caller, {}) == (info, function):
             if id(node) in ctx.helpers_seen or id(node) in ctx.helper_calls:
                 continue
             ctx.helpers_seen.add(id(node))
+            why = _why_elsewhere(ctx, info, function, from_helper, node)
             ctx.report(
                 node,
                 "MIG115",
@@ -101,9 +101,9 @@ def _report_elsewhere(
 
 
 def _why_elsewhere(
-    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, from_helper: bool
+    ctx: FileContext, info: FileInfo, function: ast.FunctionDef, from_helper: bool, call: ast.Call
 ) -> str:
-    """Why a call of another file's helper stays a call of the function."""
+    """Why `call` of another file's helper stays a call of the function."""
     modules = ctx.helper_modules
     if modules is None or "MIG004" in ctx.disable:
         return "ops in functions outside the class are not rewritten yet"
@@ -116,6 +116,11 @@ def _why_elsewhere(
         return f"`{function.name}` does not become a module: {reason}"
     if modules.has_twin(info, function):
         return "the call stays a call of the function (its finding says why)"
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        return (
+            f"the call passes no first argument that `{function.name}` as a module could take "
+            "(a tensor or `self`), and such calls give it none"
+        )
     return (
         f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
         "file of its package calls it from a method"

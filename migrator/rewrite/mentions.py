@@ -5,9 +5,11 @@ function's own file and for its callers alike, whether `fix` gives it a module t
 A call counts when it is `name(...)` in a method of a class that sets nothing up (not
 `__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
 call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in the twin classes
-`fix` adds do not count. So the answer does not change while `fix` rewrites the package file by
-file. The file holding the function is never counted. Methods are found from the text, by
-indentation (no parse), and each file is read once a process.
+`fix` adds do not count, nor calls whose line shows they pass no first argument a module could
+take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
+finds, and `fix` never makes them). So the answer does not change while `fix` rewrites the
+package file by file. The file holding the function is never counted. Methods are found from
+the text, by indentation (no parse), and each file is read once a process.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 
 _CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_CALL_IN_LINE = re.compile(r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-"""`name(` or `self.name(`, not `other.name(`."""
+_CALL_IN_LINE = re.compile(
+    r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\((?=\s*(\S?)(\w*\s*=?=?))"
+)
+"""`name(` or `self.name(`, not `other.name(`; then what the arguments start with."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
@@ -105,8 +109,17 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
             continue
         owner = next((counts for at, counts in reversed(headers) if at < indent), False)
         if owner:
-            found.update(_SUFFIX.sub("", c) for c in _CALL_IN_LINE.findall(line))
+            found.update(
+                _SUFFIX.sub("", c) for c, *first in _CALL_IN_LINE.findall(line) if _takes(*first)
+            )
     return frozenset(found)
+
+
+def _takes(start: str, rest: str) -> bool:
+    """Whether a call whose arguments start with `start` + `rest` may pass a first argument (the
+    line ending after `(` may)."""
+    keyword = rest.endswith("=") and not rest.endswith("==")
+    return start not in (")", "*") and not (start.isidentifier() and keyword)
 
 
 def _sets_up(method: str) -> bool:

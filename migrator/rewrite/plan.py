@@ -95,6 +95,9 @@ class Plan:
     helper_classes: dict[int, HelperClass] = field(default_factory=dict)
     """`def` line of a helper function -> the class to add after the top-level statement
     holding it."""
+    twin_sources: dict[str, str] = field(default_factory=dict)
+    """Qualified name of a twin class the rewrite imports that another file's rewrite in this
+    run adds -> that file: this file must not be written unless that one is."""
 
     def insert_after(self, line: int, code: str) -> None:
         self.inserts.setdefault(line, []).append(code)
