@@ -100,11 +100,17 @@ def _returns(module: torch.nn.Module, known: dict[int, str]) -> str:
     code = getattr(forward, "__code__", None)
     if _file_of(owner) is None or code is None or not Path(code.co_filename).is_file():
         return ""
+    held = [*module._modules.items(), *module._parameters.items(), *module._buffers.items()]
+    shadowed = {attr for attr, _ in held if hasattr(type(module), attr)}  # a method, a property
     children = {
-        attr: returns(child, known) for attr, child in module._modules.items() if child is not None
+        attr: returns(child, known)
+        for attr, child in module._modules.items()
+        if child is not None and attr not in shadowed
     }
     tensors = {
-        n for n, v in [*module._parameters.items(), *module._buffers.items()] if v is not None
+        attr
+        for attr, value in [*module._parameters.items(), *module._buffers.items()]
+        if value is not None and attr not in shadowed
     }
     return forward_returns(
         str(Path(code.co_filename).resolve()),
