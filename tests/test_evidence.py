@@ -204,6 +204,19 @@ def test_what_a_module_returns():
     assert of(replaced) == ""
 
 
+def test_one_unproven_instance_types_nothing():
+    evidence = Evidence()
+    key = (str(Path("net.py").resolve()), "Net", "head")
+    evidence.add(key, Seen("pkg.Head", True, False, "tuple"), "a")
+    evidence.add(key, Seen("pkg.Head", True, False, "tuple"), "b")
+    assert evidence.returns("net.py", "Net", "head") == ("tuple", ["a", "b"])
+    evidence.add(key, Seen("torch.nn.Conv2d", True, True, "tensor"), "c")  # not itemwise
+    assert evidence.returns("net.py", "Net", "head") == ("", [])
+    evidence.add(key, Seen("torch.nn.Identity", False, False, ""), "d")
+    assert evidence.returns("net.py", "Net", "head") == ("", [])
+    assert evidence.returns("net.py", "Net", "neck") == ("", [])
+
+
 def test_without_evidence_the_detector_stays(project, capsys):
     assert main(["check", "pkg"]) == 1
     out = capsys.readouterr().out
