@@ -5,7 +5,8 @@ on two ints from `x.shape` must stay as it is. Knowledge comes from evidence in 
 the first input of `forward`, annotated parameters (`Tensor`, `List[Tensor]`, `Dict[str, Tensor]`)
 and functions (`-> Tensor`), values produced by submodules, torch functions and tensor methods,
 arithmetic and comparisons on tensors, and the items of what holds tensors (`for t in
-x.unbind(0)`, `a, b = x.chunk(2)`). Sizes, counts and flags (`.shape`, `len()`, `min()` of
+x.unbind(0)`, `a, b = x.chunk(2)`); with run-time evidence, what modules of classes only the
+built models know return (`evident`). Sizes, counts and flags (`.shape`, `len()`, `min()` of
 them, tuples of them) are proven not to be tensors.
 """
 
