@@ -202,6 +202,9 @@ def test_what_a_module_returns():
     replaced = nn.Conv2d(1, 1, 1)
     replaced.forward = lambda x: x  # type: ignore[method-assign]
     assert of(replaced) == ""
+    hooked = nn.Conv2d(1, 1, 1)
+    hooked.register_forward_hook(lambda module, args, out: (out,))
+    assert of(hooked) == ""
 
 
 def test_one_unproven_instance_types_nothing():

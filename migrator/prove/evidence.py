@@ -77,7 +77,8 @@ def returns(module: torch.nn.Module, known: dict[int, str]) -> str:
     torch.nn class (exactly) that the catalog knows to return a new tensor when built out of
     place (conv, linear, the norms, activations even in place); `nn.Sequential`'s own forward
     what its last module returns; the `forward` of a class of the project what its source
-    proves from what the modules it holds return (`forward_returns`). `known`: what modules
+    proves from what the modules it holds return (`forward_returns`); nothing for a module with
+    a forward hook. `known`: what modules
     worked out before return, by id."""
     if id(module) not in known:
         known[id(module)] = _returns(module, known)
@@ -86,8 +87,8 @@ def returns(module: torch.nn.Module, known: dict[int, str]) -> str:
 
 def _returns(module: torch.nn.Module, known: dict[int, str]) -> str:
     owner = next((c for c in type(module).__mro__ if "forward" in vars(c)), None)
-    if owner is None or "forward" in vars(module):
-        return ""
+    if owner is None or "forward" in vars(module) or module._forward_hooks:
+        return ""  # a forward hook may return something else
     if owner is torch.nn.Sequential and isinstance(module, torch.nn.Sequential):
         mro = type(module).__mro__
         if any("__iter__" in vars(c) for c in mro[: mro.index(torch.nn.Sequential)]):
