@@ -20,6 +20,9 @@ class Seen:
     """It (or a module under it) holds parameters or buffers."""
     fresh: bool
     """Its class always returns a new tensor nothing else sees (`catalog.fresh_output`)."""
+    returns: str = ""
+    """What its `forward` is proven to return: 'tensor', 'tuple' (of tensors), or '' (not
+    proven)."""
 
 
 Key = tuple[str, str, str]
@@ -46,6 +49,15 @@ class Evidence:
         (empty: not proven)."""
         return self._proving(path, cls, attr, lambda s: s.fresh)
 
+    def returns(self, path: str, cls: str, attr: str) -> tuple[str, list[str]]:
+        """('tensor' or 'tuple', the targets proving it) when every module built at `cls.attr`
+        is proven to return that; ('', []) otherwise."""
+        kinds = self._kinds(path, cls, attr)
+        found = {seen.returns for seen in kinds}
+        if len(found) != 1 or not next(iter(found)):
+            return "", []
+        return found.pop(), sorted(set().union(*kinds.values()))
+
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})
@@ -64,7 +76,7 @@ class Evidence:
     def to_json(self) -> str:
         return json.dumps(
             [
-                [*key, seen.cls, seen.stateful, seen.fresh, sorted(targets)]
+                [*key, seen.cls, seen.stateful, seen.fresh, seen.returns, sorted(targets)]
                 for key, kinds in sorted(self.seen.items())
                 for seen, targets in sorted(kinds.items(), key=lambda kv: kv[0].cls)
             ]
@@ -73,9 +85,9 @@ class Evidence:
     @classmethod
     def from_json(cls, text: str) -> Evidence:
         evidence = cls()
-        for path, owner, attr, kind, stateful, fresh, targets in json.loads(text):
+        for path, owner, attr, kind, stateful, fresh, returns, targets in json.loads(text):
             for target in targets:
-                evidence.add((path, owner, attr), Seen(kind, stateful, fresh), target)
+                evidence.add((path, owner, attr), Seen(kind, stateful, fresh, returns), target)
         return evidence
 
 

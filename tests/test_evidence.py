@@ -75,7 +75,9 @@ def test_migrated_model_is_bit_exact():
         original.train(train)
         migrated.train(train)
         with torch.no_grad():
-            assert torch.equal(original(x.clone()), migrated(x.clone()))
+            expected, got = original(x.clone()), migrated(x.clone())
+        assert len(expected) == len(got) == 2  # the detector's scaled logits and boxes
+        assert all(torch.equal(a, b) for a, b in zip(expected, got))
     assert torch.equal(original[0].bn2.running_mean, migrated[0].bn2.running_mean)
 
 
@@ -100,7 +102,7 @@ def test_ops_module_holds_the_guard(project, capsys):
     assert main(["fix", "--evidence", "pkg"]) == 1
     capsys.readouterr()
     text = (project / "pkg" / "blocks.py").read_text(encoding="utf-8")
-    assert "from pkg.quant_ops import Add, Mul, stateless_copy" in text
+    assert "from pkg.quant_ops import Add, Mul, Sub, stateless_copy" in text
     _forget_pkg()  # another test's package of the same name may be imported
     sys.path.insert(0, str(project))
     try:
@@ -126,8 +128,8 @@ def test_observe_records_classes_state_and_freshness():
     path = str(Path(blocks.__file__).resolve())
     block = evidence.seen[(path, "Block", "act")]
     assert block == {
-        Seen("torch.nn.ReLU", False, False): {"t"},
-        Seen("torch.nn.ReLU6", False, False): {"t"},
+        Seen("torch.nn.ReLU", False, False, "tensor"): {"t"},
+        Seen("torch.nn.ReLU6", False, False, "tensor"): {"t"},
     }
     assert evidence.stateless(path, "Block", "act") == ["t"]
     assert evidence.fresh(path, "Block", "bn2") == ["t"]
@@ -135,6 +137,9 @@ def test_observe_records_classes_state_and_freshness():
     assert evidence.fresh(path, "Gated", "norm") == []  # nn.Identity returns its input
     assert evidence.stateful(path, "Gated", "gate") == ["torch.nn.PReLU"]
     assert evidence.stateless(path, "Unbuilt", "act") == []
+    assert evidence.returns(path, "Detector", "neck") == ("tensor", ["t"])
+    assert evidence.returns(path, "Detector", "head") == ("tuple", ["t"])  # a `Predictor`
+    assert evidence.returns(path, "Tapped", "tap") == ("", [])  # nn.Identity: its input
     again = Evidence.from_json(evidence.to_json())
     assert again.seen == evidence.seen
 
@@ -160,6 +165,66 @@ def test_a_sequential_is_fresh_when_its_last_module_is():
 
     assert _fresh(nn.Sequential(ConvNorm(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))))
     assert not _fresh(Reversed(nn.Conv2d(1, 1, 1)))
+
+
+def test_what_a_module_returns():
+    """Only what is proven: torch.nn classes the catalog knows, `nn.Sequential`'s forward by
+    its last module, a project class's forward by its source and the modules it holds."""
+    from migrator.prove.evidence import returns
+
+    nn = torch.nn
+    blocks = import_path(BEFORE, "evidence_returns")
+
+    def of(module: torch.nn.Module) -> str:
+        return returns(module, {})
+
+    assert of(nn.Conv2d(1, 1, 1)) == of(nn.ReLU(inplace=True)) == "tensor"
+    assert of(nn.Sequential(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))) == "tensor"
+    assert of(nn.Identity()) == of(nn.Sequential()) == ""
+    assert of(nn.Sequential(nn.Conv2d(1, 1, 1), nn.Identity())) == ""
+    assert of(nn.LSTM(1, 1)) == ""  # a tuple holding a tuple: not in the sound list
+    assert of(blocks.Predictor(4)) == "tuple"
+    assert of(blocks.Block(4)) == "tensor"  # its last module is a ReLU there
+    assert of(blocks.Block(4, act_layer=lambda inplace: nn.Identity())) == ""
+    assert of(blocks.Tapped(nn.Identity())) == ""
+    assert of(blocks.Tapped(nn.ReLU())) == "tensor"
+    assert of(blocks.Detector(nn.ReLU(), blocks.Predictor(4))) == ""  # a helper's result
+
+    class Passing(nn.Module):
+        def forward(self, x):
+            return x
+
+    class Odd(nn.Sequential):
+        def __iter__(self):
+            return iter(())
+
+    assert of(Passing()) == of(Odd(nn.Conv2d(1, 1, 1))) == ""
+    replaced = nn.Conv2d(1, 1, 1)
+    replaced.forward = lambda x: x  # type: ignore[method-assign]
+    assert of(replaced) == ""
+    hooked = nn.Conv2d(1, 1, 1)
+    hooked.register_forward_hook(lambda module, args, out: (out,))
+    assert of(hooked) == ""
+
+
+def test_one_unproven_instance_types_nothing():
+    evidence = Evidence()
+    key = (str(Path("net.py").resolve()), "Net", "head")
+    evidence.add(key, Seen("pkg.Head", True, False, "tuple"), "a")
+    evidence.add(key, Seen("pkg.Head", True, False, "tuple"), "b")
+    assert evidence.returns("net.py", "Net", "head") == ("tuple", ["a", "b"])
+    evidence.add(key, Seen("torch.nn.Conv2d", True, True, "tensor"), "c")  # not itemwise
+    assert evidence.returns("net.py", "Net", "head") == ("", [])
+    evidence.add(key, Seen("torch.nn.Identity", False, False, ""), "d")
+    assert evidence.returns("net.py", "Net", "head") == ("", [])
+    assert evidence.returns("net.py", "Net", "neck") == ("", [])
+
+
+def test_without_evidence_the_detector_stays(project, capsys):
+    assert main(["check", "pkg"]) == 1
+    out = capsys.readouterr().out
+    assert "pkg/blocks.py:116:16: MIG114 `scale_logits(...)`: its first argument" in out
+    assert "pkg/blocks.py:116:43: MIG114 `-` on `boxes`" in out
 
 
 def test_fix_verify_uses_the_evidence_and_proves_the_rewrite(project, capsys):

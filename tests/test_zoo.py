@@ -44,3 +44,21 @@ def test_evidence_splits_the_reused_modules_statics_cannot_type(tmp_path):
 
     before, after = copies("original"), copies("migrated")
     assert before > 100 and after * 5 <= before, (before, after)
+
+
+@pytest.mark.slow
+def test_evidence_types_what_the_rcnn_predictors_return(tmp_path):
+    """With the sampled Mask and Keypoint R-CNNs as evidence, the outputs of their predictors
+    (modules given to the RoI heads' constructor) are proven tensors, so the loss and
+    inference helpers they feed become modules: the models stay bit-exact (trained on masks
+    and keypoints too), nothing is skipped in silence, and each such finding names the
+    models that proved it."""
+    if find_spec("torchvision") is None:
+        pytest.skip("torchvision is not installed (pip install -e '.[dev]')")
+    specs = [s for s in SAMPLES["torchvision"] if s.name.endswith("rcnn_resnet50_fpn")]
+    assert len(specs) == 2
+    run = run_zoo("torchvision", specs, tmp_path, jobs=2, prepare=True, evidence=True)
+    assert run.problems() == {} and run.silent == []
+    typed = {f.op: f.message for f in run.first.fixed if f.code == "MIG004"}
+    for helper in ("fastrcnn_loss", "maskrcnn_loss", "maskrcnn_inference", "keypointrcnn_loss"):
+        assert "in every model built from `torchvision " in typed[helper], helper

@@ -68,6 +68,10 @@ SAMPLES = {
                 "deeplabv3_resnet50",
                 "retinanet_resnet50_fpn",
                 "fcos_resnet50_fpn",
+                # their RoI heads' helpers (losses, mask pasting, keypoint decoding) take
+                # what modules of classes only the built models know return
+                "maskrcnn_resnet50_fpn",
+                "keypointrcnn_resnet50_fpn",
                 "retinanet_resnet50_fpn_v2",
                 "lraspp_mobilenet_v3_large",
                 "deeplabv3_mobilenet_v3_large",
@@ -604,6 +608,16 @@ def _inputs(spec: Spec, train: bool) -> tuple:
         images = [torch.rand(spec.input, generator=generator) for _ in range(2)]
         box = [size[1] / 8, size[0] / 8, size[1] * 5 / 8, size[0] * 3 / 4]
         targets = [{"boxes": torch.tensor([box]), "labels": torch.tensor([1])} for _ in images]
+        for target in targets:  # what the mask and keypoint heads train on
+            if spec.name.startswith("maskrcnn"):
+                masks = torch.zeros((1, *size), dtype=torch.uint8)
+                masks[0, size[0] // 8 : size[0] * 3 // 4, size[1] // 8 : size[1] * 5 // 8] = 1
+                target["masks"] = masks
+            if spec.name.startswith("keypointrcnn"):
+                points = torch.rand((1, 17, 2), generator=generator) * 0.4 + 0.15
+                scale = torch.tensor([size[1], size[0]])
+                visible = torch.ones((1, 17, 1))
+                target["keypoints"] = torch.cat([points * scale, visible], dim=2)
         return (images, targets) if train else (images,)
     if spec.kind == "flow":
         return tuple(torch.randn((2, *spec.input), generator=generator) for _ in range(2))

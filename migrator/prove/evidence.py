@@ -14,12 +14,14 @@ from migrator.evidence import Evidence, Seen
 from migrator.prove.build import ORIGINAL_SEED, build, build_key
 from migrator.prove.load import LoadError, Side
 from migrator.prove.targets import Target
+from migrator.rewrite.forward_returns import forward_returns
 
 
 def observe(model: torch.nn.Module, target: str, evidence: Evidence | None = None) -> Evidence:
     """Add what `model`'s modules hold to `evidence` (a new one if None), as seen in `target`."""
     evidence = evidence if evidence is not None else Evidence()
     kinds: dict[int, Seen] = {}
+    returned: dict[int, str] = {}
     for module in model.modules():
         owners = [(file, c.__qualname__) for c in type(module).__mro__ if (file := _file_of(c))]
         if not owners:
@@ -28,7 +30,7 @@ def observe(model: torch.nn.Module, target: str, evidence: Evidence | None = Non
             if child is None:
                 continue
             if id(child) not in kinds:
-                kinds[id(child)] = _seen(child)
+                kinds[id(child)] = _seen(child, returns(child, returned))
             for file, owner in owners:
                 evidence.add((file, owner, attr), kinds[id(child)], target)
     return evidence
@@ -63,11 +65,61 @@ def _file_of(cls: type) -> str | None:
     return None
 
 
-def _seen(module: torch.nn.Module) -> Seen:
+def _seen(module: torch.nn.Module, returned: str) -> Seen:
     stateful = any(True for _ in module.parameters()) or any(True for _ in module.buffers())
     name = _public_name(module)
     kind = name or f"{type(module).__module__}.{type(module).__qualname__}"
-    return Seen(kind, stateful, _fresh(module))
+    return Seen(kind, stateful, _fresh(module), returned)
+
+
+def returns(module: torch.nn.Module, known: dict[int, str]) -> str:
+    """What calling `module` is proven to return: 'tensor', 'tuple' (of tensors) or ''. A
+    torch.nn class (exactly) that the catalog knows to return a new tensor when built out of
+    place (conv, linear, the norms, activations even in place); `nn.Sequential`'s own forward
+    what its last module returns; the `forward` of a class of the project what its source
+    proves from what the modules it holds return (`forward_returns`); nothing for a module with
+    a forward hook. `known`: what modules
+    worked out before return, by id."""
+    if id(module) not in known:
+        known[id(module)] = _returns(module, known)
+    return known[id(module)]
+
+
+def _returns(module: torch.nn.Module, known: dict[int, str]) -> str:
+    owner = next((c for c in type(module).__mro__ if "forward" in vars(c)), None)
+    if owner is None or "forward" in vars(module) or module._forward_hooks:
+        return ""  # a forward hook may return something else
+    if owner is torch.nn.Sequential and isinstance(module, torch.nn.Sequential):
+        mro = type(module).__mro__
+        if any("__iter__" in vars(c) for c in mro[: mro.index(torch.nn.Sequential)]):
+            return ""
+        return returns(module[-1], known) if len(module) else ""
+    name = _public_name(module)
+    if name is not None:
+        return "tensor" if catalog.fresh_output(name, False) else ""
+    forward = vars(owner)["forward"]
+    code = getattr(forward, "__code__", None)
+    if _file_of(owner) is None or code is None or not Path(code.co_filename).is_file():
+        return ""
+    held = [*module._modules.items(), *module._parameters.items(), *module._buffers.items()]
+    shadowed = {attr for attr, _ in held if hasattr(type(module), attr)}  # a method, a property
+    children = {
+        attr: returns(child, known)
+        for attr, child in module._modules.items()
+        if child is not None and attr not in shadowed
+    }
+    tensors = {
+        attr
+        for attr, value in [*module._parameters.items(), *module._buffers.items()]
+        if value is not None and attr not in shadowed
+    }
+    return forward_returns(
+        str(Path(code.co_filename).resolve()),
+        owner.__module__,
+        owner.__qualname__,
+        children,
+        tensors,
+    )
 
 
 def _fresh(module: torch.nn.Module) -> bool:

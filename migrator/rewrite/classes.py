@@ -59,6 +59,7 @@ class ClassAnalysis:
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
         init_runs = init_reach(self.cls, self.family)
+        evident = self._evident(called - module_attrs)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -72,6 +73,7 @@ class ClassAnalysis:
                 self.attributes.tensor_attrs,
                 helper_call=self._helper_call(method),
                 returns=partial(return_annotation, self.ctx, caller=method, methods=methods),
+                evident=evident,
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
@@ -114,6 +116,17 @@ class ClassAnalysis:
         return lambda call, is_tensor: modules.helper_call(
             call, is_tensor, method, methods, elsewhere=True
         )
+
+    def _evident(self, attrs: set[str]) -> dict[str, tuple[str, list[str]]]:
+        """What calling each of `attrs` (modules of classes not known statically) returns, with
+        the targets proving it, where every instance the run-time evidence saw proves it."""
+        path = str(self.cls.file.path)
+        found = {}
+        for attr in attrs:
+            kind, proof = self.ctx.project.evidence.returns(path, self.cls.name, attr)
+            if kind:
+                found[attr] = (kind, proof)
+        return found
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

@@ -322,7 +322,8 @@ class Scanner:
         self.ctx.report(
             node,
             "MIG004",
-            f"{label} -> {made_as}: `{function.name}` as a module, added beside it{where}",
+            f"{label} -> {made_as}: `{function.name}` as a module, added beside it{where}"
+            + self._typed_note(node.args[:1]),
             op=function.name,
             module=module,
             attr=name,
@@ -431,6 +432,18 @@ class Scanner:
             op, receiver = catalog.by_method(func.attr), [func.value]
         return op is not None and catalog.fresh_output(op.module, _op_inplace(op, value, receiver))
 
+    def _typed_note(self, values: list[ast.expr]) -> str:
+        """The end of a finding for an op whose tensors run-time evidence alone proves (every
+        tensor among `values` comes from a module of a class only the built models know)."""
+        tensors = [v for v in values if self.tensors.is_tensor(v)]
+        proofs = [self.tensors.proof(v) for v in tensors]
+        if not tensors or not all(proofs):
+            return ""
+        return (
+            f"; `{self.ctx.text(tensors[0])}` is a tensor: in every model built from "
+            f"{proved_by(sorted(set().union(*proofs)))}, the module it comes from returns one"
+        )
+
     def _convert(
         self,
         op: Op,
@@ -448,6 +461,8 @@ class Scanner:
         finding."""
         if code in self.ctx.disable:
             return
+        if code == "MIG002":
+            note = self._typed_note([v for v, _ in positional]) + note
         if self.ctx.suppressed(node, code):  # reported to mark the suppression used; not made
             self.ctx.report(node, code, f"{label}: suppressed", op=label.strip("`"))
             return

@@ -5,7 +5,8 @@ on two ints from `x.shape` must stay as it is. Knowledge comes from evidence in 
 the first input of `forward`, annotated parameters (`Tensor`, `List[Tensor]`, `Dict[str, Tensor]`)
 and functions (`-> Tensor`), values produced by submodules, torch functions and tensor methods,
 arithmetic and comparisons on tensors, and the items of what holds tensors (`for t in
-x.unbind(0)`, `a, b = x.chunk(2)`). Sizes, counts and flags (`.shape`, `len()`, `min()` of
+x.unbind(0)`, `a, b = x.chunk(2)`); with run-time evidence, what modules of classes only the
+built models know return (`evident`). Sizes, counts and flags (`.shape`, `len()`, `min()` of
 them, tuples of them) are proven not to be tensors.
 """
 
@@ -64,13 +65,18 @@ class TensorNames:
         first_is_tensor: bool = True,
         helper_call: Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None = None,
         returns: Callable[[ast.Call], ast.expr | None] | None = None,
+        evident: dict[str, tuple[str, list[str]]] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
         module (`helper_modules`): like a module call, it takes and returns tensors.
         `returns(call)`: the return annotation of the function or method `call` runs, when it
-        can be found."""
+        can be found. `evident`: attribute -> ('tensor' or 'tuple', the targets proving it) for
+        modules whose class only run-time evidence knows: what calling them returns."""
         self.resolve = resolve
+        self.evident = evident or {}
+        self.via: dict[str, list[str]] = {}
+        """Names proven tensors (or tuples of them) through `evident`: the targets proving it."""
         self.helper_call = helper_call
         self.returns = returns
         self.module_attrs = module_attrs
@@ -237,6 +243,8 @@ class TensorNames:
                 self.tuples.add(target.id)
             else:
                 self._declare(target.id, self._kind(value))
+            if target.id not in self.via and (proof := self.proof(value)):
+                self.via[target.id] = proof
         elif isinstance(target, (ast.Tuple, ast.List)):
             if (
                 isinstance(value, (ast.Tuple, ast.List))
@@ -478,6 +486,30 @@ class TensorNames:
             return self._returned[id(node)]
         return None
 
+    def proof(self, node: ast.expr) -> list[str]:
+        """The targets whose evidence `node`'s value comes through (empty: none)."""
+        if not self.evident:
+            return []
+        found: set[str] = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.update(self.via.get(sub.id, ()))
+            elif isinstance(sub, ast.Call) and (kind := self._evident(sub)):
+                found.update(self.evident[kind][1])
+        return sorted(found)
+
+    def _evident(self, node: ast.Call) -> str | None:
+        """The attribute of `self.<attr>(...)` when evidence tells what it returns."""
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in self.evident
+        ):
+            return func.attr
+        return None
+
     def unknown(self, node: ast.expr) -> bool:
         """Neither proven a tensor nor proven not to be one."""
         return not self.is_tensor(node) and not self.is_plain(node)
@@ -510,6 +542,8 @@ class TensorNames:
                 return True
             if isinstance(func, ast.Attribute) and func.attr in TUPLE_METHODS:
                 return self.is_tensor(func.value)
+            if (attr := self._evident(node)) is not None:
+                return self.evident[attr][0] == "tuple"
             return self._module_call(node) or self._kind(node) == ("seq", "tensor")
         return False
 
@@ -518,6 +552,8 @@ class TensorNames:
             return node.id in self.names
         if isinstance(node, ast.Call):
             func = node.func
+            if (attr := self._evident(node)) is not None:
+                return self.evident[attr][0] == "tensor"
             if self._module_call(node):
                 return True
             if isinstance(func, ast.Attribute) and not (
