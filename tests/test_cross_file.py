@@ -368,3 +368,32 @@ def test_a_caller_whose_twins_file_never_comes_is_not_written(tmp_path, capsys):
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
         f"{pkg / 'layers.py'} adds, and that file is not written with it"
     )
+
+
+def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
+    """The twins of another file's helpers and the ops it holds are kept for the rest of the
+    process, by its text: a helper decorated between two runs gets no twin in the second, and
+    another file's helper runs other ops; the first run's findings come back with the first
+    text."""
+    pkg = _helper_tree(tmp_path)
+    layers = pkg / "layers.py"
+    original = layers.read_text()
+
+    def findings() -> list[str]:
+        outcome = next(run([str(pkg / "net.py"), str(layers)], Settings(), rewrite=False))
+        return [f"{f.line}: {f.code} {f.message}" for f in outcome.findings]
+
+    before = findings()
+    assert not any("`halves` does not become a module" in m for m in before)
+    shift = "def _shift(x):\n    return torch.tanh(x)"
+    assert shift in original
+    layers.write_text(original.replace(shift, shift.replace("tanh", "sigmoid")))
+    assert [m for m in before if "`_shift`" in m and "(torch.tanh)" in m]
+    assert [m for m in findings() if "`_shift`" in m and "(torch.sigmoid)" in m]
+    layers.write_text(original.replace("def halves(x):", "@torch.fx.wrap\ndef halves(x):"))
+    assert any(
+        "`halves` does not become a module: it is decorated (`@torch.fx.wrap`)" in m
+        for m in findings()
+    )
+    layers.write_text(original)
+    assert findings() == before

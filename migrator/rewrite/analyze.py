@@ -16,9 +16,9 @@ from migrator.suppress import suppressions
 from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
-from migrator.rewrite.helper_modules import HelperModules
+from migrator.rewrite.helper_modules import HelperModules, Twins
 from migrator.rewrite.plan import Plan, Positions
-from migrator.rewrite.project import FileInfo, Project
+from migrator.rewrite.project import FileInfo, Project, RunSettings
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
@@ -63,6 +63,12 @@ def analyze(
     )
 
 
+_TWINS: dict[tuple[str, str, RunSettings], Twins] = {}
+"""(path, text, settings) of a file -> its twins, oldest first: each file of a run that calls
+a helper of another file asks for the same decision. Bounded by `_TWINS_KEPT`."""
+_TWINS_KEPT = 256
+
+
 class ProjectAnalysis:
     """The analysis of the files of a project: the file at hand, and the files holding its
     family's classes, each worked out once a run so the names created in them are known."""
@@ -74,7 +80,7 @@ class ProjectAnalysis:
         self.ops_module = ops_module
         self.toolkit = toolkit
         self.line_length = line_length
-        self._twins: dict[str, HelperModules | None] = {}
+        self._twins: dict[str, Twins | None] = {}
 
     def file(
         self,
@@ -126,21 +132,39 @@ class ProjectAnalysis:
         ctx.helper_modules = HelperModules(ctx, family, self)
         return ctx, family
 
-    def twins_of(self, info: FileInfo) -> HelperModules | None:
+    def twins_of(self, info: FileInfo) -> Twins | None:
         """The twin classes another file has or gets in this run, as its own analysis decides
         them (`HelperModules.add_twins`, with the settings it is processed with); None for a
         file this run does not process."""
         module = info.names.module
         if module not in self._twins:
             self._twins[module] = None
-            settings = self.project.processes(info.path)
-            if info.source is not None and info.path is not None and settings is not None:
-                own = ProjectAnalysis(self.project, settings.ops_module, settings.toolkit)
-                ctx, _ = own._context(info.source, str(info.path), info, settings.disable)
-                assert ctx.helper_modules is not None  # set by `_context`
-                ctx.helper_modules.add_twins()
-                self._twins[module] = ctx.helper_modules
+            self._twins[module] = self._decide_twins(info)
         return self._twins[module]
+
+    def _decide_twins(self, info: FileInfo) -> Twins | None:
+        """`twins_of`, decided once a process for a file's text and settings: the decision
+        reads only that file and the calls in its package (`mentions`), the same for every
+        file of the run that asks. Not kept when the run has run-time evidence."""
+        settings = self.project.processes(info.path)
+        if info.source is None or info.path is None or settings is None:
+            return None
+        key = (str(info.path), info.source, settings)
+        kept = not self.project.evidence.seen
+        if kept and key in _TWINS:
+            return _TWINS[key]
+        own = ProjectAnalysis(self.project, settings.ops_module, settings.toolkit)
+        ctx, _ = own._context(info.source, str(info.path), info, settings.disable)
+        modules = ctx.helper_modules
+        assert modules is not None  # set by `_context`
+        modules.add_twins()
+        ctx.helper_modules = None  # no cycle: reference counting frees the analysis
+        twins = Twins(modules.twins, modules.not_twinned, modules.earlier)
+        if kept:
+            _TWINS[key] = twins
+            while len(_TWINS) > _TWINS_KEPT:
+                del _TWINS[next(iter(_TWINS))]
+        return twins
 
     def work_out(self, info: FileInfo) -> None:
         """Work out the rewrite of another file of the project (not torch's own sources), so the

@@ -36,7 +36,8 @@ def rewrite(
     replaces = {(r.kind, r.span): r for r in plan.replaces}
     comments: dict[str, list[str]] = {}
     for region, wrapper in zip(parts, wrappers):
-        wrapper.visit(_MoveComments(replaces, comments, _offset(region)))
+        if _commented(source, starts, region, plan):
+            wrapper.visit(_MoveComments(replaces, comments, _offset(region)))
     import_names = dict(plan.import_names)
     codes = [
         wrapper.visit(
@@ -52,6 +53,16 @@ def rewrite(
         for region, wrapper in zip(parts, wrappers)
     ]
     return codes, comments
+
+
+def _commented(source: str, starts: list[int], region: Region, plan: Plan) -> bool:
+    """Whether a call the plan replaces in `region` may hold a comment (a `#` on its lines):
+    otherwise there is none for `_MoveComments` to find."""
+    return any(
+        "#" in source[starts[r.span[0] - 1] : starts[r.span[2]]]
+        for r in plan.replaces
+        if r.kind == "call" and region.start <= r.span[0] <= region.end
+    )
 
 
 def _parse(text: str, region: Region, config: cst.PartialParserConfig) -> MetadataWrapper:

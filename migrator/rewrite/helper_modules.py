@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
@@ -32,9 +32,20 @@ from migrator.rewrite.walk import header_lines
 
 
 class ProjectWork(WorksOut, Protocol):
-    def twins_of(self, info: FileInfo) -> HelperModules | None:
+    def twins_of(self, info: FileInfo) -> Twins | None:
         """The twins another file has or gets in this run (None: the run does not process
         it)."""
+
+
+class Twins(NamedTuple):
+    """One file's decision on its public helpers (`HelperModules.add_twins`)."""
+
+    twins: dict[str, str]
+    """Helper's name -> the name of its twin class."""
+    not_twinned: dict[str, str]
+    """Helper's name -> why it gets no twin although another file calls it."""
+    earlier: frozenset[str]
+    """The twin classes the file already holds (made by an earlier run)."""
 
 
 class HelperModules:

@@ -76,13 +76,14 @@ def _report_elsewhere(
     """A helper in another file: one finding at each call of it on the forward path (in a
     helper function if `from_helper`), naming the ops it runs itself and through the helpers
     it calls."""
-    found, todo, seen = [], [(info, function)], set()
+    found: list[str] = []
+    todo, seen = [(info, function)], set()
     while todo:
         where, helper = todo.pop()
         if id(helper) in seen:
             continue
         seen.add(id(helper))
-        found += [label for label, _ in ops_in(where, helper)]
+        found += op_labels(where, helper)
         todo += [target for target, _ in _called(ctx, where, helper, {})]
     if not found:
         return
@@ -212,6 +213,26 @@ def unbound(method: ast.FunctionDef) -> bool:
         isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
         for d in method.decorator_list
     )
+
+
+_LABELS: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
+"""(path, text, line, column) of a function in a file read from disk -> the labels of its ops,
+oldest first: every file of a run that calls the helper of another file or uses its class asks
+the same. Bounded by `_LABELS_KEPT`."""
+_LABELS_KEPT = 4096
+
+
+def op_labels(info: FileInfo, function: ast.FunctionDef) -> tuple[str, ...]:
+    """The labels of `ops_in(info, function)`, worked out once a process for a file read from
+    disk (they depend on its text alone)."""
+    if info.source is None or info.path is None:
+        return tuple(label for label, _ in ops_in(info, function))
+    key = (str(info.path), info.source, function.lineno, function.col_offset)
+    if key not in _LABELS:
+        _LABELS[key] = tuple(label for label, _ in ops_in(info, function))
+        while len(_LABELS) > _LABELS_KEPT:
+            del _LABELS[next(iter(_LABELS))]
+    return _LABELS[key]
 
 
 def ops_in(

@@ -107,6 +107,8 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
             else:
                 headers.append((indent, in_class and not _sets_up(name)))
             continue
+        if "(" not in line:
+            continue
         owner = next((counts for at, counts in reversed(headers) if at < indent), False)
         if owner:
             found.update(

@@ -43,11 +43,12 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
         finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
     ]
     found += [finder.top(line) for line in [*plan.inserts_before, *plan.helper_classes]]
-    found += [
-        finder.innermost(node.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module in plan.import_names
-    ]
+    if _named(plan.import_names, lines):
+        found += [
+            finder.innermost(node.lineno)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in plan.import_names
+        ]
     if plan.imports:
         compound = next((g for g in finder.groups if not _simple(g)), finder.groups[-1])
         found.append(Region(1, finder.extend(compound[1]), False))
@@ -61,6 +62,13 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
         else:
             merged.append(region)
     return merged
+
+
+def _named(modules: dict[str, list[str]], lines: list[str]) -> bool:
+    """Whether the text may import from one of `modules`: the last part of its dotted name is
+    written in it (cheaper than a walk of the tree)."""
+    text = "\n".join(lines) if modules else ""
+    return any(module.rsplit(".", 1)[-1] in text for module in modules)
 
 
 def _simple(group: tuple[int, int, list[ast.stmt]]) -> bool:

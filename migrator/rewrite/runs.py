@@ -71,16 +71,20 @@ def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
     for each in reversed(chain):  # the nearest class's methods win
         methods.update(each.methods())
 
+    direct: dict[str, list[str]] = {}
+    """Method name -> the names it calls on `self`, walked for once."""
+
     def closure(node: ast.AST) -> list[str]:
         """The methods `node` runs, directly or through others."""
         found: list[str] = []
-        todo = [node]
+        todo = [_self_calls(node)]
         while todo:
-            for call in ast.walk(todo.pop()):
-                name = call.func.attr if isinstance(call, ast.Call) and self_attr(call.func) else ""
+            for name in todo.pop():
                 if name in methods and name != "__init__" and name not in found:
                     found.append(name)
-                    todo.append(methods[name])
+                    if name not in direct:
+                        direct[name] = _self_calls(methods[name])
+                    todo.append(direct[name])
         return found
 
     runs: dict[str, InitRun] = {}
@@ -93,6 +97,15 @@ def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
         for name in closure(stmt):
             runs.setdefault(name, InitRun(f"`{cls.name}.__init__`", index))
     return runs
+
+
+def _self_calls(node: ast.AST) -> list[str]:
+    """The names of the `self.<name>(...)` calls in `node`."""
+    return [
+        call.func.attr
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call) and self_attr(call.func)
+    ]
 
 
 Method = tuple[str, str]

@@ -10,7 +10,7 @@ import ast
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import ops_in
+from migrator.rewrite.helpers import op_labels
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.runs import reach
@@ -76,9 +76,7 @@ def _has_ops(cls: ClassInfo | None) -> bool:
     if cls is None:
         return False
     return any(
-        next(ops_in(cls.file, method), None) is not None
-        for name, method in cls.methods().items()
-        if name != "__init__"
+        op_labels(cls.file, method) for name, method in cls.methods().items() if name != "__init__"
     )
 
 

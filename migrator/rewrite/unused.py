@@ -20,7 +20,7 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
     longer uses."""
     if PurePath(path).name == "__init__.py" or re.search(r"\r(?!\n)", text):
         return text
-    used = {n.id for n in ast.walk(before) if isinstance(n, ast.Name)}
+    used: set[str] | None = None  # the names in `before`, walked for only when needed
     tree = ast.parse(text)
     imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
     if not imports:
@@ -33,11 +33,10 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
         if not _editable(stmt, tree.body, lines):
             continue
         aliases = [a for a in stmt.names if a.name != "*"]
-        unused = [
-            a
-            for a in aliases
-            if (b := _bound(a, stmt)) in used and not re.search(rf"(?<![\w.]){b}(?!\w)", rest)
-        ]
+        gone = [a for a in aliases if not re.search(rf"(?<![\w.]){_bound(a, stmt)}(?!\w)", rest)]
+        if gone and used is None:
+            used = {n.id for n in ast.walk(before) if isinstance(n, ast.Name)}
+        unused = [a for a in gone if used is not None and _bound(a, stmt) in used]
         if not unused or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
             continue
         kept = [a for a in stmt.names if a not in unused]

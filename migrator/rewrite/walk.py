@@ -6,10 +6,17 @@ in the enclosing scope."""
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
-_REPEATING = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+_REPEATING = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+_LOOPING = frozenset({ast.For, ast.AsyncFor, ast.While, ast.comprehension, *_COMPREHENSIONS})
+"""Node classes whose children `walk` marks as repeated or looped; every other node's children
+inherit its own marks."""
+_STATEMENTS = frozenset(ast.stmt.__subclasses__())
+"""The statement classes (each a direct subclass of `ast.stmt`): a set lookup is cheaper than
+`isinstance`."""
 
 Loop = ast.For | ast.comprehension
 """A `for` statement, or a `for` clause of a comprehension."""
@@ -45,11 +52,21 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     ]
     while stack:
         node, stmt, loops, other = stack.pop()
-        if isinstance(node, ast.stmt):
-            stmt = node
+        kind = type(node)
+        if kind in _STATEMENTS:
+            stmt = cast(ast.stmt, node)
         visits.append(Visit(node, stmt, bool(loops) or other is not None, loops, other))
         children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
-        if isinstance(node, ast.For):
+        if kind not in _LOOPING:  # most nodes: their children in field order
+            inner = other or (node if kind in _REPEATING else None)
+            children = []
+            for field in _FIELDS.get(kind) or _node_fields(kind):
+                value = getattr(node, field, None)
+                if isinstance(value, list):
+                    children += [(c, stmt, loops, inner) for c in value if isinstance(c, ast.AST)]
+                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                    children.append((value, stmt, loops, inner))
+        elif isinstance(node, ast.For):
             children = [
                 (node.target, stmt, loops, other or node),
                 (node.iter, stmt, loops, other),
@@ -75,22 +92,14 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
                     inner_loops = (*inner_loops, clause)
             elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             children = [(e, stmt, inner_loops, inner_other) for e in elements] + children
-        elif isinstance(node, ast.comprehension):
+        else:
+            assert isinstance(node, ast.comprehension)  # the last of `_LOOPING`
             looped = (*loops, node) if not node.is_async else loops
             children = [
                 (node.target, stmt, loops, other or node),
                 (node.iter, stmt, loops, other),
                 *((c, stmt, looped, other or (node if node.is_async else None)) for c in node.ifs),
             ]
-        else:
-            inner = other or (node if isinstance(node, _REPEATING) else None)
-            children = []
-            for field in _node_fields(type(node)):
-                value = getattr(node, field, None)
-                if isinstance(value, list):
-                    children += [(c, stmt, loops, inner) for c in value if isinstance(c, ast.AST)]
-                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
-                    children.append((value, stmt, loops, inner))
         stack.extend(reversed(children))
     return visits
 
