@@ -91,16 +91,9 @@ class ClassAttributes:
                     targets, value = node.targets, node.value
                 elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
                     targets, value = [node.target], getattr(node, "value", None)
-                elif (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("register_buffer", "register_parameter")
-                    and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                ):
-                    self.tensor_attrs.add(str(node.args[0].value))
-                    kind = node.func.attr.removeprefix("register_")
-                    self.state.setdefault(str(node.args[0].value), kind)
+                elif registered := _registered(node):
+                    self.tensor_attrs.add(registered[0])
+                    self.state.setdefault(*registered)
                 for target in targets:
                     if not self_attr(target):
                         continue
@@ -245,15 +238,22 @@ def _made_tensors(cls: ClassInfo) -> set[str]:
             if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
                 if _value_kind(node.value, cls.file.names.resolve) == "tensor":
                     found.update(t.attr for t in node.targets if self_attr(t))
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("register_buffer", "register_parameter")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                found.add(str(node.args[0].value))
+            elif registered := _registered(node):
+                found.add(registered[0])
     return found
+
+
+def _registered(node: ast.AST) -> tuple[str, str] | None:
+    """(name, "buffer" or "parameter") for `self.register_buffer("name", ...)` and the like."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("register_buffer", "register_parameter")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        return str(node.args[0].value), node.func.attr.removeprefix("register_")
+    return None
 
 
 _PLAIN_CALLS = frozenset("float int bool str len round".split())

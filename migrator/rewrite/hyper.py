@@ -10,6 +10,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.names import literal
+from migrator.rewrite.taken import class_level_names
 
 
 class HyperParameters:
@@ -145,7 +146,7 @@ class HyperParameters:
             return False  # or a base of unknown source may assign it
         related = lineage + family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls)
         return not any(
-            _assigns(each.node, node) or node.attr in _class_level_names(each.node)
+            _assigns(each.node, node) or node.attr in class_level_names(each.node)
             for each in related
             if not each.qualname.startswith("torch.")  # torch's own: the test of the table
         )
@@ -159,19 +160,6 @@ class HyperParameters:
         if isinstance(func, ast.Name) and func.id in ("float", "int"):
             return self.ctx.info.names.is_free(func.id)
         return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
-
-
-def _class_level_names(cls: ast.ClassDef) -> set[str]:
-    """The methods, properties and class attributes a class statement defines."""
-    names: set[str] = set()
-    for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Assign):
-            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            names.add(stmt.target.id)
-    return names
 
 
 def _assigns(scope: ast.AST, target: ast.expr) -> bool:

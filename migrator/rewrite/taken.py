@@ -76,7 +76,7 @@ class TakenNames:
 
 def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self`."""
-    names: set[str] = set()
+    names = class_level_names(cls)
     for stmt in cls.body:
         nodes = (
             (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
@@ -86,6 +86,13 @@ def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
                 names.add(node.attr)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 names.add(node.name)
+    return names
+
+
+def class_level_names(cls: ast.ClassDef) -> set[str]:
+    """The methods, properties and class attributes a class statement defines."""
+    names: set[str] = set()
+    for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(stmt.name)
         elif isinstance(stmt, ast.Assign):
