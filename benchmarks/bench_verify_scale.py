@@ -1,9 +1,10 @@
 """Wall seconds of `pytest --migrator-verify` on 12 targets, on one worker and on two.
 
-    python benchmarks/bench_verify_scale.py [--targets 12] [--workers 1 2]
+    python benchmarks/bench_verify_scale.py [--targets 12] [--workers 1 2] [--depth 80]
 
-Makes a temporary project: a git repository holding `--targets` small models (convolutions,
-functionals, a residual `+`, a reused ReLU; widths and depths vary), committed as written and
+Makes a temporary project: a git repository holding `--targets` models (convolutions,
+functionals, residual blocks with a `+` and a reused ReLU; widths vary, depths from `--depth`:
+80 blocks make a target a few seconds of work, as a small real model is), committed as written and
 migrated by `fix` in the work tree, one `[[tool.migrator.verify]]` entry each. Then times, as
 separate processes: `migrator verify` (one process, the baseline), `pytest --migrator-verify`
 alone and with `-n N` (pytest-xdist) for each N; every run must pass every target. Wall
@@ -61,13 +62,14 @@ def example_inputs():
 """
 
 
-def make_project(root: Path, count: int) -> None:
+def make_project(root: Path, count: int, depth: int) -> None:
     """`count` models committed as written, migrated in the work tree."""
     zoo = root / "zoo"
     zoo.mkdir()
     (zoo / "__init__.py").write_text("")
     sources = {
-        f"m{i:02d}.py": MODEL.format(width=8 + 4 * (i % 4), depth=2 + i % 3) for i in range(count)
+        f"m{i:02d}.py": MODEL.format(width=8 + 4 * (i % 4), depth=depth + i % 3)
+        for i in range(count)
     }
     for name, text in sources.items():
         (zoo / name).write_text(text)
@@ -99,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=12)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--depth", type=int, default=80, help="fewest residual blocks a model has")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        make_project(root, args.targets)
+        make_project(root, args.targets, args.depth)
         pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         plugin = ["--migrator-verify", "-p", "migrator.pytest_plugin"]
         rows = [
