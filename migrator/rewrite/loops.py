@@ -111,6 +111,8 @@ class LoopCopies:
         self._clauses: dict[int, ast.expr] | None = None
         self._inputs: dict[str, str] | None = None
         self._aliases: dict[str, str] | None = None
+        self._via: dict[str, str] = {}
+        """Local name -> the value it is bound to from an argument (`len(image_shapes)`)."""
 
     def copies(self, visit: Visit) -> Copies:
         """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
@@ -253,6 +255,7 @@ class LoopCopies:
                 value,
                 f"its trip count `{self.ctx.text(value)}` is not fixed at `__init__` time "
                 f"({why.message})",
+                counted=True,
             ) from None
         return text, deps, 0, f"range({text})"
 
@@ -442,22 +445,33 @@ class LoopCopies:
                 return None
         return None
 
-    def _unfixed(self, value: ast.expr, message: str) -> Refusal:
+    def _unfixed(self, value: ast.expr, message: str, counted: bool = False) -> Refusal:
         """A refusal saying which argument of the method the trip count `value` depends on,
         or else with `message`."""
-        return self._from_input(value) or Refusal(None, message)
+        return self._from_input(value, counted) or Refusal(None, message)
 
-    def _from_input(self, value: ast.expr) -> Refusal | None:
+    def _from_input(self, value: ast.expr, counted: bool = False) -> Refusal | None:
         """A refusal saying which argument of the method the trip count `value` depends on
         (run-time data: no copies can be counted), if it reads one."""
         inputs = self._arguments()
-        argument = next((inputs[name] for name in _reads(value) if name in inputs), None)
-        if argument is None:
+        name = next((name for name in _reads(value) if name in inputs), None)
+        if name is None:
             return None
+        argument = inputs[name]
+        of = f"argument `{argument}` of `{self.method.name}`"
+        if name != argument:
+            what = f"`{name}` comes from {of} (`{self._via[name]}`)"
+        elif counted and isinstance(value, ast.Name):
+            what = f"the value of {of}"
+        elif not counted and _iterates(value, name):
+            what = f"the number of items in {of}"
+        else:
+            what = of
         return Refusal(
             None,
-            f"the trip count of `{self.ctx.text(value)}` depends on the input: argument "
-            f"`{argument}` of `{self.method.name}`",
+            f"the trip count of `{self.ctx.text(value)}` depends on the input: {what}; no "
+            "container fixed at `__init__` bounds it (zipped, enumerated, or indexed with the "
+            "loop's index in every iteration)",
         )
 
     def _arguments(self) -> dict[str, str]:
@@ -469,14 +483,14 @@ class LoopCopies:
             params += [a for a in (args.vararg, args.kwarg) if a is not None]
             self._inputs = {p.arg: p.arg for p in params if p.arg != "self"}
             bindings = [
-                (target, value)
+                (target, value, node)
                 for node in ast.walk(self.method)
                 for target, value in _bindings(node)
             ]
             changed = True
             while changed:
                 changed = False
-                for target, value in bindings:
+                for target, value, node in bindings:
                     inputs = self._inputs
                     source = next((inputs[n] for n in _reads(value) if n in inputs), None)
                     if source is None:
@@ -484,6 +498,7 @@ class LoopCopies:
                     for name in _stored(target):
                         if name not in inputs:
                             inputs[name] = source
+                            self._via[name] = _binding_text(node, target, value)
                             changed = True
         return self._inputs
 
@@ -528,6 +543,40 @@ def _reads(value: ast.AST) -> list[str]:
     return [
         n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     ]
+
+
+def _iterates(value: ast.expr, name: str) -> bool:
+    """Whether the loop over `value` takes the items of `name` one by one: `name` itself,
+    `zip(..., name)`, `enumerate(name)`, `range(len(name))`."""
+    if isinstance(value, ast.Name):
+        return value.id == name
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    func, args = value.func.id, value.args
+    if func in ("zip", "enumerate"):
+        return any(isinstance(a, ast.Name) and a.id == name for a in args)
+    inner = args[0] if func == "range" and len(args) == 1 else None
+    return (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Name)
+        and inner.func.id == "len"
+        and len(inner.args) == 1
+        and _iterates(inner.args[0], name)
+    )
+
+
+def _binding_text(node: ast.AST, target: ast.AST, value: ast.AST) -> str:
+    """How `node` binds `target` from `value`, as code cut to 60 characters: `n = len(xs)`,
+    `xs.append(t)`, `for t in ts`."""
+    if isinstance(node, ast.Call):
+        text = ast.unparse(node)
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        text = f"for {ast.unparse(target)} in {ast.unparse(value)}"
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        text = f"with {ast.unparse(value)} as {ast.unparse(target)}"
+    else:
+        text = f"{ast.unparse(target)} = {ast.unparse(value)}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _stored(target: ast.AST) -> list[str]:
