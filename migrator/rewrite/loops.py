@@ -281,8 +281,8 @@ class LoopCopies:
             attrs.append(attr)
         if not attrs:
             raise (
-                self._from_input(value)
-                or refused
+                refused
+                or self._from_input(value)
                 or Refusal(
                     None, f"the length of `{self.ctx.text(value)}` is not fixed at `__init__` time"
                 )
