@@ -3,8 +3,11 @@ such a loop gets one copy per iteration, in an `nn.ModuleList` indexed by the lo
 
 A loop qualifies when it is `for i in range(n)` or `for i, ... in enumerate(<containers>)`,
 with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, and a container
-an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow (other
-iterables zipped with it only shorten the run). Its index is not rebound in the body, so each
+an `nn.ModuleList`, `nn.Sequential`, list or tuple assigned in `__init__` that only `__init__`
+can grow (also through a local name bound once to it; other iterables zipped with it only
+shorten the run). A loop over run-time data qualifies too when every iteration reads such a
+container with the loop's index before it can end: an iteration past it fails in the original
+as it would in the copies. Its index is not rebound in the body, so each
 iteration calls the copy at its own index; `break` and `continue` only leave copies unused
 (copies are indistinguishable). A loop over `_` gets a fresh index name; a loop over containers
 (`for blk in self.blocks`) gets one from `enumerate`. A `for` clause of a comprehension is such
