@@ -38,6 +38,8 @@ _CONTAINERS = frozenset(
 _GROWS = frozenset({"append", "extend", "insert", "add_module", "register_module"})
 """Methods of a container that add modules to it."""
 _INDEX_NAMES = ("i", "j", "k", "idx", "n", "m")
+_CATCHING = (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)
+"""Statements that may catch an exception raised in their body."""
 _SEQUENCES = frozenset({"list", "List", "tuple", "Tuple"})
 """Return annotations of a method whose result has a length iterating it gives."""
 
@@ -426,10 +428,13 @@ class LoopCopies:
         """The length of `self.<attr>` when every iteration of `loop` reads `self.<attr>[i]`
         with its index `i` before anything can end the iteration: an iteration past its length
         fails in the original as it would in the copies (None: no such read). A loop inside a
-        `try` could catch that failure after different work, so it gets none."""
+        `try` or `with` (which may suppress it) could catch that failure after different work,
+        so it gets none."""
         if not (isinstance(loop, ast.For) and isinstance(index, ast.Name)):
             return None
-        if any(isinstance(node, ast.Try) and _holds(node, loop) for node in ast.walk(self.method)):
+        if any(
+            isinstance(node, _CATCHING) and _holds(node, loop) for node in ast.walk(self.method)
+        ):
             return None
         for stmt in loop.body:
             for node in _always_run(stmt):
