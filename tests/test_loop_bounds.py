@@ -109,3 +109,31 @@ def test_what_could_outrun_the_copies_is_refused():
     for op in ("torch.sigmoid(t)", "torch.tanh(t)", "torch.exp(t)", "torch.relu(t)"):
         assert op in new  # each loop left as it was
     assert sum("depends on the input" in why for why in loops) == 5
+
+
+RUN_TIME = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x, batch, steps: int):
+        for t in batch.tensors:
+            x = torch.tanh(t)
+        for _ in range(steps):
+            x = torch.sigmoid(x)
+        n = len(batch.sizes)
+        for k in range(n):
+            x = torch.exp(x)
+        return x
+"""
+
+
+def test_a_run_time_trip_count_says_what_it_depends_on():
+    _, findings = fix_text(RUN_TIME, "run_time.py", Project())
+    why = [f.message.split("depends on the input: ")[1].split(";")[0] for f in findings]
+    assert why == [
+        "the number of items in `batch.tensors`, of argument `batch` of `forward`",
+        "the value of argument `steps` of `forward`",
+        "`n` comes from argument `batch` of `forward` (`n = len(batch.sizes)`)",
+    ]

@@ -471,8 +471,9 @@ class LoopCopies:
             what = f"`{name}` comes from {of} (`{self._via[name]}`)"
         elif counted and isinstance(value, ast.Name):
             what = f"the value of {of}"
-        elif not counted and _iterates(value, name):
-            what = f"the number of items in {of}"
+        elif not counted and (items := _iterated(value, name)) is not None:
+            shown = of if isinstance(items, ast.Name) else f"`{self.ctx.text(items)}`, of {of}"
+            what = f"the number of items in {shown}"
         else:
             what = of
         return Refusal(
@@ -553,24 +554,29 @@ def _reads(value: ast.AST) -> list[str]:
     ]
 
 
-def _iterates(value: ast.expr, name: str) -> bool:
-    """Whether the loop over `value` takes the items of `name` one by one: `name` itself,
-    `zip(..., name)`, `enumerate(name)`, `range(len(name))`."""
-    if isinstance(value, ast.Name):
-        return value.id == name
+def _iterated(value: ast.expr, name: str) -> ast.expr | None:
+    """What the loop over `value` takes the items of one by one, when it is `name` or an
+    attribute of it (`name.sizes`): itself, in `zip(...)`, `enumerate(...)` or
+    `range(len(...))`; None otherwise."""
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        root: ast.expr = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return value if isinstance(root, ast.Name) and root.id == name else None
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
-        return False
+        return None
     func, args = value.func.id, value.args
     if func in ("zip", "enumerate"):
-        return any(isinstance(a, ast.Name) and a.id == name for a in args)
+        return next((a for a in args if _iterated(a, name) is not None), None)
     inner = args[0] if func == "range" and len(args) == 1 else None
-    return (
+    if (
         isinstance(inner, ast.Call)
         and isinstance(inner.func, ast.Name)
         and inner.func.id == "len"
         and len(inner.args) == 1
-        and _iterates(inner.args[0], name)
-    )
+    ):
+        return _iterated(inner.args[0], name)
+    return None
 
 
 def _binding_text(node: ast.AST, target: ast.AST, value: ast.AST) -> str:
