@@ -3,8 +3,11 @@ such a loop gets one copy per iteration, in an `nn.ModuleList` indexed by the lo
 
 A loop qualifies when it is `for i in range(n)` or `for i, ... in enumerate(<containers>)`,
 with `n` a hyper-parameter fixed at `__init__` time or `len(self.<container>)`, and a container
-an `nn.ModuleList` or `nn.Sequential` built in `__init__` that only `__init__` can grow (other
-iterables zipped with it only shorten the run). Its index is not rebound in the body, so each
+an `nn.ModuleList`, `nn.Sequential`, list or tuple assigned in `__init__` that only `__init__`
+can grow (also through a local name bound once to it; other iterables zipped with it only
+shorten the run). A loop over run-time data qualifies too when every iteration reads such a
+container with the loop's index before it can end: an iteration past it fails in the original
+as it would in the copies. Its index is not rebound in the body, so each
 iteration calls the copy at its own index; `break` and `continue` only leave copies unused
 (copies are indistinguishable). A loop over `_` gets a fresh index name; a loop over containers
 (`for blk in self.blocks`) gets one from `enumerate`. A `for` clause of a comprehension is such
@@ -35,6 +38,10 @@ _CONTAINERS = frozenset(
 _GROWS = frozenset({"append", "extend", "insert", "add_module", "register_module"})
 """Methods of a container that add modules to it."""
 _INDEX_NAMES = ("i", "j", "k", "idx", "n", "m")
+_CATCHING = (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)
+"""Statements that may catch an exception raised in their body."""
+_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple"})
+"""Return annotations of a method whose result has a length iterating it gives."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,9 @@ class LoopCopies:
         self._used: set[str] | None = None
         self._clauses: dict[int, ast.expr] | None = None
         self._inputs: dict[str, str] | None = None
+        self._aliases: dict[str, str] | None = None
+        self._via: dict[str, str] = {}
+        """Local name -> the value it is bound to from an argument (`len(image_shapes)`)."""
 
     def copies(self, visit: Visit) -> Copies:
         """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
@@ -178,10 +188,18 @@ class LoopCopies:
             if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
                 raise Refusal(None, f"`{self.ctx.text(target)}` is not `index, item`")
             target, rest = pair.elts[0], [pair.elts[1]]
-            count, deps, floor, over = self._length(call.args[0])
         else:
             rest = []
-            count, deps, floor, over = self._range_count(call.args[0])
+        try:
+            if call.func.id == "enumerate":
+                count, deps, floor, over = self._length(call.args[0])
+            else:
+                count, deps, floor, over = self._range_count(call.args[0])
+        except Refusal as why:
+            bound = self._subscript_bound(loop, target)
+            if bound is None:
+                raise why from None
+            count, deps, floor, over = bound
         if not isinstance(target, ast.Name):
             raise Refusal(None, f"its index `{self.ctx.text(target)}` is not a plain name")
         if target.id == "_":
@@ -242,6 +260,7 @@ class LoopCopies:
                 value,
                 f"its trip count `{self.ctx.text(value)}` is not fixed at `__init__` time "
                 f"({why.message})",
+                counted=True,
             ) from None
         return text, deps, 0, f"range({text})"
 
@@ -256,18 +275,19 @@ class LoopCopies:
         attrs: list[str] = []
         refused: Refusal | None = None
         for part in parts:
-            if not self_attr(part):
+            attr = part.attr if self_attr(part) else self._alias(part)
+            if attr is None:
                 continue
             try:
-                floor = max(floor, self._container(part.attr))
+                floor = max(floor, self._container(attr))
             except Refusal as why:
                 refused = refused or why
                 continue
-            attrs.append(part.attr)
+            attrs.append(attr)
         if not attrs:
             raise (
-                self._from_input(value)
-                or refused
+                refused
+                or self._from_input(value)
                 or Refusal(
                     None, f"the length of `{self.ctx.text(value)}` is not fixed at `__init__` time"
                 )
@@ -291,13 +311,10 @@ class LoopCopies:
             raise Refusal(None, f"`self.{attr}` is not assigned in this class's `__init__`")
         if info.nested or info.count > 1:
             raise Refusal(None, f"`self.{attr}` is assigned conditionally or repeatedly")
-        made = (
-            self.ctx.info.names.resolve(info.value.func)
-            if isinstance(info.value, ast.Call)
-            else None
-        )
-        if made not in _CONTAINERS:
-            raise Refusal(None, f"`self.{attr}` is not an nn.ModuleList or nn.Sequential")
+        if not self._sized(info.value):
+            raise Refusal(
+                None, f"`self.{attr}` is not a list, tuple, nn.ModuleList or nn.Sequential"
+            )
         floor = info.top_index
         init = self.attributes.init
         family = self.attributes.family
@@ -321,8 +338,16 @@ class LoopCopies:
                     continue
                 parent = parents.get(id(node))
                 if isinstance(node.ctx, ast.Store) and node is not _target(info.stmt, attr):
-                    if not _truncation(parent, attr) and not self._emptied(parent):
+                    if not (
+                        _truncation(parent, attr) or self._emptied(parent) or _remade(parent, attr)
+                    ):
                         raise Refusal(None, f"`self.{attr}` is reassigned in `{name}`")
+                elif (
+                    isinstance(parent, ast.Subscript)
+                    and not isinstance(parent.ctx, ast.Load)
+                    and isinstance(parent.slice, ast.Slice)
+                ):
+                    raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
                 elif isinstance(parent, ast.Attribute) and parent.attr in _GROWS:
                     if method is not init:
                         raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
@@ -331,6 +356,26 @@ class LoopCopies:
                 elif isinstance(parent, ast.AugAssign) and parent.target is node:
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
         return floor
+
+    def _sized(self, value: ast.expr) -> bool:
+        """Whether `value`, assigned in `__init__`, is a container whose length iterating it
+        gives: a list or tuple display or comprehension, `list(...)` or `tuple(...)`, an
+        nn.ModuleList or nn.Sequential, or what a method annotated `-> list[...]` (`tuple`)
+        returns."""
+        if isinstance(value, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in ("list", "tuple"):
+            return self._init_builtin(func.id)
+        if self_attr(func):
+            method = self.attributes.methods.get(func.attr)
+            returns = method.returns if method is not None else None
+            if isinstance(returns, ast.Subscript):
+                returns = returns.value
+            return isinstance(returns, ast.Name) and returns.id in _SEQUENCES
+        return self.ctx.info.names.resolve(func) in _CONTAINERS
 
     def _emptied(self, parent: ast.AST | None) -> bool:
         """`self.<attr> = []` (or `()`, `nn.ModuleList()`): what is left is never longer."""
@@ -348,25 +393,94 @@ class LoopCopies:
 
     def _container_iter(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Call):
-            return _zip(value) and any(self_attr(a) for a in value.args)
-        return self_attr(value)
+            return _zip(value) and any(
+                self_attr(a) or self._alias(a) is not None for a in value.args
+            )
+        return self_attr(value) or self._alias(value) is not None
 
-    def _unfixed(self, value: ast.expr, message: str) -> Refusal:
+    def _alias(self, value: ast.expr) -> str | None:
+        """`<attr>` when `value` is a local name the method binds once, to `self.<attr>`, and
+        never grows (`blocks = self.blocks`)."""
+        if not isinstance(value, ast.Name):
+            return None
+        if self._aliases is None:
+            self._aliases = {}
+            binders: dict[str, list[ast.AST]] = {}
+            assigns: dict[int, ast.expr] = {}
+            for node in ast.walk(self.method):
+                for name in _bound_names(node):
+                    binders.setdefault(name, []).append(node)
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    assigns[id(node.targets[0])] = node.value
+            for name, nodes in binders.items():
+                bound = assigns.get(id(nodes[0]))
+                if (
+                    len(nodes) == 1
+                    and self_attr(bound)
+                    and not any(_grows_name(n, name) for n in ast.walk(self.method))
+                ):
+                    self._aliases[name] = bound.attr
+        return self._aliases.get(value.id)
+
+    def _subscript_bound(
+        self, loop: Loop, index: ast.expr
+    ) -> tuple[str, set[str], int, str] | None:
+        """The length of `self.<attr>` when every iteration of `loop` reads `self.<attr>[i]`
+        with its index `i` before anything can end the iteration: an iteration past its length
+        fails in the original as it would in the copies (None: no such read). A loop inside a
+        `try` or `with` (which may suppress it) could catch that failure after different work,
+        so it gets none."""
+        if not (isinstance(loop, ast.For) and isinstance(index, ast.Name)):
+            return None
+        if any(
+            isinstance(node, _CATCHING) and _holds(node, loop) for node in ast.walk(self.method)
+        ):
+            return None
+        for stmt in loop.body:
+            for node in _always_run(stmt):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and self_attr(node.value)
+                    and isinstance(node.slice, ast.Name)
+                    and node.slice.id == index.id
+                ):
+                    try:
+                        return self._length(node.value)
+                    except Refusal:
+                        continue
+            if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(stmt)):
+                return None
+        return None
+
+    def _unfixed(self, value: ast.expr, message: str, counted: bool = False) -> Refusal:
         """A refusal saying which argument of the method the trip count `value` depends on,
         or else with `message`."""
-        return self._from_input(value) or Refusal(None, message)
+        return self._from_input(value, counted) or Refusal(None, message)
 
-    def _from_input(self, value: ast.expr) -> Refusal | None:
+    def _from_input(self, value: ast.expr, counted: bool = False) -> Refusal | None:
         """A refusal saying which argument of the method the trip count `value` depends on
         (run-time data: no copies can be counted), if it reads one."""
         inputs = self._arguments()
-        argument = next((inputs[name] for name in _reads(value) if name in inputs), None)
-        if argument is None:
+        name = next((name for name in _reads(value) if name in inputs), None)
+        if name is None:
             return None
+        argument = inputs[name]
+        of = f"argument `{argument}` of `{self.method.name}`"
+        if name != argument:
+            what = f"`{name}` comes from {of} (`{self._via[name]}`)"
+        elif counted and isinstance(value, ast.Name):
+            what = f"the value of {of}"
+        elif not counted and (items := _iterated(value, name)) is not None:
+            shown = of if isinstance(items, ast.Name) else f"`{self.ctx.text(items)}`, of {of}"
+            what = f"the number of items in {shown}"
+        else:
+            what = of
         return Refusal(
             None,
-            f"the trip count of `{self.ctx.text(value)}` depends on the input: argument "
-            f"`{argument}` of `{self.method.name}`",
+            f"the trip count of `{self.ctx.text(value)}` depends on the input: {what}; no "
+            "container fixed at `__init__` bounds it (zipped, enumerated, or indexed with the "
+            "loop's index in every iteration)",
         )
 
     def _arguments(self) -> dict[str, str]:
@@ -378,14 +492,14 @@ class LoopCopies:
             params += [a for a in (args.vararg, args.kwarg) if a is not None]
             self._inputs = {p.arg: p.arg for p in params if p.arg != "self"}
             bindings = [
-                (target, value)
+                (target, value, node)
                 for node in ast.walk(self.method)
                 for target, value in _bindings(node)
             ]
             changed = True
             while changed:
                 changed = False
-                for target, value in bindings:
+                for target, value, node in bindings:
                     inputs = self._inputs
                     source = next((inputs[n] for n in _reads(value) if n in inputs), None)
                     if source is None:
@@ -393,6 +507,7 @@ class LoopCopies:
                     for name in _stored(target):
                         if name not in inputs:
                             inputs[name] = source
+                            self._via[name] = _binding_text(node, target, value)
                             changed = True
         return self._inputs
 
@@ -437,6 +552,45 @@ def _reads(value: ast.AST) -> list[str]:
     return [
         n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     ]
+
+
+def _iterated(value: ast.expr, name: str) -> ast.expr | None:
+    """What the loop over `value` takes the items of one by one, when it is `name` or an
+    attribute of it (`name.sizes`): itself, in `zip(...)`, `enumerate(...)` or
+    `range(len(...))`; None otherwise."""
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        root: ast.expr = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return value if isinstance(root, ast.Name) and root.id == name else None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return None
+    func, args = value.func.id, value.args
+    if func in ("zip", "enumerate"):
+        return next((a for a in args if _iterated(a, name) is not None), None)
+    inner = args[0] if func == "range" and len(args) == 1 else None
+    if (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Name)
+        and inner.func.id == "len"
+        and len(inner.args) == 1
+    ):
+        return _iterated(inner.args[0], name)
+    return None
+
+
+def _binding_text(node: ast.AST, target: ast.AST, value: ast.AST) -> str:
+    """How `node` binds `target` from `value`, as code cut to 60 characters: `n = len(xs)`,
+    `xs.append(t)`, `for t in ts`."""
+    if isinstance(node, ast.Call):
+        text = ast.unparse(node)
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        text = f"for {ast.unparse(target)} in {ast.unparse(value)}"
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        text = f"with {ast.unparse(value)} as {ast.unparse(target)}"
+    else:
+        text = f"{ast.unparse(target)} = {ast.unparse(value)}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _stored(target: ast.AST) -> list[str]:
@@ -514,3 +668,81 @@ def _top_index(init: ast.FunctionDef, node: ast.expr) -> int:
         if top.lineno <= node.lineno <= top.end_lineno:
             return i
     return len(init.body) - 1
+
+
+def _remade(parent: ast.AST | None, attr: str) -> bool:
+    """`self.<attr> = [f(a) for a in self.<attr>]`: an item for each item, the same length."""
+    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+        return False
+    value = parent.value
+    return (
+        isinstance(value, ast.ListComp)
+        and len(value.generators) == 1
+        and not value.generators[0].ifs
+        and not value.generators[0].is_async
+        and self_attr(value.generators[0].iter)
+        and value.generators[0].iter.attr == attr
+    )
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names `node` binds or deletes (an argument, an assignment target, a `def`, ...)."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    return []
+
+
+def _grows_name(node: ast.AST, name: str) -> bool:
+    """`<name>.append(...)` (a method adding items) or `<name>[a:b] = ...`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in _GROWS and isinstance(node.value, ast.Name) and node.value.id == name
+    return (
+        isinstance(node, ast.Subscript)
+        and not isinstance(node.ctx, ast.Load)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+    )
+
+
+def _holds(outer: ast.AST, inner: ast.AST) -> bool:
+    return any(node is inner for node in ast.walk(outer))
+
+
+def _always_run(stmt: ast.stmt) -> list[ast.AST]:
+    """The nodes evaluated whenever `stmt` runs (not an arm of `a if c else b`, an operand of
+    `and` / `or` after the first, a lambda's body, a comprehension's element or later clauses,
+    nor the statements a compound statement holds)."""
+    roots: list[ast.AST]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+        roots = [stmt.value] if stmt.value is not None else []
+    elif isinstance(stmt, (ast.If, ast.While)):
+        roots = [stmt.test]
+    elif isinstance(stmt, ast.For):
+        roots = [stmt.iter]
+    else:
+        roots = []
+    found: list[ast.AST] = []
+    while roots:
+        node = roots.pop()
+        found.append(node)
+        if isinstance(node, ast.IfExp):
+            roots.append(node.test)
+        elif isinstance(node, ast.BoolOp):
+            roots.append(node.values[0])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            roots.append(node.generators[0].iter)
+        elif not isinstance(node, ast.Lambda):
+            roots.extend(ast.iter_child_nodes(node))
+    return found
