@@ -402,7 +402,7 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     function (its replacements made) with `self` first."""
     init = "".join(textwrap.indent(code, " " * 8) + "\n" for code in made.init)
     template = cst.parse_statement(
-        f"class {made.name}({made.base}):\n"
+        (f"@{made.decorator}\n" if made.decorator else "") + f"class {made.name}({made.base}):\n"
         f'    """{TWIN_DOC.format(made.function)}"""\n\n'
         + (f"    def __init__(self):\n        super().__init__()\n{init}\n" if init else "")
         + "    def forward(self):\n        pass\n"
