@@ -397,3 +397,22 @@ def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
     )
     layers.write_text(original)
     assert findings() == before
+
+
+@pytest.mark.parametrize("names", [["halves"], ["halves", "torch"]])
+def test_a_twin_joins_a_parenthesised_import_one_name_a_line(tmp_path, names):
+    """The twin's name goes into the caller's `from ... import (` list, one name a line at the
+    list's indentation, as its other names (one or several) are."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text("import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n")
+    listed = "".join(f"    {n},\n" for n in names)
+    (pkg / "net.py").write_text(
+        f"import torch.nn as nn\n\nfrom pkg.layers import (\n{listed})\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
+    )
+    assert main(["fix", str(pkg)]) == 1
+    text = (pkg / "net.py").read_text()
+    expected = "".join(f"    {n},\n" for n in ["Halves", *names])
+    assert f"from pkg.layers import (\n{expected})\n" in text, text

@@ -323,7 +323,13 @@ class _Apply(cst.CSTTransformer):
         else:
             every = old + added
         if isinstance(last.comma, cst.Comma):  # a parenthesised list with a trailing comma
-            return updated.with_changes(names=[a.with_changes(comma=last.comma) for a in every])
+            inner = old[-2].comma if len(old) > 1 else last.comma  # the last's breaks before `)`
+            if len(old) == 1 and updated.lpar:  # `(` breaks before the first name
+                inner = cst.Comma(whitespace_after=updated.lpar.whitespace_after)
+            return updated.with_changes(
+                names=[a.with_changes(comma=inner) for a in every[:-1]]
+                + [every[-1].with_changes(comma=last.comma)]
+            )
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         aliases = [a.with_changes(comma=comma) for a in every[:-1]] + [
             every[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

@@ -397,6 +397,8 @@ def _always_returns(body: list[ast.stmt]) -> bool:
         return _always_returns(last.body) and _always_returns(last.orelse)
     if isinstance(last, ast.With) and not any(_suppresses(i.context_expr) for i in last.items):
         return _always_returns(last.body)
+    if isinstance(last, ast.Assert):  # `assert False`: mypy's and the reader's unreachable end
+        return isinstance(last.test, ast.Constant) and not last.test.value
     return isinstance(last, (ast.Return, ast.Raise))
 
 
