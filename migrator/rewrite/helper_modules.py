@@ -75,6 +75,8 @@ class HelperModules:
         run -> that file."""
         self.not_twinned: dict[str, str] = {}
         """Public helper's name -> why it gets no twin although another file calls it."""
+        self.in_earlier = False
+        """Whether the class being analysed is a helper's class made by an earlier run."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -99,8 +101,9 @@ class HelperModules:
 
     @property
     def in_twin(self) -> bool:
-        """Whether a helper's own analysis is running: calls of another file's helpers stay."""
-        return bool(self._running)
+        """Whether a helper's own analysis, or that of a class an earlier run made of one, is
+        running: calls of another file's helpers stay (as the first run left them)."""
+        return bool(self._running) or self.in_earlier
 
     def helper_call(
         self,
