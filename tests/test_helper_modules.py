@@ -19,6 +19,7 @@ HELPER_CASES = [
     "helper_module_passed",
     "helper_name_taken",
     "helper_refused",
+    "helper_annotated_return",
     "helper_with_return",
     "helpers_in_loops",
     "notrace_helpers",

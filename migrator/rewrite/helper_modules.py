@@ -322,11 +322,13 @@ class HelperModules:
         returns = [n for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
         if not returns or not _always_returns(function.body):
             return "it may return nothing"
+        declared = _declares_tensor(function.returns)
         for node in returns:
             value = node.value
             items = value.elts if isinstance(value, ast.Tuple) else [value]
-            if value is None or not all(
-                i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items
+            if value is None or not (
+                all(i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items)
+                or (declared and not isinstance(value, (ast.Tuple, ast.Constant)))
             ):
                 shown = self.ctx.text(value) if value is not None else "None"
                 return f"its result `{shown}` is not proven to be a tensor or tuple of tensors"
@@ -403,6 +405,16 @@ def _always_returns(body: list[ast.stmt]) -> bool:
     if isinstance(last, ast.Assert):  # `assert False`: mypy's and the reader's unreachable end
         return isinstance(last.test, ast.Constant) and not last.test.value
     return isinstance(last, (ast.Return, ast.Raise))
+
+
+def _declares_tensor(annotation: ast.expr | None) -> bool:
+    """Whether a return annotation is exactly `Tensor` (`torch.Tensor`), not optional: what a
+    call of the function returns is a tensor to its callers already (see Which operands are
+    tensors), so its module may return it (timm's `fast_rms_norm`, returning apex's
+    `fused_rms_norm(...)` when apex is installed)."""
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == "Tensor"
+    return isinstance(annotation, ast.Name) and annotation.id == "Tensor"
 
 
 def _suppresses(manager: ast.expr) -> bool:
