@@ -328,7 +328,11 @@ class HelperModules:
             items = value.elts if isinstance(value, ast.Tuple) else [value]
             if value is None or not (
                 all(i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items)
-                or (declared and not isinstance(value, (ast.Tuple, ast.Constant)))
+                or (
+                    declared
+                    and not isinstance(value, (ast.Tuple, ast.Constant))
+                    and not tensors.holds_no_tensor(value)  # a size, against the annotation
+                )
             ):
                 shown = self.ctx.text(value) if value is not None else "None"
                 return f"its result `{shown}` is not proven to be a tensor or tuple of tensors"
