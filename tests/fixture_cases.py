@@ -41,9 +41,12 @@ def import_path(path: Path, name: str):
     if "timm" not in sys.modules and re.search(
         r"^(from|import) timm\b", path.read_text(encoding="utf-8"), re.MULTILINE
     ):
-        from zoo import _import_zoo
+        if "torchvision" in sys.modules:  # imported through the shim already
+            importlib.import_module("timm")
+        else:
+            from zoo import _import_zoo
 
-        _import_zoo("timm")
+            _import_zoo("timm")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
