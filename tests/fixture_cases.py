@@ -36,7 +36,17 @@ def expected_findings(before: Path) -> list[str]:
 
 
 def import_path(path: Path, name: str):
-    """Import a fixture file as a fresh module under `name`."""
+    """Import a fixture file as a fresh module under `name` (timm first, through the zoo's
+    torchvision shim, when it imports timm)."""
+    if "timm" not in sys.modules and re.search(
+        r"^(from|import) timm\b", path.read_text(encoding="utf-8"), re.MULTILINE
+    ):
+        if "torchvision" in sys.modules:  # imported through the shim already
+            importlib.import_module("timm")
+        else:
+            from zoo import _import_zoo
+
+            _import_zoo("timm")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

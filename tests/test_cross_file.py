@@ -397,3 +397,43 @@ def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
     )
     layers.write_text(original)
     assert findings() == before
+
+
+@pytest.mark.parametrize("names", [["halves"], ["halves", "torch"]])
+def test_a_twin_joins_a_parenthesised_import_one_name_a_line(tmp_path, names):
+    """The twin's name goes into the caller's `from ... import (` list, one name a line at the
+    list's indentation, as its other names (one or several) are."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text("import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n")
+    listed = "".join(f"    {n},\n" for n in names)
+    (pkg / "net.py").write_text(
+        f"import torch.nn as nn\n\nfrom pkg.layers import (\n{listed})\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
+    )
+    assert main(["fix", str(pkg)]) == 1
+    text = (pkg / "net.py").read_text()
+    expected = "".join(f"    {n},\n" for n in ["Halves", *names])
+    assert f"from pkg.layers import (\n{expected})\n" in text, text
+
+
+def test_a_helper_class_keeps_its_calls_of_another_files_helpers_in_a_second_run(tmp_path):
+    """A helper's calls of another file's helpers stay calls when it becomes a module; in a
+    second run its class (made by the first) keeps them so too: nothing changes."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text("import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n")
+    (pkg / "net.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nfrom pkg.layers import halves\n\n\n"
+        "def mix(x):\n    return halves(x) * torch.sigmoid(x)\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return mix(x)\n\n\n"
+        "class Half(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
+    )
+    assert main(["fix", str(pkg)]) == 1
+    first = _texts(pkg)
+    assert "class Halves(" in first["layers.py"] and "self.halves(x)" in first["net.py"]
+    assert "class Mix(" in first["net.py"] and "return self.mul(halves(x)" in first["net.py"]
+    assert main(["fix", str(pkg)]) == 1  # findings left
+    assert _texts(pkg) == first

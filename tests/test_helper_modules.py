@@ -19,7 +19,10 @@ HELPER_CASES = [
     "helper_module_passed",
     "helper_name_taken",
     "helper_refused",
+    "helper_annotated_return",
+    "helper_with_return",
     "helpers_in_loops",
+    "notrace_helpers",
     "static_helpers",
 ]
 
@@ -146,3 +149,38 @@ def test_an_op_on_the_tensor_first_parameter_and_a_number_converts():
     new, findings = fix_text(SCALAR_OPERAND, "m.py", Project())
     assert "return self.mul(x, 2)" in new and "return self.double_1(x)" in new
     assert [f.code for f in findings] == ["MIG002", "MIG004"]
+
+
+def test_a_timm_notrace_helper_module_traces_as_its_function():
+    """A helper decorated with timm's `register_notrace_function` becomes a module: torch.fx
+    traces through both, so `verify`'s fx graph check passes, and timm's own tracer, which
+    keeps the function a leaf, keeps its module (`register_notrace_module`) a leaf too."""
+    from torch import fx
+
+    from migrator.prove.compare import PASS, check_fx_graph
+
+    timm_fx = pytest.importorskip("timm.layers._fx")
+    case = FIXTURES / "cases" / "notrace_helpers.before.py"
+    before = import_path(case, "notrace_helpers")  # one name, as verify imports each side
+    after = import_path(after_of(case), "notrace_helpers")
+    torch.manual_seed(0)
+    original = before.Model()
+    migrated = after.Model()
+    migrated.load_state_dict(original.state_dict())
+    result = check_fx_graph(original, migrated)
+    assert result.status == PASS, result.detail
+    assert timm_fx.is_notrace_module(after.Pool)
+
+    class TimmTracer(fx.Tracer):  # as timm's create_feature_extractor traces
+        def __init__(self) -> None:
+            super().__init__(autowrap_functions=tuple(timm_fx.get_notrace_functions()))
+
+        def is_leaf_module(self, m, qualname):
+            return timm_fx.is_notrace_module(type(m)) or super().is_leaf_module(m, qualname)
+
+    def calls(model) -> list[str]:
+        graph = TimmTracer().trace(model)
+        return [n.op for n in graph.nodes if getattr(n.target, "__name__", n.target) == "pool"]
+
+    assert calls(original) == ["call_function"]
+    assert calls(migrated) == ["call_module"]

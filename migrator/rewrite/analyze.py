@@ -102,7 +102,9 @@ class ProjectAnalysis:
         for cls in info.classes.values():
             if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
                 continue
+            ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
             ClassAnalysis(ctx, cls, family, self).run()
+        ctx.helper_modules.in_earlier = False
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)
         ctx.finish()

@@ -323,7 +323,13 @@ class _Apply(cst.CSTTransformer):
         else:
             every = old + added
         if isinstance(last.comma, cst.Comma):  # a parenthesised list with a trailing comma
-            return updated.with_changes(names=[a.with_changes(comma=last.comma) for a in every])
+            inner = old[-2].comma if len(old) > 1 else last.comma  # the last's breaks before `)`
+            if len(old) == 1 and updated.lpar:  # `(` breaks before the first name
+                inner = cst.Comma(whitespace_after=updated.lpar.whitespace_after)
+            return updated.with_changes(
+                names=[a.with_changes(comma=inner) for a in every[:-1]]
+                + [every[-1].with_changes(comma=last.comma)]
+            )
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         aliases = [a.with_changes(comma=comma) for a in every[:-1]] + [
             every[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -402,7 +408,7 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     function (its replacements made) with `self` first."""
     init = "".join(textwrap.indent(code, " " * 8) + "\n" for code in made.init)
     template = cst.parse_statement(
-        f"class {made.name}({made.base}):\n"
+        (f"@{made.decorator}\n" if made.decorator else "") + f"class {made.name}({made.base}):\n"
         f'    """{TWIN_DOC.format(made.function)}"""\n\n'
         + (f"    def __init__(self):\n        super().__init__()\n{init}\n" if init else "")
         + "    def forward(self):\n        pass\n"

@@ -20,6 +20,7 @@ import copy
 from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
+from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
@@ -74,6 +75,8 @@ class HelperModules:
         run -> that file."""
         self.not_twinned: dict[str, str] = {}
         """Public helper's name -> why it gets no twin although another file calls it."""
+        self.in_earlier = False
+        """Whether the class being analysed is a helper's class made by an earlier run."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -98,8 +101,9 @@ class HelperModules:
 
     @property
     def in_twin(self) -> bool:
-        """Whether a helper's own analysis is running: calls of another file's helpers stay."""
-        return bool(self._running)
+        """Whether a helper's own analysis, or that of a class an earlier run made of one, is
+        running: calls of another file's helpers stay (as the first run left them)."""
+        return bool(self._running) or self.in_earlier
 
     def helper_call(
         self,
@@ -206,6 +210,11 @@ class HelperModules:
             return None
         imports = _imports(self.ctx)
         base = self.ctx.module_ref("torch.nn.Module")
+        decorator = self._notrace_module(function)
+        if decorator is None:
+            self.ctx.from_imports, self.ctx.plain_imports, self.ctx.plan.import_names = imports
+            self.made[key] = None
+            return None
         from migrator.rewrite.classes import ClassAnalysis  # classes reach helpers through scan
 
         replaces = len(self.ctx.plan.replaces)
@@ -230,6 +239,7 @@ class HelperModules:
                 r.text(8, self.ctx.plan.line_length)
                 for r in sorted(registrations, key=lambda r: r.key)
             ),
+            decorator,
         )
         self.ctx.plan.helper_classes[function.lineno] = made
         self.made[key] = made
@@ -248,14 +258,35 @@ class HelperModules:
             and name not in info.functions
         )
 
+    def _notrace_module(self, function: ast.FunctionDef) -> str | None:
+        """How the class of a helper decorated with timm's `register_notrace_function` names
+        timm's `register_notrace_module` of the same module, to be decorated with it ('' when
+        the helper is not so decorated; None, with the reason, when no name is free for it)."""
+        for decorator in function.decorator_list:
+            qualname = self.ctx.info.names.resolve(decorator)
+            if _notrace_function(qualname):
+                assert qualname is not None
+                module = qualname.rsplit(".", 1)[0] + ".register_notrace_module"
+                try:
+                    return self.ctx.module_ref(module)
+                except Refusal as refusal:
+                    self.reasons[id(function)] = refusal.message
+                    return None
+        return ""
+
     def _refused(self, function: ast.FunctionDef, static: bool) -> str | None:
         decorators = [
             d
             for d in function.decorator_list
             if not (static and isinstance(d, ast.Name) and d.id == "staticmethod")
         ]
-        if decorators:
-            return f"it is decorated (`@{self.ctx.text(decorators[0])}`)"
+        resolve = self.ctx.info.names.resolve
+        for decorator in decorators:
+            if resolve(decorator) == "torch.fx.wrap":
+                return f"it is decorated (`@{self.ctx.text(decorator)}`): {_FX_WRAP}"
+        kept = [d for d in decorators if not _notrace_function(resolve(d))]
+        if kept:
+            return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
         if self.ctx.skip.intersection(header_lines(function)):
             return "it is under `# migrator: skip`"
         params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
@@ -291,11 +322,17 @@ class HelperModules:
         returns = [n for n in nodes if isinstance(n, ast.Return) and id(n) not in nested]
         if not returns or not _always_returns(function.body):
             return "it may return nothing"
+        declared = _declares_tensor(function.returns)
         for node in returns:
             value = node.value
             items = value.elts if isinstance(value, ast.Tuple) else [value]
-            if value is None or not all(
-                i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items
+            if value is None or not (
+                all(i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items)
+                or (
+                    declared
+                    and not isinstance(value, (ast.Tuple, ast.Constant))
+                    and not tensors.holds_no_tensor(value)  # a size, against the annotation
+                )
             ):
                 shown = self.ctx.text(value) if value is not None else "None"
                 return f"its result `{shown}` is not proven to be a tensor or tuple of tensors"
@@ -343,12 +380,53 @@ def first_is_tensor(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bo
     return (isinstance(first, ast.Name) and first.id == "self") or is_tensor(first)
 
 
+def _notrace_function(qualname: str | None) -> bool:
+    """Whether a decorator is timm's `register_notrace_function`: it lists the function as a
+    leaf for timm's own fx tracer only (`create_feature_extractor`); torch.fx, so
+    `prepare_model`, traces through it as through its module, which gets timm's
+    `register_notrace_module` to stay a leaf for timm's tracer."""
+    return (
+        qualname is not None
+        and qualname.split(".")[0] == "timm"
+        and qualname.rsplit(".", 1)[-1] == "register_notrace_function"
+    )
+
+
+_FX_WRAP = (
+    "fx keeps its calls as leaf functions, whose ops `prepare_model` and fx-based toolkits "
+    "never see, and a module made of it would be traced into: a graph unlike the one "
+    "`migrator verify` derives from the original"
+)
+
+
 def _always_returns(body: list[ast.stmt]) -> bool:
     """Whether running `body` always ends in a `return` or `raise` (never falls off its end)."""
     last = body[-1] if body else None
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, ast.With) and not any(_suppresses(i.context_expr) for i in last.items):
+        return _always_returns(last.body)
+    if isinstance(last, ast.Assert):  # `assert False`: mypy's and the reader's unreachable end
+        return isinstance(last.test, ast.Constant) and not last.test.value
     return isinstance(last, (ast.Return, ast.Raise))
+
+
+def _declares_tensor(annotation: ast.expr | None) -> bool:
+    """Whether a return annotation is exactly `Tensor` (`torch.Tensor`), not optional: what a
+    call of the function returns is a tensor to its callers already (see Which operands are
+    tensors), so its module may return it (timm's `fast_rms_norm`, returning apex's
+    `fused_rms_norm(...)` when apex is installed)."""
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == "Tensor"
+    return isinstance(annotation, ast.Name) and annotation.id == "Tensor"
+
+
+def _suppresses(manager: ast.expr) -> bool:
+    """Whether a `with` item may be `contextlib.suppress(...)`, which goes on after its body
+    when it swallows an exception (any manager named `suppress`)."""
+    func = manager.func if isinstance(manager, ast.Call) else manager
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name == "suppress"
 
 
 _IMPORTED = frozenset(

@@ -75,6 +75,9 @@ class HelperClass:
     function: str
     init: tuple[str, ...]
     """`self.<attr> = <Module>(...)` statements, in forward's order."""
+    decorator: str = ""
+    """The class's decorator ('' for none): timm's `register_notrace_module`, for a helper
+    decorated `register_notrace_function`."""
 
 
 @dataclass
