@@ -22,7 +22,9 @@ from pathlib import Path
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 
-_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_CALLED = re.compile(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+"""`name(`: a match never starts after a letter or `_` (the name would start there), which
+spares the attempt at every other character of a name (half of the time)."""
 _CALL_IN_LINE = re.compile(
     r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\((?=\s*(\S?)(\w*\s*=?=?))"
 )
