@@ -40,7 +40,7 @@ def _planned(
 ) -> tuple[ast.Module, Plan, list[Finding]]:
     """`plan_text` with the file's `ast`."""
     with gc_paused():
-        tree = parse_cached(text)  # the tree other files of the run may read again
+        tree = parse_cached(text, at_hand=True)  # other files of the run may read it
         if not may_have_work(text):
             return tree, Plan(), []
         return tree, *analyze(text, path, project, tree, ops_module, disable, toolkit, line_length)
