@@ -15,7 +15,12 @@ from migrator.rewrite.project import ClassInfo
 def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     """Method name -> how many times it runs per forward call, for the methods forward reaches
     (not `__init__`, static or class methods): the most over `cls` and its subclasses in the
-    same file, whose overrides and `super()` calls can make a helper run more often."""
+    same file, whose overrides and `super()` calls can make a helper run more often. Worked
+    out once per class (`Family.kept`: MIG117's search asks before the class's analysis)."""
+    return family.kept("reach", cls, lambda: _reach(ctx, cls, family))
+
+
+def _reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     methods = cls.methods()
     most: dict[str, int] = {}
     overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
