@@ -1,20 +1,23 @@
 """Map a function over items in worker processes, streaming results in input order.
 
 Only a few items per worker are in flight at once, so memory is bounded by the largest results
-of a few items, not by the number of items; the items themselves are consumed lazily.
+of a few items, not by the number of items; the items themselves are consumed lazily. The
+process pool's modules are imported only when one starts.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from itertools import chain, islice
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from multiprocessing.context import BaseContext
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -36,6 +39,8 @@ def ordered_map(fn: Callable[[Item], Result], items: Iterable[Item], jobs: int) 
     if jobs <= 1 or len(head) < 2:  # no pool to start for a single item
         yield from map(fn, chain(head, items))
         return
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(jobs, mp_context=_context(), initializer=_ignore_interrupts)
     pending: deque[Future[Result]] = deque()
     try:
@@ -54,8 +59,10 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _context() -> BaseContext:
     """`fork` where available: workers start at once, without importing migrator again."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else methods[0])
 

@@ -58,7 +58,7 @@ class ClassAnalysis:
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
-        init_runs = init_reach(self.cls, self.family)
+        init_runs = init_reach(self.ctx, self.cls, self.family)
         evident = self._evident(called - module_attrs)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]

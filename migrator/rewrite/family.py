@@ -3,10 +3,14 @@ subclasses in the file, and its subclasses elsewhere in its package."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from migrator.rewrite.project import ClassInfo, FileInfo, Project
 from migrator.rewrite.subclasses import files_naming, package_index
+
+T = TypeVar("T")
 
 
 class Family:
@@ -26,6 +30,7 @@ class Family:
         self._order = {cls: i for i, cls in enumerate(info.classes.values())}
         self._package: dict[str, frozenset[Path]] | None = None
         """The index of this file's package (`subclasses.package_index`), read once."""
+        self._kept: dict[tuple[str, ClassInfo], Any] = {}
 
     def _current(self) -> int:
         """The project's generation, the caches emptied if it has changed."""
@@ -33,7 +38,19 @@ class Family:
             self._generation = self.project.generation
             self._ancestors.clear()
             self._subclasses.clear()
+            self._kept.clear()
         return self._generation
+
+    def kept(self, what: str, cls: ClassInfo, work_out: Callable[[], T]) -> T:
+        """`work_out()`, a fact `what` about `cls` that depends on its family, worked out once
+        while the project registers no file (as the caches above)."""
+        generation = self._current()
+        if (what, cls) in self._kept:
+            return self._kept[what, cls]
+        value = work_out()
+        if generation == self.project.generation:
+            self._kept[what, cls] = value
+        return value
 
     def _lineage(self, cls: ClassInfo) -> tuple[list[ClassInfo], set[ClassInfo]]:
         """The ancestors of `cls` that can be found, as a list and as a set."""

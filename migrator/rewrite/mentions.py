@@ -22,7 +22,6 @@ from pathlib import Path
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 
-_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _CALL_IN_LINE = re.compile(
     r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\((?=\s*(\S?)(\w*\s*=?=?))"
 )
@@ -40,10 +39,7 @@ class PackageCalls:
 
     def from_methods(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` (see above)."""
-        return any(
-            path != self.own and name in _calls_in_methods(path)
-            for path in self.index.get(name, ())
-        )
+        return any(path != self.own for path in self.index.get(name, ()))
 
 
 def _package_top(path: Path) -> Path | None:
@@ -56,14 +52,14 @@ def _package_top(path: Path) -> Path | None:
 
 @functools.lru_cache(maxsize=8)
 def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
-    """Name -> the files under `top` that call something so named anywhere, listed and read
-    once a process (as `subclasses` indexes a package)."""
+    """Name -> the files under `top` whose methods call it (`_calls_in_methods`), listed and
+    read once a process (as `subclasses` indexes a package)."""
     found: dict[str, list[Path]] = {}
     for folder, subfolders, names in os.walk(top) if top else ():
         subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
         for file in sorted(n for n in names if n.endswith(".py")):
             path = Path(folder, file)
-            for name in {_SUFFIX.sub("", w) for w in _CALLED.findall(_read(path))}:
+            for name in _calls_in_methods(path):
                 found.setdefault(name, []).append(path)
     return {name: tuple(paths) for name, paths in found.items()}
 
@@ -76,11 +72,12 @@ def _read(path: Path) -> str:
 
 
 _HEADER = re.compile(r"^( *)(?:async +)?(def|class) +(\w+)")
+_HEADER_WORDS = ("def", "class", "async")
+"""What a line `_HEADER` matches starts with, once indented: only those lines are matched."""
 _TWIN_DOC = TWIN_DOC.split("`")[-1]
 """The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
 
 
-@functools.lru_cache(maxsize=4096)
 def _calls_in_methods(path: Path) -> frozenset[str]:
     """The names called on the lines of method bodies, found from the text by indentation:
     a line counts when the nearest `def` or `class` line above it that is indented less is a
@@ -95,7 +92,7 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
         if not stripped or stripped[0] == "#":
             continue
         indent = len(line) - len(stripped)
-        header = _HEADER.match(line)
+        header = _HEADER.match(line) if stripped.startswith(_HEADER_WORDS) else None
         if header:
             while headers and headers[-1][0] >= indent:
                 headers.pop()

@@ -15,7 +15,12 @@ from migrator.rewrite.project import ClassInfo
 def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     """Method name -> how many times it runs per forward call, for the methods forward reaches
     (not `__init__`, static or class methods): the most over `cls` and its subclasses in the
-    same file, whose overrides and `super()` calls can make a helper run more often."""
+    same file, whose overrides and `super()` calls can make a helper run more often. Worked
+    out once per class (`Family.kept`: MIG117's search asks before the class's analysis)."""
+    return family.kept("reach", cls, lambda: _reach(ctx, cls, family))
+
+
+def _reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     methods = cls.methods()
     most: dict[str, int] = {}
     overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
@@ -63,7 +68,7 @@ class InitRun:
     module exists yet)."""
 
 
-def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
+def init_reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, InitRun]:
     """Method name -> how `__init__` runs it (maybe through other methods), for the methods
     the class's `__init__` or a base's runs."""
     chain = [cls, *family.ancestors(cls)]
@@ -72,40 +77,46 @@ def init_reach(cls: ClassInfo, family: Family) -> dict[str, InitRun]:
         methods.update(each.methods())
 
     direct: dict[str, list[str]] = {}
-    """Method name -> the names it calls on `self`, walked for once."""
+    """Method name -> the names it calls on `self`."""
 
-    def closure(node: ast.AST) -> list[str]:
-        """The methods `node` runs, directly or through others."""
+    def closure(called: list[str]) -> list[str]:
+        """The methods that calling `called` runs, directly or through others."""
         found: list[str] = []
-        todo = [_self_calls(node)]
+        todo = [called]
         while todo:
             for name in todo.pop():
                 if name in methods and name != "__init__" and name not in found:
                     found.append(name)
                     if name not in direct:
-                        direct[name] = _self_calls(methods[name])
+                        direct[name] = [n for part in _self_calls(ctx, methods[name]) for n in part]
                     todo.append(direct[name])
         return found
 
     runs: dict[str, InitRun] = {}
     for base in chain[1:]:
         init = base.methods().get("__init__")
-        for name in closure(init) if init is not None else []:
+        called = [n for part in _self_calls(ctx, init) for n in part] if init is not None else []
+        for name in closure(called):
             runs.setdefault(name, InitRun(f"`{base.name}.__init__`", None))
     own = cls.methods().get("__init__")
-    for index, stmt in enumerate(own.body if own is not None else []):
-        for name in closure(stmt):
+    for index, called in enumerate(_self_calls(ctx, own) if own is not None else []):
+        for name in closure(called):
             runs.setdefault(name, InitRun(f"`{cls.name}.__init__`", index))
     return runs
 
 
-def _self_calls(node: ast.AST) -> list[str]:
-    """The names of the `self.<name>(...)` calls in `node`."""
-    return [
-        call.func.attr
-        for call in ast.walk(node)
-        if isinstance(call, ast.Call) and self_attr(call.func)
-    ]
+def _self_calls(ctx: FileContext, func: ast.FunctionDef) -> list[list[str]]:
+    """The names of the `self.<name>(...)` calls in each top-level statement of `func`'s body,
+    read from its walk (which visits a statement before what it holds)."""
+    top = {id(stmt): index for index, stmt in enumerate(func.body)}
+    calls: list[list[str]] = [[] for _ in func.body]
+    at = 0
+    for visit in ctx.visits(func):
+        node = visit.node
+        at = top.get(id(node), at)
+        if isinstance(node, ast.Call) and self_attr(node.func):
+            calls[at].append(node.func.attr)
+    return calls
 
 
 Method = tuple[str, str]

@@ -41,6 +41,11 @@ class Visit(NamedTuple):
         return self.repeater is not None
 
 
+_new = tuple.__new__
+"""Builds a `Visit` from all its fields without the Python-level `__new__` a `NamedTuple`
+has (a sixth of a walk)."""
+
+
 def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
@@ -55,7 +60,7 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         kind = type(node)
         if kind in _STATEMENTS:
             stmt = cast(ast.stmt, node)
-        visits.append(Visit(node, stmt, bool(loops) or other is not None, loops, other))
+        visits.append(_new(Visit, (node, stmt, bool(loops) or other is not None, loops, other)))
         children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
         if kind not in _LOOPING:  # most nodes: their children in field order
             inner = other or (node if kind in _REPEATING else None)
