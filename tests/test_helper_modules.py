@@ -146,3 +146,37 @@ def test_an_op_on_the_tensor_first_parameter_and_a_number_converts():
     new, findings = fix_text(SCALAR_OPERAND, "m.py", Project())
     assert "return self.mul(x, 2)" in new and "return self.double_1(x)" in new
     assert [f.code for f in findings] == ["MIG002", "MIG004"]
+
+
+def test_signature_type_comments_annotate_functions_without_annotations():
+    """`# type: (...) -> ...` after the `def` annotates each parameter (a method's `self` may
+    be left out) and the return; a function with annotations, `*args`, or a comment whose
+    count does not match keeps what it had."""
+    import ast
+
+    from migrator.rewrite.type_comments import read_type_comments
+
+    source = (
+        "def f(a, b):\n    # type: (Tensor, int) -> Tensor\n    return a\n\n"
+        "class C:\n    def m(self, x):  # type: (List[Tensor]) -> Tensor\n        return x\n\n"
+        "def g(a: int, b):\n    # type: (Tensor, int) -> Tensor\n    return a\n\n"
+        "def h(a, *rest):\n    # type: (Tensor, *int) -> Tensor\n    return a\n\n"
+        "def k(a, b):\n    # type: (Tensor) -> Tensor\n    return a\n"
+    )
+    tree = ast.parse(source)
+    read_type_comments(tree, source)
+    found = {
+        n.name: (
+            [ast.unparse(a.annotation) if a.annotation else None for a in n.args.args],
+            ast.unparse(n.returns) if n.returns else None,
+        )
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef)
+    }
+    assert found == {
+        "f": (["Tensor", "int"], "Tensor"),
+        "m": ([None, "List[Tensor]"], "Tensor"),
+        "g": (["int", None], None),
+        "h": ([None], None),
+        "k": ([None, None], None),
+    }
