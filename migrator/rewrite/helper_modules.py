@@ -21,6 +21,7 @@ import functools
 from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
+from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
@@ -360,8 +361,9 @@ def first_is_tensor(
 ) -> bool:
     """Whether a helper call passes its first argument as its module takes it: `self` or a
     tensor, since the module takes an unannotated first parameter for a tensor (or for the
-    module passed in); anything when the parameter of `function` is annotated, which its
-    module reads as it reads every other parameter's."""
+    module passed in); anything when the parameter of `function` is annotated with a type the
+    analysis knows (`int`, `Tensor`, `List[int]`), which its module reads as it reads every
+    other parameter's (an unknown one, `size: Size_`, leaves it taken for a tensor)."""
     first = call.args[0] if call.args else None
     if first is None or isinstance(first, ast.Starred):
         return False
@@ -371,9 +373,10 @@ def first_is_tensor(
 
 
 def _annotated_first(function: ast.FunctionDef) -> bool:
-    """Whether the first positional parameter of `function` is annotated."""
+    """Whether the first positional parameter of `function` has an annotation whose kind is
+    known (`TensorNames` reads it, not taking the parameter for a tensor)."""
     params = [*function.args.posonlyargs, *function.args.args]
-    return bool(params) and params[0].annotation is not None
+    return bool(params) and annotation_kind(params[0].annotation) is not None
 
 
 def _always_returns(body: list[ast.stmt]) -> bool:
