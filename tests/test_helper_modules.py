@@ -18,7 +18,10 @@ HELPER_CASES = [
     "helper_called_twice",
     "helper_module_passed",
     "helper_name_taken",
+    "helper_plain_first_arg",
     "helper_refused",
+    "helper_registered_leaf",
+    "helper_type_comments",
     "helpers_in_loops",
     "static_helpers",
 ]
@@ -180,3 +183,13 @@ def test_signature_type_comments_annotate_functions_without_annotations():
         "h": ([None], None),
         "k": ([None, None], None),
     }
+
+
+def test_a_helper_fx_wraps_stays_a_leaf_fx_traces():
+    """`torch.fx.wrap("pad_odd")` makes the function an fx leaf; a module made of it would be
+    traced into, and its `if` on a size would stop fx: the migrated model still traces, with
+    `pad_odd` one node as before."""
+    name = "helper_registered_leaf"
+    after = import_path(after_of(FIXTURES / "cases" / f"{name}.before.py"), f"fx_{name}")
+    graph = torch.fx.symbolic_trace(after.Model()).graph
+    assert [n.target.__name__ for n in graph.nodes if n.op == "call_function"].count("pad_odd") == 1
