@@ -437,3 +437,64 @@ def test_a_helper_class_keeps_its_calls_of_another_files_helpers_in_a_second_run
     assert "class Mix(" in first["net.py"] and "return self.mul(halves(x)" in first["net.py"]
     assert main(["fix", str(pkg)]) == 1  # findings left
     assert _texts(pkg) == first
+
+
+GRID = (
+    "import torch\n\n\n"
+    "def grid(size: int, table: torch.Tensor) -> torch.Tensor:\n"
+    "    coords = torch.arange(size)[:, None] - torch.arange(size)[None, :]\n"
+    "    return table[coords + size - 1]\n"
+)
+
+
+def test_a_helper_of_another_file_annotated_to_take_a_size_first_becomes_a_module(tmp_path):
+    """`grid(size: int, table)`: its module reads `size` as annotated, so a call passing a size
+    first (`grid(x.shape[-1], ...)`) uses it, as one instance per call site; the package is
+    bit-exact."""
+    torch = pytest.importorskip("torch")
+    import importlib
+    import sys
+
+    trees = {}
+    for side in ("before", "after"):
+        pkg = tmp_path / side / "pkg"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "layers.py").write_text(GRID)
+        (pkg / "net.py").write_text(
+            "import torch\nimport torch.nn as nn\n\nfrom pkg.layers import grid\n\n\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.table = nn.Parameter(torch.randn(7, 2))\n\n"
+            "    def forward(self, x):\n"
+            "        n = x.shape[-1]\n"
+            "        return x * grid(n, self.table).sum(-1) + grid(n, self.table)[0, 0, 0]\n"
+        )
+        trees[side] = pkg
+    assert main(["fix", str(trees["after"])]) == 1
+    net = (trees["after"] / "net.py").read_text()
+    assert "from pkg.layers import Grid" in net
+    assert "self.grid(n, self.table)" in net and "self.grid_1(n, self.table)" in net
+    assert "class Grid(torch.nn.Module):" in (trees["after"] / "layers.py").read_text()
+    assert main(["fix", "--check", str(trees["after"])]) == 0
+
+    def load(root: Path):
+        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+            del sys.modules[name]
+        sys.path.insert(0, str(root))
+        try:
+            return importlib.import_module("pkg.net")
+        finally:
+            sys.path.remove(str(root))
+
+    before, after = load(trees["before"].parent), load(trees["after"].parent)
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
+    for train in (False, True):
+        torch.manual_seed(0)
+        a = before.Model().train(train)
+        b = after.Model().train(train)
+        b.load_state_dict(a.state_dict(), strict=True)
+        x = torch.randn(2, 4, 4)
+        assert torch.equal(a(x), b(x))
+    assert sum(type(m).__name__ == "Grid" for m in b.modules()) == 2

@@ -18,9 +18,12 @@ HELPER_CASES = [
     "helper_called_twice",
     "helper_module_passed",
     "helper_name_taken",
+    "helper_plain_first_arg",
     "helper_refused",
     "helper_annotated_return",
     "helper_with_return",
+    "helper_registered_leaf",
+    "helper_type_comments",
     "helpers_in_loops",
     "notrace_helpers",
     "static_helpers",
@@ -184,3 +187,47 @@ def test_a_timm_notrace_helper_module_traces_as_its_function():
 
     assert calls(original) == ["call_function"]
     assert calls(migrated) == ["call_module"]
+
+
+def test_signature_type_comments_annotate_functions_without_annotations():
+    """`# type: (...) -> ...` after the `def` annotates each parameter (a method's `self` may
+    be left out) and the return; a function with annotations, `*args`, or a comment whose
+    count does not match keeps what it had."""
+    import ast
+
+    from migrator.rewrite.type_comments import read_type_comments
+
+    source = (
+        "def f(a, b):\n    # type: (Tensor, int) -> Tensor\n    return a\n\n"
+        "class C:\n    def m(self, x):  # type: (List[Tensor]) -> Tensor\n        return x\n\n"
+        "def g(a: int, b):\n    # type: (Tensor, int) -> Tensor\n    return a\n\n"
+        "def h(a, *rest):\n    # type: (Tensor, *int) -> Tensor\n    return a\n\n"
+        "def k(a, b):\n    # type: (Tensor) -> Tensor\n    return a\n"
+    )
+    tree = ast.parse(source)
+    read_type_comments(tree, source)
+    found = {
+        n.name: (
+            [ast.unparse(a.annotation) if a.annotation else None for a in n.args.args],
+            ast.unparse(n.returns) if n.returns else None,
+        )
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef)
+    }
+    assert found == {
+        "f": (["Tensor", "int"], "Tensor"),
+        "m": ([None, "List[Tensor]"], "Tensor"),
+        "g": (["int", None], None),
+        "h": ([None], None),
+        "k": ([None, None], None),
+    }
+
+
+def test_a_helper_fx_wraps_stays_a_leaf_fx_traces():
+    """`torch.fx.wrap("pad_odd")` makes the function an fx leaf; a module made of it would be
+    traced into, and its `if` on a size would stop fx: the migrated model still traces, with
+    `pad_odd` one node as before."""
+    name = "helper_registered_leaf"
+    after = import_path(after_of(FIXTURES / "cases" / f"{name}.before.py"), f"fx_{name}")
+    graph = torch.fx.symbolic_trace(after.Model()).graph
+    assert [n.target.__name__ for n in graph.nodes if n.op == "call_function"].count("pad_odd") == 1

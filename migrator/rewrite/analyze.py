@@ -92,7 +92,7 @@ class ProjectAnalysis:
         """Plan the rewrite of one file and list its findings."""
         project = self.project
         tree = tree or ast.parse(source)
-        info = project.add(tree, Path(path) if path else None)
+        info = project.add(tree, Path(path) if path else None, source)
         project.analyzed.add(info.names.module)
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.created.pop(cls.qualname, None)

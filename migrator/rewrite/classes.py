@@ -72,7 +72,7 @@ class ClassAnalysis:
                 module_attrs,
                 self.attributes.tensor_attrs,
                 helper_call=self._helper_call(method),
-                returns=partial(return_annotation, self.ctx, caller=method, methods=methods),
+                returns=partial(self._returns, method, methods),
                 evident=evident,
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
@@ -104,6 +104,26 @@ class ClassAnalysis:
         if place:
             placement.place(creator.registrations)
         return creator.registrations
+
+    def _returns(
+        self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call
+    ) -> ast.expr | None:
+        """`TensorNames.returns`: the return annotation of the method or helper a call runs,
+        or of the `forward` of the module `self.<attr>(...)` calls when `__init__` builds it
+        once from a class found (`self.part = Part()`; `Part.forward -> Tuple[Tensor, int]`)."""
+        found = return_annotation(self.ctx, call, method, methods)
+        func = call.func
+        if found is not None or not self_attr(func) or func.attr in methods:
+            return found
+        attr = self.attributes.attrs.get(func.attr)
+        if attr is None or attr.count != 1 or func.attr in self.attributes.assigned_elsewhere:
+            return None
+        value = attr.value
+        if not isinstance(value, ast.Call):
+            return None
+        cls = self.ctx.project.find_class(self.ctx.info.names.resolve(value.func), self.ctx.info)
+        forward = cls.methods().get("forward") if cls is not None else None
+        return forward.returns if forward is not None else None
 
     def _helper_call(
         self, method: ast.FunctionDef

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
 from migrator.refusal import Refusal
+from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
@@ -86,7 +88,7 @@ class HelperModules:
             return
         calls: PackageCalls | None = None
         for name, function in info.functions.items():
-            if name.startswith("_") or name in self.twins or _plain_first(function):
+            if name.startswith("_") or name in self.twins or not _positional(function):
                 continue
             calls = calls or PackageCalls(info.path)
             if not calls.from_methods(name) or not self.has_work(function, True):
@@ -117,11 +119,12 @@ class HelperModules:
         this file that may become a module (with `elsewhere`, also another file's helper that
         has a twin), with a tensor (or `self`) first: as after the rewrite, it counts as a
         module call (tensors in and out)."""
-        if not first_is_tensor(call, is_tensor):
-            return False
         function = self.target(call, caller, methods)
         if function is None:
-            return elsewhere and self.twin_elsewhere(call, caller, methods) is not None
+            twin = self.twin_elsewhere(call, caller, methods) if elsewhere else None
+            return twin is not None and first_is_tensor(call, is_tensor, twin[1])
+        if not first_is_tensor(call, is_tensor, function):
+            return False
         return self.refusal(function, function in methods.values()) is None
 
     def twin_elsewhere(
@@ -245,6 +248,23 @@ class HelperModules:
         self.made[key] = made
         return made
 
+    @functools.cached_property
+    def _registrations(self) -> dict[str, ast.Call]:
+        """Module-level function name -> the module-level call that is handed the function
+        or its name (`torch.fx.wrap("f")`, `register_notrace_function(f)`), as a decorator
+        would be: a twin class would not be what that call registers."""
+        found: dict[str, ast.Call] = {}
+        for stmt in self.ctx.info.tree.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if not isinstance(call, ast.Call):
+                continue
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Name):
+                    found.setdefault(arg.id, call)
+                elif isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.setdefault(arg.value, call)
+        return found
+
     def _free(self, name: str) -> bool:
         """Whether a new class may take `name` in this file: not a name the file has or this
         run adds, nor the name of a class migrator may import into it."""
@@ -287,6 +307,13 @@ class HelperModules:
         kept = [d for d in decorators if not _notrace_function(resolve(d))]
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
+        registration = self._registrations.get(function.name) if not static else None
+        if registration is not None:
+            return (
+                f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
+                f"{registration.lineno}, as a decorator would register it (a module made of it "
+                "is not what is registered)"
+            )
         if self.ctx.skip.intersection(header_lines(function)):
             return "it is under `# migrator: skip`"
         params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
@@ -361,22 +388,24 @@ def _imports(
     )
 
 
-def _plain_first(function: ast.FunctionDef) -> bool:
-    """Whether the helper takes no parameter, or a number, flag or string first: no call of
-    it can pass the tensor its module would take first."""
-    params = [*function.args.posonlyargs, *function.args.args]
-    annotation = params[0].annotation if params else None
-    return not params or (
-        isinstance(annotation, ast.Name) and annotation.id in ("int", "float", "bool", "str")
-    )
+def _positional(function: ast.FunctionDef) -> bool:
+    """Whether the helper takes a positional parameter: a call of its module passes one."""
+    return bool(function.args.posonlyargs or function.args.args)
 
 
-def first_is_tensor(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bool:
-    """Whether the first argument of a helper call is `self` or a tensor: the helper's module
-    takes its first parameter for a tensor (or the module passed in)."""
+def first_is_tensor(
+    call: ast.Call, is_tensor: Callable[[ast.expr], bool], function: ast.FunctionDef | None
+) -> bool:
+    """Whether a helper call passes its first argument as its module takes it: `self` or a
+    tensor, since the module takes an unannotated first parameter for a tensor (or for the
+    module passed in); anything when the parameter of `function` is annotated with a type the
+    analysis knows (`int`, `Tensor`, `List[int]`), which its module reads as it reads every
+    other parameter's (an unknown one, `size: Size_`, leaves it taken for a tensor)."""
     first = call.args[0] if call.args else None
     if first is None or isinstance(first, ast.Starred):
         return False
+    if function is not None and _annotated_first(function):
+        return True
     return (isinstance(first, ast.Name) and first.id == "self") or is_tensor(first)
 
 
@@ -397,6 +426,13 @@ _FX_WRAP = (
     "never see, and a module made of it would be traced into: a graph unlike the one "
     "`migrator verify` derives from the original"
 )
+
+
+def _annotated_first(function: ast.FunctionDef) -> bool:
+    """Whether the first positional parameter of `function` has an annotation whose kind is
+    known (`TensorNames` reads it, not taking the parameter for a tensor)."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    return bool(params) and annotation_kind(params[0].annotation) is not None
 
 
 def _always_returns(body: list[ast.stmt]) -> bool:

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite.names import ModuleNames, collect, literal
+from migrator.rewrite.type_comments import read_type_comments
 
 TORCH_MODULE = "torch.nn.Module"
 _NOT_MODULES = {
@@ -125,9 +126,12 @@ class Project:
         """How many files have been registered: what was found before may be found otherwise
         after a change (a file worked out afresh registers new `ClassInfo`s)."""
 
-    def add(self, tree: ast.Module, path: Path | None) -> FileInfo:
-        """Register a parsed file (the one being processed) and return its info."""
+    def add(self, tree: ast.Module, path: Path | None, source: str | None = None) -> FileInfo:
+        """Register a parsed file (the one being processed) and return its info; its
+        signature type comments, in `source`, become annotations (`type_comments`)."""
         self.generation += 1
+        if source is not None:
+            read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
         if path is not None and root is not None:
             for folder in (root, path.resolve().parent):
@@ -152,7 +156,7 @@ class Project:
             return self._by_module[module]
         try:
             source = path.read_text(encoding="utf-8")
-            info = self.add(parse_cached(source), path)
+            info = self.add(parse_cached(source), path, source)
         except (SyntaxError, ValueError, OSError):
             return None
         info.source = source
@@ -184,7 +188,7 @@ class Project:
                         tree = parse_cached(source)
                     except (SyntaxError, ValueError, OSError):
                         return None
-                    info = self.add(tree, candidate)
+                    info = self.add(tree, candidate, source)
                     info.source = source
                     return info
         return None

@@ -246,7 +246,7 @@ class Scanner:
         if function is None:
             twin = modules.twin_elsewhere(call, self.method, self.methods)
             return (twin[1], f"{twin[0].names.module}.{twin[2]}") if twin else None
-        if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor)):
+        if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor, None)):
             return None
         static = function in self.methods.values()
         return (function, "") if modules.refusal(function, static) is None else None
@@ -260,7 +260,7 @@ class Scanner:
         label = f"`{self.ctx.text(node.func)}(...)`"
         if _starred(node.args, [k.arg for k in node.keywords]):
             raise Refusal("MIG107", f"{label}: arguments passed with * or ** are not passed on")
-        if not first_is_tensor(node, self.tensors.is_tensor):
+        if not first_is_tensor(node, self.tensors.is_tensor, function):
             first = node.args[0] if node.args else None
             if isinstance(first, ast.expr) and self.tensors.is_plain(first):
                 raise Refusal(

@@ -5,7 +5,8 @@ lines, character for character.
 That holds for what dense model code is made of: every replaced expression on one line, no
 tabs, non-ASCII text, f-strings or `;` in the region, statements inserted only after simple
 statements at the start of their line, no new `__init__` and no import in the region. Anything
-else (a call spread over lines, comments to move, layout to keep) returns None: the codemod
+else (a call spread over lines, comments to move, layout to keep, an edited line past the
+line length, which the codemod may lay out again) returns None: the codemod
 applies that region. The result must parse, or the codemod applies the region too.
 """
 
@@ -167,6 +168,8 @@ class _Splicer:
         new = list(body)
         for line in self.edits:
             new[line - region.start] = self._render(line, 0, len(self.lines[line - 1]))
+            if len(new[line - region.start]) > plan.line_length:
+                raise _Unsure  # the codemod may lay the statement out again (`_wrapped`)
         inserts = {}
         for line in (line for line in inside if line in plan.inserts):
             if any("\n" in code or code != code.strip() for code in plan.inserts[line]):

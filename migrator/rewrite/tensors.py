@@ -544,7 +544,10 @@ class TensorNames:
                 return self.is_tensor(func.value)
             if (attr := self._evident(node)) is not None:
                 return self.evident[attr][0] == "tuple"
-            return self._module_call(node) or self._kind(node) == ("seq", "tensor")
+            kind = self._kind(node)
+            if self._module_call(node) and (kind is None or _tensor_items(kind)):
+                return True
+            return kind == ("seq", "tensor")
         return False
 
     def is_tensor(self, node: ast.expr) -> bool:
@@ -555,7 +558,7 @@ class TensorNames:
             if (attr := self._evident(node)) is not None:
                 return self.evident[attr][0] == "tensor"
             if self._module_call(node):
-                return True
+                return self._kind(node) in (None, "tensor", "tensors")
             if isinstance(func, ast.Attribute) and not (
                 isinstance(func.value, ast.Name) and func.value.id == "self"
             ):
@@ -596,6 +599,13 @@ class TensorNames:
         if isinstance(node, ast.Compare):
             return self._compare(node) == "tensor"
         return False
+
+
+def _tensor_items(kind: Kind) -> bool:
+    """Whether a value of `kind` is a tuple or sequence of tensors (a module's tuple output)."""
+    if kind == ("seq", "tensor"):
+        return True
+    return isinstance(kind, tuple) and kind[0] == "tuple" and all(k == "tensor" for k in kind[1])
 
 
 _ITERATED = ast.Constant(value=None)
