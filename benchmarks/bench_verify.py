@@ -50,7 +50,7 @@ def _sides() -> tuple[Side, Side]:
     rewritten = {}
     for path in EXAMPLES.glob("*.py"):
         old = path.read_text(encoding="utf-8")
-        new, _ = fix_text(old, str(path), Project())
+        new = fix_text(old, str(path), Project()).text
         if new != old:
             rewritten[path] = new
     return Side("original"), Side("migrated", rewritten)

@@ -29,7 +29,7 @@ INPUT = (parse_input("2x3x8x8"),)
 
 def _rewrite(path: Path) -> tuple[str, str]:
     old = path.read_text(encoding="utf-8")
-    new, _ = fix_text(old, str(path), Project())
+    new = fix_text(old, str(path), Project()).text
     assert new != old
     return old, new
 
@@ -313,7 +313,7 @@ def repo(tmp_path, monkeypatch):
     _git(root, "commit", "-qm", "models")
     for path in (root / "verify_pkg" / "models").glob("*.py"):
         path.write_text(
-            fix_text(path.read_text(encoding="utf-8"), str(path), Project())[0], encoding="utf-8"
+            fix_text(path.read_text(encoding="utf-8"), str(path), Project()).text, encoding="utf-8"
         )
     monkeypatch.chdir(root)
     return root

@@ -44,9 +44,9 @@ class ModuleCreator:
         copies: Copies | None = None,
         ceiling: int | None = None,
     ) -> str:
-        """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
-        `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop;
-        before top-level statement `ceiling` when given); return the new attribute name."""
+        """`create_as` for `module`, a qualified class name (imported as needed), once
+        `__init__` can hold a new one of it that is not this class nor a subclass (which would
+        recurse)."""
         self.can_create(module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
@@ -57,7 +57,7 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self._plan(self.ctx.module_ref(module), base, ctor, deps, key, copies, ceiling)
+        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key, copies, ceiling)
 
     def create_as(
         self,
@@ -69,22 +69,9 @@ class ModuleCreator:
         copies: Copies | None = None,
         ceiling: int | None = None,
     ) -> str:
-        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it,
-        a class `fix` adds to the file (an nn.ModuleList of them for the `copies` of a loop;
-        before top-level statement `ceiling` when given); return the new attribute name."""
-        self.can_create()
-        return self._plan(module, base, ctor, deps, key, copies, ceiling)
-
-    def _plan(
-        self,
-        module: str,
-        base: str,
-        ctor: list[str],
-        deps: set[str],
-        key: Key,
-        copies: Copies | None,
-        ceiling: int | None,
-    ) -> str:
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it
+        (an nn.ModuleList of them for the `copies` of a loop; before top-level statement
+        `ceiling` when given), once `can_create` has passed; return the new attribute name."""
         name = self.names.new(base)
         if copies is None:
             registration = Registration(
