@@ -158,13 +158,18 @@ def _loads_plainly(model: torch.nn.Module) -> bool:
             plain = classes[cls] = cls._load_from_state_dict in _COPYING_LOADERS and all(
                 getattr(cls, name) is getattr(_MODULE, name) for name in _SAVERS
             )
+        own = module.__dict__  # read as a dict: a third of the time of attribute reads
         if (
             not plain
-            or module._load_state_dict_pre_hooks
-            or module._load_state_dict_post_hooks
-            or module._state_dict_pre_hooks
-            or module._state_dict_hooks
-            or any(map(vars(module).__contains__, _OWN))
+            or own.get("_load_state_dict_pre_hooks")
+            or own.get("_load_state_dict_post_hooks")
+            or own.get("_state_dict_pre_hooks")
+            or own.get("_state_dict_hooks")
+            or "_load_from_state_dict" in own
+            or "_save_to_state_dict" in own
+            or "state_dict" in own
+            or "get_extra_state" in own
+            or "set_extra_state" in own
         ):
             return False
         stack.extend(module._modules.values())
@@ -179,7 +184,6 @@ _COPYING_LOADERS = (
 )
 _SAVERS = ("_save_to_state_dict", "state_dict", "get_extra_state", "set_extra_state")
 """The methods besides the loader through which a module saves or loads its values."""
-_OWN = ("_load_from_state_dict", *_SAVERS)
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
