@@ -34,19 +34,9 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
 
-    def create(
-        self,
-        module: str,
-        base: str,
-        ctor: list[str],
-        deps: set[str],
-        key: Key,
-        copies: Copies | None = None,
-        ceiling: int | None = None,
-    ) -> str:
-        """`create_as` for `module`, a qualified class name (imported as needed), once
-        `__init__` can hold a new one of it that is not this class nor a subclass (which would
-        recurse)."""
+    def reference(self, module: str) -> str:
+        """How `__init__` names a new module of class `module` (qualified; imported as needed),
+        once it can hold one that is not this class nor a subclass (which would recurse)."""
         self.can_create(module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
@@ -57,9 +47,9 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self.create_as(self.ctx.module_ref(module), base, ctor, deps, key, copies, ceiling)
+        return self.ctx.module_ref(module)
 
-    def create_as(
+    def create(
         self,
         module: str,
         base: str,
@@ -70,8 +60,9 @@ class ModuleCreator:
         ceiling: int | None = None,
     ) -> str:
         """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it
-        (an nn.ModuleList of them for the `copies` of a loop; before top-level statement
-        `ceiling` when given), once `can_create` has passed; return the new attribute name."""
+        (`reference`, or a class `fix` adds to the file; an nn.ModuleList of them for the
+        `copies` of a loop; before top-level statement `ceiling` when given), once
+        `can_create` has passed; return the new attribute name."""
         name = self.names.new(base)
         if copies is None:
             registration = Registration(

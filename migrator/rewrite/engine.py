@@ -24,22 +24,11 @@ def plan_text(
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
     toolkit: str = "",
-) -> tuple[Plan, list[Finding]]:
-    """The rewrite plan and findings for one file's text (raises SyntaxError, also for a file
-    with no work). Fixes whose code is in `disable` are neither planned nor reported."""
-    return _planned(text, path, project, ops_module, disable, toolkit)[1:]
-
-
-def _planned(
-    text: str,
-    path: str,
-    project: Project,
-    ops_module: str,
-    disable: frozenset[str],
-    toolkit: str = "",
     line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[ast.Module, Plan, list[Finding]]:
-    """`plan_text` with the file's `ast`."""
+    """The file's `ast`, and the rewrite plan and findings for its text (raises SyntaxError,
+    also for a file with no work). Fixes whose code is in `disable` are neither planned nor
+    reported."""
     with gc_paused():
         tree = parse_cached(text)  # the tree other files of the run may read again
         if not may_have_work(text):
@@ -56,7 +45,7 @@ def check_text(
     toolkit: str = "",
 ) -> list[Finding]:
     """Findings for one file's text (raises SyntaxError)."""
-    return plan_text(text, path, project, ops_module, disable, toolkit)[1]
+    return plan_text(text, path, project, ops_module, disable, toolkit)[2]
 
 
 class Fixed(NamedTuple):
@@ -80,7 +69,7 @@ def fix_text(
 ) -> Fixed:
     """The rewrite of one file's text (raises SyntaxError); new lines keep within
     `line_length`."""
-    tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit, line_length)
+    tree, plan, findings = plan_text(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
         return Fixed(text, findings, {})
 
