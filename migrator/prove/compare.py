@@ -80,14 +80,14 @@ def check_state_dict(original: torch.nn.Module, migrated: torch.nn.Module) -> Ch
     if list(expected) != list(actual):
         figures["values"] = sum(t.numel() for t in expected.values())
         return CheckResult("state_dict", FAIL, "keys differ in order after loading", figures)
-    values = _copied_as_they_are(migrated, expected.values(), actual.values())
-    figures["values"] = values or sum(t.numel() for t in expected.values())
-    if values is None:
+    copied = _copied_as_they_are(migrated, expected.values(), actual.values())
+    figures["values"] = sum(t.numel() for t in expected.values()) if copied is None else copied
+    if copied is None:
         for key, tensor in expected.items():
             loaded = actual[key]
             if tensor.shape != loaded.shape or not torch.equal(tensor, loaded):
                 return CheckResult("state_dict", FAIL, f"`{key}` differs after loading", figures)
-    figures["compared"] = 0 if values is not None else len(expected)
+    figures["compared"] = len(expected) if copied is None else 0
     return CheckResult(
         "state_dict",
         PASS,
