@@ -80,7 +80,7 @@ def make_project(root: Path, count: int, depth: int) -> None:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "models"]):
         subprocess.run([*git, *args], cwd=root, check=True)
     for name, text in sources.items():
-        migrated, _ = fix_text(text, str(zoo / name), Project())
+        migrated = fix_text(text, str(zoo / name), Project()).text
         assert migrated != text
         (zoo / name).write_text(migrated)
 

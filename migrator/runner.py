@@ -29,7 +29,7 @@ from migrator.files import (
 from migrator.findings import Finding
 from migrator.parallel import ordered_map, worker_count
 from migrator.progress import Progress
-from migrator.rewrite.engine import check_text, gc_paused, rewrite_text
+from migrator.rewrite.engine import check_text, fix_text, gc_paused
 from migrator.rewrite.layout import line_length
 from migrator.rewrite.project import Project, RunSettings
 from migrator.suppress import split, suppressions, unused
@@ -201,7 +201,7 @@ def process(
     try:
         source = (read or read_source)(path)
         if rewrite:
-            new_text, findings, twin_sources = rewrite_text(
+            new_text, findings, twin_sources = fix_text(
                 source.text,
                 str(path),
                 Project(scope, evidence),

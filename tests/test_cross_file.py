@@ -194,14 +194,14 @@ def _failing_helper_file(monkeypatch, how: str) -> None:
     from migrator.files import SourceError
 
     if how == "engine error":
-        rewrite = runner.rewrite_text
+        rewrite = runner.fix_text
 
         def failing(text, path, *args, **kwargs):
             if path.endswith("layers.py"):
                 raise RuntimeError("boom")
             return rewrite(text, path, *args, **kwargs)
 
-        monkeypatch.setattr(runner, "rewrite_text", failing)
+        monkeypatch.setattr(runner, "fix_text", failing)
     else:
         write = fix.write_source
 

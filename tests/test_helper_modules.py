@@ -51,7 +51,7 @@ def test_preparer_converts_only_what_a_finding_reports(name):
     migrated, copies = _prepared_sources(import_path(after, f"helpers_after_{name}"))
     assert not copies
     assert len(migrated) < len(original)
-    _, findings = fix_text(after.read_text(encoding="utf-8"), str(after), Project())
+    findings = fix_text(after.read_text(encoding="utf-8"), str(after), Project()).findings
     assert all(not f.fixable for f in findings)
     reported = {f.line for f in findings}
     assert set(migrated) <= reported, (migrated, findings)
@@ -71,7 +71,10 @@ def test_check_reports_what_fix_does():
     for name in HELPER_CASES:
         before = FIXTURES / "cases" / f"{name}.before.py"
         text = before.read_text(encoding="utf-8")
-        assert check_text(text, str(before), Project()) == fix_text(text, str(before), Project())[1]
+        assert (
+            check_text(text, str(before), Project())
+            == fix_text(text, str(before), Project()).findings
+        )
 
 
 STARRED_AND_KEYWORDS = """import torch
@@ -91,7 +94,7 @@ class Model(nn.Module):
 
 
 def test_keywords_are_passed_on_and_starred_calls_stay():
-    new, findings = fix_text(STARRED_AND_KEYWORDS, "m.py", Project())
+    new, findings, _ = fix_text(STARRED_AND_KEYWORDS, "m.py", Project())
     assert "y = self.scale(x, 3.0, bias=b)" in new
     assert "return scale(*args, bias=y)" in new
     codes = sorted(f.code for f in findings)
@@ -127,7 +130,7 @@ class Sub(Base):
 
 def test_a_static_method_a_subclass_overrides_stays():
     """`self._act(x)` in `Base` runs `Sub._act` on a `Sub`: it stays a call of the method."""
-    new, findings = fix_text(OVERRIDDEN_STATIC, "m.py", Project())
+    new, findings, _ = fix_text(OVERRIDDEN_STATIC, "m.py", Project())
     assert new == OVERRIDDEN_STATIC
     assert [(f.line, f.code) for f in findings] == [(9, "MIG115"), (12, "MIG115")]
     assert "subclass `Sub` overrides `_act`" in findings[1].message
@@ -149,7 +152,7 @@ class Model(nn.Module):
 
 def test_an_op_on_the_tensor_first_parameter_and_a_number_converts():
     """`x * 2` in a helper given a tensor first: `x` is a tensor there, as in a forward."""
-    new, findings = fix_text(SCALAR_OPERAND, "m.py", Project())
+    new, findings, _ = fix_text(SCALAR_OPERAND, "m.py", Project())
     assert "return self.mul(x, 2)" in new and "return self.double_1(x)" in new
     assert [f.code for f in findings] == ["MIG002", "MIG004"]
 

@@ -120,9 +120,9 @@ def _build(source: str, seed: int) -> torch.nn.Module:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model_sources())
 def test_rewrite_parses_is_idempotent_and_equivalent(source):
-    migrated, _ = fix_text(source, "generated.py", Project())
+    migrated = fix_text(source, "generated.py", Project()).text
     compile(migrated, "<migrated model>", "exec")
-    again, findings = fix_text(migrated, "generated.py", Project())
+    again, findings, _ = fix_text(migrated, "generated.py", Project())
     assert again == migrated
     assert not [f for f in findings if f.fixable]
 

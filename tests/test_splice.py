@@ -80,7 +80,7 @@ BODIES = {
 
 
 def _both(source: str) -> tuple[str, str]:
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     tree = ast.parse(source)
     return apply(source, plan, tree), apply(source, plan, tree, text_edits=False)
 
@@ -106,7 +106,7 @@ def test_fixtures_edited_as_the_codemod_does(case):
 
 def test_plain_regions_are_text_edits():
     source = MODEL.format(body=BODIES["plain"] + "\n        y = torch.sigmoid((y))")
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     lines = source.split("\n")
     parts = regions(plan, ast.parse(source), lines)
     spliced = [splice(lines, r, plan, by_line(plan)) for r in parts]
@@ -118,7 +118,7 @@ def test_plain_regions_are_text_edits():
 
 def test_multiline_call_is_left_to_the_codemod():
     source = MODEL.format(body=BODIES["multiline_call"])
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     lines = source.split("\n")
     forward = [r for r in regions(plan, ast.parse(source), lines) if r.start > 12]
     assert forward and all(splice(lines, r, plan, by_line(plan)) is None for r in forward)

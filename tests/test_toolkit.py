@@ -27,7 +27,7 @@ def _after(case: Path) -> Path:
 
 
 def _fix(text: str, path: Path) -> tuple[str, list[str]]:
-    new, findings = fix_text(text, str(path), Project(), toolkit="aimet")
+    new, findings, _ = fix_text(text, str(path), Project(), toolkit="aimet")
     return new, [f"{f.line}:{f.col + 1}: {f.code} {f.message}" for f in findings]
 
 

@@ -29,7 +29,7 @@ INPUT = (parse_input("2x3x8x8"),)
 
 def _rewrite(path: Path) -> tuple[str, str]:
     old = path.read_text(encoding="utf-8")
-    new, _ = fix_text(old, str(path), Project())
+    new = fix_text(old, str(path), Project()).text
     assert new != old
     return old, new
 
@@ -313,7 +313,7 @@ def repo(tmp_path, monkeypatch):
     _git(root, "commit", "-qm", "models")
     for path in (root / "verify_pkg" / "models").glob("*.py"):
         path.write_text(
-            fix_text(path.read_text(encoding="utf-8"), str(path), Project())[0], encoding="utf-8"
+            fix_text(path.read_text(encoding="utf-8"), str(path), Project()).text, encoding="utf-8"
         )
     monkeypatch.chdir(root)
     return root
@@ -562,3 +562,46 @@ def test_state_dict_values_not_copied_as_they_are_are_compared():
         original.b.weight.copy_(original.a.weight)
     same = check_state_dict(original, Two(tied=True))
     assert same.status == "pass" and same.figures["compared"] == same.figures["tensors"]
+
+    # the loaders and hooks of modules deep in the model count, past a child set to None
+    def deep(layer):
+        model = Two()
+        model.b = nn.Sequential(nn.Identity(), nn.Sequential(layer(4, 4)))
+        model.register_module("gone", None)
+        return model
+
+    assert check_state_dict(deep(nn.Linear), deep(nn.Linear)).figures["compared"] == 0
+    nested = check_state_dict(deep(nn.Linear), deep(Halving))
+    assert nested.status == "fail" and nested.detail == "`b.1.0.weight` differs after loading"
+    hooked = Two()
+    hooked.bn.register_load_state_dict_pre_hook(lambda *args: None)
+    read = check_state_dict(Two(), hooked)
+    assert read.status == "pass" and read.figures["compared"] == read.figures["tensors"]
+
+    # values changed after the load by the model's own `load_state_dict`, or reported changed
+    # by a state_dict hook, or by a saver of the class or one set on the instance
+    class Doubling(Two):
+        def load_state_dict(self, state_dict, strict=True, assign=False):
+            loaded = super().load_state_dict(state_dict, strict, assign)
+            with torch.no_grad():
+                self.a.weight.mul_(2)
+            return loaded
+
+    def doubled(module, state, prefix, *args):
+        state[prefix + "weight"] = state[prefix + "weight"] * 2
+
+    class Reporting(nn.Linear):
+        def _save_to_state_dict(self, state, prefix, keep_vars):
+            super()._save_to_state_dict(state, prefix, keep_vars)
+            doubled(self, state, prefix)
+
+    on_hook, on_instance = Two(), Two()
+    on_hook.a._register_state_dict_hook(doubled)
+    save = on_instance.a._save_to_state_dict
+    on_instance.a._save_to_state_dict = lambda state, prefix, *args: (
+        save(state, prefix, *args),
+        doubled(None, state, prefix),
+    )
+    for migrated in (Doubling(), on_hook, Two(first=Reporting), on_instance):
+        doubling = check_state_dict(Two(), migrated)
+        assert doubling.status == "fail" and doubling.detail == "`a.weight` differs after loading"

@@ -43,11 +43,11 @@ def _write(before: Path, new_text: str, findings: list) -> list[Path]:
 def main() -> None:
     changed = []
     for case in CASES:
-        new_text, findings = fix_text(case.read_text(encoding="utf-8"), str(case), Project())
+        new_text, findings, _ = fix_text(case.read_text(encoding="utf-8"), str(case), Project())
         changed += _write(case, new_text, findings)
     for case in TOOLKIT_CASES:  # fixtures/toolkits/<toolkit>/
         text = case.read_text(encoding="utf-8")
-        new_text, findings = fix_text(text, str(case), Project(), toolkit=case.parent.name)
+        new_text, findings, _ = fix_text(text, str(case), Project(), toolkit=case.parent.name)
         changed += _write(case, new_text, findings)
     for tree in TREES:
         with tempfile.TemporaryDirectory() as tmp:

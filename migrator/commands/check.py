@@ -9,8 +9,8 @@ import sys
 from migrator import runner
 from migrator.add_noqa import with_noqa
 from migrator.commands.flags import add_noise_arguments, exit_status, say_verbose
-from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
-from migrator.config import add_config_argument, add_override_arguments, load_for
+from migrator.commands.paths import add_path_arguments, outcomes, stdin_and_settings
+from migrator.config import add_config_argument, add_override_arguments
 from migrator.files import SourceError, write_source
 from migrator.output import FORMATS, STREAMED, render, statistics
 from migrator.parallel import add_jobs_argument
@@ -54,13 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0: no finding; 1: findings; 2: a path, file or setting that could not be used."""
-    stdin = reads_stdin(args)
-    if stdin and args.add_noqa:
-        print("migrator check: --add-noqa writes files, not stdin", file=sys.stderr)
+    used = stdin_and_settings(args, "--add-noqa writes files" if args.add_noqa else None)
+    if used is None:
         return 2
-    settings = load_for(args) if stdin is not None else None
-    if settings is None:
-        return 2
+    stdin, settings = used
     streamed = args.format == STREAMED and not args.statistics
     found, findings, errors, noqa = 0, [], [], NoqaWriter(args)
     with Progress("check") as bar:

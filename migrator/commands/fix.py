@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 
 from migrator import runner
 from migrator.commands.flags import add_noise_arguments, exit_status, say_verbose
-from migrator.commands.paths import add_path_arguments, outcomes, reads_stdin
+from migrator.commands.paths import add_path_arguments, outcomes, stdin_and_settings
 from migrator.config import (
     Config,
     ConfigError,
     add_config_argument,
     add_override_arguments,
-    load_for,
 )
 from migrator.evidence import Evidence
 from migrator.files import SourceError, encode_source, write_source
@@ -79,13 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0: nothing changed or left; 1: changes or findings (--check: changes only); 2: a path,
     file, setting or verify target that could not be used."""
-    stdin = reads_stdin(args)
-    if stdin and args.verify:
-        print("migrator fix: --verify verifies files, not stdin", file=sys.stderr)
+    used = stdin_and_settings(args, "--verify verifies files" if args.verify else None)
+    if used is None:
         return 2
-    settings = load_for(args) if stdin is not None else None
-    if settings is None:
-        return 2
+    stdin, settings = used
     raw = sys.stdin.buffer.read() if stdin else None
     evidence, before = None, None
     if args.evidence or args.verify:

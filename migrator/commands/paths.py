@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 
 from migrator import runner
-from migrator.config import Settings
+from migrator.config import Settings, load_for
 from migrator.evidence import Evidence
 from migrator.progress import Progress
 from migrator.runner import STDIN
@@ -43,6 +43,20 @@ def reads_stdin(args: argparse.Namespace) -> bool | None:
         return True
     print(f"migrator {args.command}: {problem}", file=sys.stderr)
     return None
+
+
+def stdin_and_settings(
+    args: argparse.Namespace, refused: str | None
+) -> tuple[bool, Settings] | None:
+    """Whether the source comes from stdin, and the settings; None (the problem printed) when
+    either cannot be used, or when stdin comes with an option that does not take it
+    (`refused`: what that option does instead, `--verify verifies files`)."""
+    stdin = reads_stdin(args)
+    if stdin and refused:
+        print(f"migrator {args.command}: {refused}, not stdin", file=sys.stderr)
+        return None
+    settings = load_for(args) if stdin is not None else None
+    return None if settings is None else (bool(stdin), settings)
 
 
 def outcomes(

@@ -73,21 +73,13 @@ def weight_spec(dtype: torch.dtype, axis: int = 0, per_channel: bool = True) -> 
     """Symmetric spec with a range symmetric around zero: per output channel (along `axis`),
     or one scale for the whole weight."""
     info = torch.iinfo(dtype)
-    if not per_channel:
-        return QuantizationSpec(
-            dtype=dtype,
-            quant_min=-info.max,
-            quant_max=info.max,
-            qscheme=torch.per_tensor_symmetric,
-            observer_or_fake_quant_ctr=MinMaxObserver,
-        )
     return QuantizationSpec(
         dtype=dtype,
         quant_min=-info.max,
         quant_max=info.max,
-        qscheme=torch.per_channel_symmetric,
-        ch_axis=axis,
-        observer_or_fake_quant_ctr=PerChannelMinMaxObserver,
+        qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric,
+        ch_axis=axis if per_channel else None,
+        observer_or_fake_quant_ctr=PerChannelMinMaxObserver if per_channel else MinMaxObserver,
     )
 
 

@@ -192,8 +192,9 @@ class ClassAttributes:
         found: set[str] = set()
         for base in self.family.ancestors(self.cls):
             if id(base.node) not in self.ctx.made_tensors:
-                self.ctx.made_tensors[id(base.node)] = (base.node, _made_tensors(base))
-            found |= self.ctx.made_tensors[id(base.node)][1]
+                self.ctx.hold(base.node)
+                self.ctx.made_tensors[id(base.node)] = _made_tensors(base)
+            found |= self.ctx.made_tensors[id(base.node)]
         return found - set(self.attrs)
 
     def inherited_modules(self) -> dict[str, ClassInfo]:

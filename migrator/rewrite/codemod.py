@@ -14,7 +14,7 @@ import tokenize
 from typing import Literal, Sequence, TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from migrator.rewrite.imports import insert_imports
 from migrator.rewrite.layout import call_text, from_import_text
@@ -101,17 +101,8 @@ class _MoveComments(cst.CSTVisitor):
         self.offset = offset
 
     def visit_Call(self, node: cst.Call) -> None:
-        pos = self.get_metadata(PositionProvider, node)
         replace = self.replaces.get(
-            (
-                "call",
-                (
-                    pos.start.line + self.offset,
-                    pos.start.column,
-                    pos.end.line + self.offset,
-                    pos.end.column,
-                ),
-            )
+            ("call", _span(self.get_metadata(PositionProvider, node), self.offset))
         )
         if replace is None:
             return
@@ -127,6 +118,11 @@ class _MoveComments(cst.CSTVisitor):
                 arg.visit(_CommentCollector(found))
         if found:
             self.comments[replace.attr] = found
+
+
+def _span(pos: CodeRange, offset: int) -> Span:
+    """The plan's span of a region's node at `pos`, the region starting `offset` lines in."""
+    return (pos.start.line + offset, pos.start.column, pos.end.line + offset, pos.end.column)
 
 
 class _CommentCollector(cst.CSTVisitor):
@@ -196,13 +192,7 @@ class _Apply(cst.CSTTransformer):
         return cst.FlattenSentinel([node, *(c.with_changes(leading_lines=blank) for c in classes)])
 
     def _span(self, node: cst.CSTNode) -> Span:
-        pos = self.get_metadata(PositionProvider, node)
-        return (
-            pos.start.line + self.offset,
-            pos.start.column,
-            pos.end.line + self.offset,
-            pos.end.column,
-        )
+        return _span(self.get_metadata(PositionProvider, node), self.offset)
 
     def _take(self, kind: ReplaceKind, node: cst.CSTNode) -> Replace | None:
         return self.replaces.get((kind, self._span(node)))

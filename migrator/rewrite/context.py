@@ -77,23 +77,25 @@ class FileContext:
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
-    _held: dict[int, ast.AST] = field(default_factory=dict)
-    """The functions the caches above hold results of, by id: kept alive, so that a function
-    made for a while (a helper's stand-in `forward`) never leaves its id to another one."""
-    inferred_returns: dict[int, tuple[ast.FunctionDef, ast.expr | None]] = field(
-        default_factory=dict
-    )
-    """What each function without a return annotation is proven to return, by id (the
-    function is held, so that its id is not reused for another)."""
-    made_tensors: dict[int, tuple[ast.ClassDef, set[str]]] = field(default_factory=dict)
-    """The tensor attributes each class makes in its methods, by id (the class held)."""
+    _held: dict[int, object] = field(default_factory=dict)
+    """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
+    inferred_returns: dict[int, ast.expr | None] = field(default_factory=dict)
+    """What each function without a return annotation is proven to return, by id (held)."""
+    made_tensors: dict[int, set[str]] = field(default_factory=dict)
+    """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
+
+    def hold(self, thing: object) -> None:
+        """Keep `thing` alive as long as the file's analysis: its caches are keyed by `id` of
+        nodes, and a node made for a while (a helper's stand-in class and its `forward`) must
+        never leave its id to another one."""
+        self._held[id(thing)] = thing
 
     def visits(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         """`walk(func)`, computed once per function."""
         if id(func) not in self._visits:
-            self._held[id(func)] = func
+            self.hold(func)
             self._visits[id(func)] = list(walk(func))
         return self._visits[id(func)]
 
@@ -111,14 +113,14 @@ class FileContext:
     def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:
         """`post_order(func)`, computed once per function."""
         if id(func) not in self._positions:
-            self._held[id(func)] = func
+            self.hold(func)
             self._positions[id(func)] = post_order(func)
         return self._positions[id(func)]
 
     def locals_of(self, func: ast.FunctionDef) -> set[str]:
         """`function_locals(func)`, computed once per function."""
         if id(func) not in self._locals:
-            self._held[id(func)] = func
+            self.hold(func)
             self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
         return self._locals[id(func)]
 

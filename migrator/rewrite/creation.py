@@ -34,19 +34,9 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
 
-    def create(
-        self,
-        module: str,
-        base: str,
-        ctor: list[str],
-        deps: set[str],
-        key: Key,
-        copies: Copies | None = None,
-        ceiling: int | None = None,
-    ) -> str:
-        """Plan `self.<name> = <module>(...)` in `__init__` (`module` a qualified class name,
-        `name` free and made from `base`; an nn.ModuleList of them for the `copies` of a loop;
-        before top-level statement `ceiling` when given); return the new attribute name."""
+    def reference(self, module: str) -> str:
+        """How `__init__` names a new module of class `module` (qualified; imported as needed),
+        once it can hold one that is not this class nor a subclass (which would recurse)."""
         self.can_create(module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
@@ -57,9 +47,9 @@ class ModuleCreator:
                 f"class{'' if made is cls else ' or a subclass of it'}: "
                 "creating it in `__init__` would recurse; left as is",
             )
-        return self._plan(self.ctx.module_ref(module), base, ctor, deps, key, copies, ceiling)
+        return self.ctx.module_ref(module)
 
-    def create_as(
+    def create(
         self,
         module: str,
         base: str,
@@ -69,22 +59,10 @@ class ModuleCreator:
         copies: Copies | None = None,
         ceiling: int | None = None,
     ) -> str:
-        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it,
-        a class `fix` adds to the file (an nn.ModuleList of them for the `copies` of a loop;
-        before top-level statement `ceiling` when given); return the new attribute name."""
-        self.can_create()
-        return self._plan(module, base, ctor, deps, key, copies, ceiling)
-
-    def _plan(
-        self,
-        module: str,
-        base: str,
-        ctor: list[str],
-        deps: set[str],
-        key: Key,
-        copies: Copies | None,
-        ceiling: int | None,
-    ) -> str:
+        """Plan `self.<base or a free variant> = <module>(...)`, `module` as the file names it
+        (`reference`, or a class `fix` adds to the file; an nn.ModuleList of them for the
+        `copies` of a loop; before top-level statement `ceiling` when given), once
+        `can_create` has passed; return the new attribute name."""
         name = self.names.new(base)
         if copies is None:
             registration = Registration(

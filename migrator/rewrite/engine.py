@@ -6,6 +6,7 @@ import ast
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
@@ -23,22 +24,11 @@ def plan_text(
     ops_module: str = "migrator.nn",
     disable: frozenset[str] = frozenset(),
     toolkit: str = "",
-) -> tuple[Plan, list[Finding]]:
-    """The rewrite plan and findings for one file's text (raises SyntaxError, also for a file
-    with no work). Fixes whose code is in `disable` are neither planned nor reported."""
-    return _planned(text, path, project, ops_module, disable, toolkit)[1:]
-
-
-def _planned(
-    text: str,
-    path: str,
-    project: Project,
-    ops_module: str,
-    disable: frozenset[str],
-    toolkit: str = "",
     line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[ast.Module, Plan, list[Finding]]:
-    """`plan_text` with the file's `ast`."""
+    """The file's `ast`, and the rewrite plan and findings for its text (raises SyntaxError,
+    also for a file with no work). Fixes whose code is in `disable` are neither planned nor
+    reported."""
     with gc_paused():
         tree = parse_cached(text, at_hand=True)  # other files of the run may read it
         if not may_have_work(text):
@@ -55,7 +45,17 @@ def check_text(
     toolkit: str = "",
 ) -> list[Finding]:
     """Findings for one file's text (raises SyntaxError)."""
-    return plan_text(text, path, project, ops_module, disable, toolkit)[1]
+    return plan_text(text, path, project, ops_module, disable, toolkit)[2]
+
+
+class Fixed(NamedTuple):
+    """One file's rewrite."""
+
+    text: str
+    findings: list[Finding]
+    twin_sources: dict[str, str]
+    """The twin classes the new text imports that other files' rewrites add
+    (`Plan.twin_sources`)."""
 
 
 def fix_text(
@@ -66,33 +66,16 @@ def fix_text(
     disable: frozenset[str] = frozenset(),
     toolkit: str = "",
     line_length: int = DEFAULT_LINE_LENGTH,
-) -> tuple[str, list[Finding]]:
-    """(rewritten text, findings) for one file's text (raises SyntaxError); new lines keep
-    within `line_length`."""
-    new_text, findings, _ = rewrite_text(
-        text, path, project, ops_module, disable, toolkit, line_length
-    )
-    return new_text, findings
-
-
-def rewrite_text(
-    text: str,
-    path: str,
-    project: Project,
-    ops_module: str = "migrator.nn",
-    disable: frozenset[str] = frozenset(),
-    toolkit: str = "",
-    line_length: int = DEFAULT_LINE_LENGTH,
-) -> tuple[str, list[Finding], dict[str, str]]:
-    """`fix_text`, with the twin classes the new text imports that other files' rewrites add
-    (`Plan.twin_sources`)."""
-    tree, plan, findings = _planned(text, path, project, ops_module, disable, toolkit, line_length)
+) -> Fixed:
+    """The rewrite of one file's text (raises SyntaxError); new lines keep within
+    `line_length`."""
+    tree, plan, findings = plan_text(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
-        return text, findings, {}
+        return Fixed(text, findings, {})
 
     with gc_paused():
         new_text = drop_unused_imports(tree, apply(text, plan, tree), path)
-    return new_text, findings, plan.twin_sources
+    return Fixed(new_text, findings, plan.twin_sources)
 
 
 @contextmanager

@@ -67,7 +67,6 @@ class HelperModules:
         self._running: set[int] = set()
         self._names: set[str] = set()
         self._shapes: dict[int, str | None] = {}
-        self._stand_ins: list[ClassInfo] = []
         self.twins: dict[str, str] = existing_twins(ctx.info)
         """Public helper's name -> the name of its twin class (made earlier or in this run)."""
         self.earlier = frozenset(self.twins.values())
@@ -223,7 +222,7 @@ class HelperModules:
         replaces = len(self.ctx.plan.replaces)
         self._running.add(key)
         stand_in = _stand_in(function, name, self.ctx)
-        self._stand_ins.append(stand_in)  # the file's caches are keyed by `id` of its nodes
+        self.ctx.hold(stand_in)  # the caches of the analysis are keyed by `id` of nodes
         registrations = ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(
             place=False
         )

@@ -179,8 +179,9 @@ def return_annotation(
     if function.returns is not None:
         return function.returns
     if id(function) not in ctx.inferred_returns:
-        ctx.inferred_returns[id(function)] = (function, _inferred_return(info, function))
-    return ctx.inferred_returns[id(function)][1]
+        ctx.hold(function)
+        ctx.inferred_returns[id(function)] = _inferred_return(info, function)
+    return ctx.inferred_returns[id(function)]
 
 
 def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | None:

@@ -293,7 +293,9 @@ class Scanner:
         ceiling = self._ceiling(label, set(), copies)
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
-            name = self.creator.create(twin, base, [], set(), key, copies, ceiling)
+            name = self.creator.create(
+                self.creator.reference(twin), base, [], set(), key, copies, ceiling
+            )
         else:
             made = modules.module_for(function, owner)
             if made is None:
@@ -301,7 +303,7 @@ class Scanner:
             module_name = self.ctx.info.names.module
             cls, where = made.name, ""
             module = f"{module_name}.{cls}" if module_name else cls
-            name = self.creator.create_as(cls, base, [], set(), key, copies, ceiling)
+            name = self.creator.create(cls, base, [], set(), key, copies, ceiling)
         inputs: list[tuple[InputRef, str | None]] = [
             (InputRef("arg", i), None) for i in range(len(node.args))
         ]
@@ -535,14 +537,10 @@ class Scanner:
                 f"{label}: {self.ctx.toolkit} has no module class that takes this call (its "
                 f"quantizer would reject {module.rsplit('.', 1)[1]}); left as is",
             )
+        when = self.order.key(self.method, node)
+        ceiling = self._ceiling(label, deps, copies)  # may refuse: before any import is added
         name = self.creator.create(
-            module,
-            key,
-            ctor,
-            deps,
-            self.order.key(self.method, node),
-            copies,
-            self._ceiling(label, deps, copies),
+            self.creator.reference(module), key, ctor, deps, when, copies, ceiling
         )
         index = ""
         short = module.rsplit(".", 1)[1]
