@@ -35,9 +35,10 @@ def expected_findings(before: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def import_path(path: Path, name: str):
+def import_path(path: Path | str, name: str):
     """Import a fixture file as a fresh module under `name` (timm first, through the zoo's
     torchvision shim, when it imports timm)."""
+    path = Path(path)
     if "timm" not in sys.modules and re.search(
         r"^(from|import) timm\b", path.read_text(encoding="utf-8"), re.MULTILINE
     ):
