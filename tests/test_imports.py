@@ -65,7 +65,8 @@ BEFORE = (
 
 
 def _dropped(after: str, path: str = "net.py", before: str = BEFORE) -> str:
-    return drop_unused_imports(ast.parse(before + "F.relu(x)\ngelu(relu(x))\n"), after, path)
+    source = before + "F.relu(x)\ngelu(relu(x))\n"
+    return drop_unused_imports(ast.parse(source), source, after, path)
 
 
 def test_imports_the_rewrite_left_unused_are_dropped():

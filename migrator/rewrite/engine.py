@@ -91,7 +91,7 @@ def rewrite_text(
         return text, findings, {}
 
     with gc_paused():
-        new_text = drop_unused_imports(tree, apply(text, plan, tree), path)
+        new_text = drop_unused_imports(tree, text, apply(text, plan, tree), path)
     return new_text, findings, plan.twin_sources
 
 

@@ -14,13 +14,15 @@ import ast
 import re
 from pathlib import PurePath
 
+_WORD = re.compile(r"(?<![\w.])\w+")
+"""A word that is not an attribute (`.name`): what a bound name may be read as."""
 
-def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
-    """`text` (the rewrite of the file `before` was parsed from) without the imports it no
-    longer uses."""
+
+def drop_unused_imports(before: ast.Module, source: str, text: str, path: str) -> str:
+    """`text` (the rewrite of `source`, which `before` was parsed from) without the imports it
+    no longer uses."""
     if PurePath(path).name == "__init__.py" or re.search(r"\r(?!\n)", text):
         return text
-    used: set[str] | None = None  # the names in `before`, walked for only when needed
     tree = ast.parse(text)
     imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
     if not imports:
@@ -28,15 +30,18 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
     lines = text.split("\n")
     import_lines = {i for s in imports for i in range(s.lineno, _end(s) + 1)}
     rest = "\n".join(line for i, line in enumerate(lines, 1) if i not in import_lines)
+    words = set(_WORD.findall(rest))
+    editable = [s for s in imports if _editable(s, tree.body, lines)]
+    gone = {
+        id(a): _bound(a, s)
+        for s in editable
+        for a in s.names
+        if a.name != "*" and _bound(a, s) not in words
+    }
+    used = _named(before, source, set(gone.values()))
     edits: dict[int, str | None] = {}
-    for stmt in imports:
-        if not _editable(stmt, tree.body, lines):
-            continue
-        aliases = [a for a in stmt.names if a.name != "*"]
-        gone = [a for a in aliases if not re.search(rf"(?<![\w.]){_bound(a, stmt)}(?!\w)", rest)]
-        if gone and used is None:
-            used = {n.id for n in ast.walk(before) if isinstance(n, ast.Name)}
-        unused = [a for a in gone if used is not None and _bound(a, stmt) in used]
+    for stmt in editable:
+        unused = [a for a in stmt.names if gone.get(id(a)) in used]
         if not unused or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
             continue
         kept = [a for a in stmt.names if a not in unused]
@@ -50,10 +55,11 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
             ) + ("\r" if lines[stmt.lineno - 1].endswith("\r") else "")
     if not edits:
         return text
+    edited_at = {i: s for s in imports if s.lineno in edits for i in range(s.lineno, _end(s) + 1)}
     out: list[str] = []
     skip_blank = False
     for i, line in enumerate(lines, 1):
-        edited = next((s for s in imports if s.lineno <= i <= _end(s) and s.lineno in edits), None)
+        edited = edited_at.get(i)
         if edited is not None:
             new = edits[edited.lineno]
             if new is not None and i == edited.lineno:
@@ -68,6 +74,23 @@ def drop_unused_imports(before: ast.Module, text: str, path: str) -> str:
         skip_blank = False
         out.append(line)
     return "\n".join(out)
+
+
+def _named(tree: ast.Module, source: str, names: set[str]) -> set[str]:
+    """Those of `names` that `tree` (parsed from `source`) holds as a plain name: only the
+    top-level statements whose text holds one of them are walked (any whose text is not ASCII,
+    where a name may be spelled otherwise)."""
+    if not names:
+        return set()
+    lines = source.split("\n")
+    found: set[str] = set()
+    for stmt in tree.body:
+        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        segment = "\n".join(lines[start - 1 : _end(stmt)])
+        wanted = {n for n in names - found if n in segment or not segment.isascii()}
+        if wanted:
+            found |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in wanted}
+    return found
 
 
 def _end(stmt: ast.stmt) -> int:
