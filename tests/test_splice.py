@@ -76,6 +76,9 @@ BODIES = {
     "comment_line_after": "        y = F.relu(y)\n        # a comment\n\n        y = y * x",
     # copies indexed by the loop, its header unchanged: `self.relu[i](y)`
     "loop_copies": "        for i in range(2):\n            y = F.relu(y)",
+    # past the line length once rewritten: the codemod lays the call out again
+    "long_line": "        y = F.relu(y) * torch.sigmoid(x) + F.gelu(y) * torch.tanh(x) - F.silu(y)",
+    "long_line_comment": "        y = F.relu(y) * x  # a comment taking the line past the line length",
 }
 
 
