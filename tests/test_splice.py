@@ -125,3 +125,20 @@ def test_multiline_call_is_left_to_the_codemod():
     lines = source.split("\n")
     forward = [r for r in regions(plan, ast.parse(source), lines) if r.start > 12]
     assert forward and all(splice(lines, r, plan, by_line(plan)) is None for r in forward)
+
+
+def test_new_imports_of_a_plain_file_need_no_libcst(monkeypatch):
+    source = MODEL.replace("from migrator.nn import Add, Mul\n", "").format(
+        body="        y = y + x"
+    )
+    plan, _ = plan_text(source, "net.py", Project())
+    tree = ast.parse(source)
+    rewritten = apply(source, plan, tree, text_edits=False)
+
+    def no_codemod(*args):
+        raise AssertionError("the codemod rewrote a region")
+
+    monkeypatch.setattr("migrator.rewrite.codemod.rewrite", no_codemod)
+    edited = apply(source, plan, tree)
+    assert edited == rewritten
+    assert "import torch.nn.functional as F\nfrom migrator.nn import Add\n" in edited

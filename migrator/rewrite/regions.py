@@ -8,8 +8,8 @@ trailing comments in that block, before what is inserted after it). Otherwise th
 to the enclosing statement, up to a top-level one (top-level statements sharing a line count as
 one). A new `__init__` (inserted before a class member, taking its blank lines) and a helper's
 new class (added after the top-level statement holding the helper) take the whole top-level
-statement, and new imports the top of the file down to its first compound statement
-(where the codemod's search for their place stops at the latest).
+statement, and new imports the codemod inserts the top of the file down to its first compound
+statement (where the codemod's search for their place stops at the latest).
 """
 
 from __future__ import annotations
@@ -34,10 +34,13 @@ class Region:
     """The body the statements belong to (`id` of the list; 0: the module's): statements of
     one body make one region with the statements between them, which costs less than a parse
     each."""
+    imports: bool = False
+    """Where the plan's new import statements go (the top of the file)."""
 
 
-def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
-    """The regions holding every change of `plan`, in file order, none overlapping."""
+def regions(plan: Plan, tree: ast.Module, lines: list[str], imports: bool = True) -> list[Region]:
+    """The regions holding every change of `plan`, in file order, none overlapping (with
+    `imports`, also the one where its new import statements go)."""
     finder = _Finder(tree, lines)
     found = [
         finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
@@ -49,16 +52,22 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.module in plan.import_names
         ]
-    if plan.imports:
+    if plan.imports and imports:
         compound = next((g for g in finder.groups if not _simple(g)), finder.groups[-1])
-        found.append(Region(1, finder.extend(compound[1]), False))
+        found.append(Region(1, finder.extend(compound[1]), False, imports=True))
     merged: list[Region] = []
     for region in sorted(found, key=lambda r: (r.start, -r.end)):
         if merged and (
             region.start <= merged[-1].end or region.indented and region.block == merged[-1].block
         ):
             last = merged[-1]
-            merged[-1] = Region(last.start, max(last.end, region.end), last.indented, last.block)
+            merged[-1] = Region(
+                last.start,
+                max(last.end, region.end),
+                last.indented,
+                last.block,
+                last.imports or region.imports,
+            )
         else:
             merged.append(region)
     return merged
