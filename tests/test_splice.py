@@ -9,7 +9,7 @@ import ast
 import pytest
 from fixture_cases import CASES
 
-from migrator.rewrite.edit import apply
+from migrator.rewrite.edit import applied, apply
 from migrator.rewrite.engine import plan_text
 from migrator.rewrite.project import Project
 from migrator.rewrite.regions import regions
@@ -142,3 +142,18 @@ def test_new_imports_of_a_plain_file_need_no_libcst(monkeypatch):
     edited = apply(source, plan, tree)
     assert edited == rewritten
     assert "import torch.nn.functional as F\nfrom migrator.nn import Add\n" in edited
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix(".before.py") for c in CASES])
+def test_top_level_statements_are_those_of_the_new_text(case):
+    """What `applied` says of the new text's top-level statements (read by the unused-import
+    step instead of parsing the whole text) is what parsing it gives."""
+    source = case.read_text(encoding="utf-8")
+    plan, _ = plan_text(source, "net.py", Project())
+    text, top = applied(source, plan, ast.parse(source))
+    assert top is not None
+    parsed = [s for s in ast.parse(text).body if not hasattr(s, "body")]
+    placed = [p for p in top if not hasattr(p.node, "body")]
+    assert [(type(p.node), p.first, p.last) for p in placed] == [
+        (type(s), s.lineno, s.end_lineno) for s in parsed
+    ]

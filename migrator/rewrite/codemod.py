@@ -28,10 +28,7 @@ from migrator.rewrite.imports import (
 )
 from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import TWIN_DOC, HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
-from migrator.rewrite.regions import Region
-
-_STAND_IN = "if 1:\n"
-"""The block an indented region is parsed in."""
+from migrator.rewrite.regions import STAND_IN, Region
 
 
 def rewrite(
@@ -58,7 +55,7 @@ def rewrite(
                 _offset(region),
                 imports=region.imports,
             )
-        ).code.removeprefix(_STAND_IN)
+        ).code.removeprefix(STAND_IN)
         for region, wrapper in zip(parts, wrappers)
     ]
     return codes, comments
@@ -75,7 +72,7 @@ def _commented(source: str, starts: list[int], region: Region, plan: Plan) -> bo
 
 
 def _parse(text: str, region: Region, config: cst.PartialParserConfig) -> MetadataWrapper:
-    module = cst.parse_module(_STAND_IN + text if region.indented else text, config)
+    module = cst.parse_module(STAND_IN + text if region.indented else text, config)
     return MetadataWrapper(module, unsafe_skip_copy=True)
 
 

@@ -22,6 +22,9 @@ from migrator.rewrite.plan import Plan
 
 _BODIES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
+STAND_IN = "if 1:\n"
+"""The block an indented region is parsed in."""
+
 
 @dataclass(frozen=True)
 class Region:

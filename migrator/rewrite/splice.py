@@ -16,10 +16,7 @@ import ast
 from dataclasses import dataclass
 
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
-from migrator.rewrite.regions import Region
-
-_STAND_IN = "if 1:\n"
-"""The block an indented region is parsed in (as in the codemod)."""
+from migrator.rewrite.regions import STAND_IN, Region
 
 _KINDS: dict[ReplaceKind, type[ast.AST]] = {
     "call": ast.Call,
@@ -68,7 +65,7 @@ class Spliced:
         """Whether the region's new text parses (the comments `text` adds cannot change that)."""
         text = self.text({})
         try:
-            ast.parse(_STAND_IN + text if self.indented else text)
+            ast.parse(STAND_IN + text if self.indented else text)
         except SyntaxError:
             return False
         return True
@@ -141,7 +138,7 @@ class _Splicer:
             raise _Unsure
         text = "\n".join(body) + "\n"
         try:
-            tree = ast.parse(_STAND_IN + text if region.indented else text)
+            tree = ast.parse(STAND_IN + text if region.indented else text)
         except SyntaxError:
             raise _Unsure from None
         found: dict[tuple[ReplaceKind, Span], ast.AST] = {}
