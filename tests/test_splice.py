@@ -9,6 +9,7 @@ import ast
 import pytest
 from fixture_cases import CASES
 
+from migrator.rewrite import codemod
 from migrator.rewrite.edit import applied, apply
 from migrator.rewrite.engine import plan_text
 from migrator.rewrite.project import Project
@@ -157,3 +158,22 @@ def test_top_level_statements_are_those_of_the_new_text(case):
     assert [(type(p.node), p.first, p.last) for p in placed] == [
         (type(s), s.lineno, s.end_lineno) for s in parsed
     ]
+
+
+def test_only_the_statements_text_edits_cannot_make_go_to_the_codemod(monkeypatch):
+    body = BODIES["plain"] + "\n" + BODIES["multiline_call"] + "\n        y = torch.sigmoid(y)"
+    source = MODEL.format(body=body)
+    plan, _ = plan_text(source, "net.py", Project())
+    tree = ast.parse(source)
+    given = []
+    rewrite = codemod.rewrite
+
+    def recorded(source, plan, parts, starts):
+        given.append([(r.start, r.end) for r in parts])
+        return rewrite(source, plan, parts, starts)
+
+    monkeypatch.setattr(codemod, "rewrite", recorded)
+    assert apply(source, plan, tree) == apply(source, plan, tree, text_edits=False)
+    call = source.index("y = F.relu(\n")
+    first = source[:call].count("\n") + 1
+    assert given[0] == [(first, first + 2)]  # the call alone, not the statements around it

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from migrator.rewrite.imports import insertions
-from migrator.rewrite.plan import Plan
+from migrator.rewrite.plan import Plan, Replace
 from migrator.rewrite.regions import STAND_IN, Region, regions
 from migrator.rewrite.splice import Spliced, by_line, splice
 from migrator.rewrite.unused import Placed
@@ -40,9 +40,11 @@ def applied(
         if added and any(r.start < line <= r.end for r in parts for line in added):
             added, parts = None, regions(plan, tree, lines)  # the codemod inserts them
     replaces = by_line(plan)
-    spliced: list[Spliced | None] = [
-        splice(lines, r, plan, replaces) if text else None for r in parts
-    ]
+    spliced: list[Spliced | None] = []
+    if text:
+        parts, spliced = _spliced(lines, parts, plan, replaces)
+    else:
+        spliced = [None] * len(parts)
     rest = [r for r, s in zip(parts, spliced) if s is None]
     codes: list[str] = []
     comments: dict[str, list[str]] = {}
@@ -66,6 +68,36 @@ def applied(
         done = starts[last]
     top = _top_level(tree, pieces) if not lines[-1] else None
     return "".join(out) + source[done:], top
+
+
+def _spliced(
+    lines: list[str], parts: list[Region], plan: Plan, replaces: dict[int, list[Replace]]
+) -> tuple[list[Region], list[Spliced | None]]:
+    """The regions, each edited as text or None (for the codemod): a region joining several
+    that is not is split into them, and only the runs of those that are not go to the
+    codemod (with the lines between them)."""
+    regions_out: list[Region] = []
+    spliced: list[Spliced | None] = []
+    for region in parts:
+        edited = splice(lines, region, plan, replaces)
+        if edited is not None or not region.parts:
+            regions_out.append(region)
+            spliced.append(edited)
+            continue
+        run: list[Region] = []
+        for part in [*region.parts, None]:
+            alone = splice(lines, part, plan, replaces) if part is not None else None
+            if part is not None and alone is None:
+                run.append(part)
+                continue
+            if run:
+                regions_out.append(Region(run[0].start, run[-1].end, run[0].indented, run[0].block))
+                spliced.append(None)
+                run = []
+            if part is not None:
+                regions_out.append(part)
+                spliced.append(alone)
+    return regions_out, spliced
 
 
 def _top_level(tree: ast.Module, pieces: list[tuple[int, int, str, bool]]) -> list[Placed]:

@@ -39,6 +39,9 @@ class Region:
     each."""
     imports: bool = False
     """Where the plan's new import statements go (the top of the file)."""
+    parts: tuple[Region, ...] = ()
+    """The regions of one body this one joins (when more than one): each can be rewritten
+    alone, so that only those text edits cannot make go to the codemod."""
 
 
 def regions(plan: Plan, tree: ast.Module, lines: list[str], imports: bool = True) -> list[Region]:
@@ -59,21 +62,33 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str], imports: bool = True
         compound = next((g for g in finder.groups if not _simple(g)), finder.groups[-1])
         found.append(Region(1, finder.extend(compound[1]), False, imports=True))
     merged: list[Region] = []
+    parts: list[list[Region]] = []
     for region in sorted(found, key=lambda r: (r.start, -r.end)):
-        if merged and (
-            region.start <= merged[-1].end or region.indented and region.block == merged[-1].block
-        ):
-            last = merged[-1]
-            merged[-1] = Region(
-                last.start,
-                max(last.end, region.end),
-                last.indented,
-                last.block,
-                last.imports or region.imports,
-            )
+        if merged and region.start <= merged[-1].end:
+            parts[-1][-1] = _joined(parts[-1][-1], region)
+        elif merged and region.indented and region.block == merged[-1].block:
+            parts[-1].append(region)
         else:
             merged.append(region)
+            parts.append([region])
+            continue
+        merged[-1] = _joined(merged[-1], region)
+    merged = [
+        Region(r.start, r.end, r.indented, r.block, r.imports, tuple(p) if len(p) > 1 else ())
+        for r, p in zip(merged, parts)
+    ]
     return merged
+
+
+def _joined(region: Region, other: Region) -> Region:
+    """`region` grown to hold `other`, which starts in it or after it."""
+    return Region(
+        region.start,
+        max(region.end, other.end),
+        region.indented,
+        region.block,
+        region.imports or other.imports,
+    )
 
 
 def _named(modules: dict[str, list[str]], lines: list[str]) -> bool:
