@@ -40,7 +40,7 @@ def applied(
         if added and any(r.start < line <= r.end for r in parts for line in added):
             added, parts = None, regions(plan, tree, lines)  # the codemod inserts them
     replaces = by_line(plan)
-    spliced: list[Spliced | None] = []
+    spliced: list[Spliced | None]
     if text:
         parts, spliced = _spliced(lines, parts, plan, replaces)
     else:
@@ -73,9 +73,10 @@ def applied(
 def _spliced(
     lines: list[str], parts: list[Region], plan: Plan, replaces: dict[int, list[Replace]]
 ) -> tuple[list[Region], list[Spliced | None]]:
-    """The regions, each edited as text or None (for the codemod): a region joining several
-    that is not is split into them, and only the runs of those that are not go to the
-    codemod (with the lines between them)."""
+    """The regions, each with its text edit or None (the codemod rewrites it). A region that
+    joins several and cannot be edited whole is split into them: each is edited alone where
+    it can be, and each run of those that cannot goes to the codemod as one region (with the
+    lines between them)."""
     regions_out: list[Region] = []
     spliced: list[Spliced | None] = []
     for region in parts:
