@@ -9,7 +9,8 @@ import ast
 import pytest
 from fixture_cases import CASES
 
-from migrator.rewrite.edit import apply
+from migrator.rewrite import codemod
+from migrator.rewrite.edit import applied, apply
 from migrator.rewrite.engine import plan_text
 from migrator.rewrite.project import Project
 from migrator.rewrite.regions import regions
@@ -76,6 +77,9 @@ BODIES = {
     "comment_line_after": "        y = F.relu(y)\n        # a comment\n\n        y = y * x",
     # copies indexed by the loop, its header unchanged: `self.relu[i](y)`
     "loop_copies": "        for i in range(2):\n            y = F.relu(y)",
+    # past the line length once rewritten: the codemod lays the call out again
+    "long_line": "        y = F.relu(y) * torch.sigmoid(x) + F.gelu(y) * torch.tanh(x) - F.silu(y)",
+    "long_line_comment": "        y = F.relu(y) * x  # a comment taking the line past the line length",
 }
 
 
@@ -122,3 +126,54 @@ def test_multiline_call_is_left_to_the_codemod():
     lines = source.split("\n")
     forward = [r for r in regions(plan, ast.parse(source), lines) if r.start > 12]
     assert forward and all(splice(lines, r, plan, by_line(plan)) is None for r in forward)
+
+
+def test_new_imports_of_a_plain_file_need_no_libcst(monkeypatch):
+    source = MODEL.replace("from migrator.nn import Add, Mul\n", "").format(
+        body="        y = y + x"
+    )
+    plan, _ = plan_text(source, "net.py", Project())
+    tree = ast.parse(source)
+    rewritten = apply(source, plan, tree, text_edits=False)
+
+    def no_codemod(*args):
+        raise AssertionError("the codemod rewrote a region")
+
+    monkeypatch.setattr("migrator.rewrite.codemod.rewrite", no_codemod)
+    edited = apply(source, plan, tree)
+    assert edited == rewritten
+    assert "import torch.nn.functional as F\nfrom migrator.nn import Add\n" in edited
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix(".before.py") for c in CASES])
+def test_top_level_statements_are_those_of_the_new_text(case):
+    """What `applied` says of the new text's top-level statements (read by the unused-import
+    step instead of parsing the whole text) is what parsing it gives."""
+    source = case.read_text(encoding="utf-8")
+    plan, _ = plan_text(source, "net.py", Project())
+    text, top = applied(source, plan, ast.parse(source))
+    assert top is not None
+    parsed = [s for s in ast.parse(text).body if not hasattr(s, "body")]
+    placed = [p for p in top if not hasattr(p.node, "body")]
+    assert [(type(p.node), p.first, p.last) for p in placed] == [
+        (type(s), s.lineno, s.end_lineno) for s in parsed
+    ]
+
+
+def test_only_the_statements_text_edits_cannot_make_go_to_the_codemod(monkeypatch):
+    body = BODIES["plain"] + "\n" + BODIES["multiline_call"] + "\n        y = torch.sigmoid(y)"
+    source = MODEL.format(body=body)
+    plan, _ = plan_text(source, "net.py", Project())
+    tree = ast.parse(source)
+    given = []
+    rewrite = codemod.rewrite
+
+    def recorded(source, plan, parts, starts):
+        given.append([(r.start, r.end) for r in parts])
+        return rewrite(source, plan, parts, starts)
+
+    monkeypatch.setattr(codemod, "rewrite", recorded)
+    assert apply(source, plan, tree) == apply(source, plan, tree, text_edits=False)
+    call = source.index("y = F.relu(\n")
+    first = source[:call].count("\n") + 1
+    assert given[0] == [(first, first + 2)]  # the call alone, not the statements around it

@@ -8,21 +8,27 @@ is, without a LibCST tree.
 
 from __future__ import annotations
 
-import textwrap
 import io
+import textwrap
 import tokenize
-from typing import Literal, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Literal, TypeVar
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from migrator.rewrite.imports import insert_imports
+from migrator.rewrite.imports import (
+    Described,
+    Kind,
+    import_position,
+    place,
+    section,
+    sort_key,
+    top_block,
+)
 from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import TWIN_DOC, HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
-from migrator.rewrite.regions import Region
-
-_STAND_IN = "if 1:\n"
-"""The block an indented region is parsed in."""
+from migrator.rewrite.regions import STAND_IN, Region
 
 
 def rewrite(
@@ -47,9 +53,9 @@ def rewrite(
                 comments,
                 import_names,
                 _offset(region),
-                imports=region.start == 1 and not region.indented,
+                imports=region.imports,
             )
-        ).code.removeprefix(_STAND_IN)
+        ).code.removeprefix(STAND_IN)
         for region, wrapper in zip(parts, wrappers)
     ]
     return codes, comments
@@ -66,7 +72,7 @@ def _commented(source: str, starts: list[int], region: Region, plan: Plan) -> bo
 
 
 def _parse(text: str, region: Region, config: cst.PartialParserConfig) -> MetadataWrapper:
-    module = cst.parse_module(_STAND_IN + text if region.indented else text, config)
+    module = cst.parse_module(STAND_IN + text if region.indented else text, config)
     return MetadataWrapper(module, unsafe_skip_copy=True)
 
 
@@ -342,9 +348,8 @@ class _Apply(cst.CSTTransformer):
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.imports and self.plan.imports):
             return updated
-        body = list(updated.body)
         return updated.with_changes(
-            body=insert_imports(body, self.plan.imports, self.plan.package, _import_position(body))
+            body=insert_imports(updated.body, self.plan.imports, self.plan.package)
         )
 
 
@@ -426,24 +431,63 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
 
 
-def _import_position(body: Sequence[cst.CSTNode]) -> int:
-    """After the module's leading docstring, `__future__` imports and top import block."""
-    at = 0
-    for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-        ):
-            at = i + 1
-        elif (
-            i == 0
-            and isinstance(stmt, cst.SimpleStatementLine)
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, cst.SimpleString)
-        ):
-            at = 1
-        elif at or not isinstance(stmt, cst.SimpleStatementLine):
-            break
-    return at
+def insert_imports(
+    statements: Sequence[cst.BaseStatement], codes: list[str], package: str
+) -> list[cst.BaseStatement]:
+    """`statements` (a module's) with the import statements `codes` inserted where isort would
+    put them (`imports.place`)."""
+    body = list(statements)
+    fallback = import_position([_kind(s) for s in body])
+    for code in codes:
+        new = cst.parse_statement(code + "\n")
+        described = _described(new, package)
+        assert described is not None  # `codes` are import statements
+        placed = place(
+            top_block((_kind(s), _described(s, package)) for s in body),
+            described,
+        )
+        if placed is None:
+            body.insert(fallback, new)
+            continue
+        at, how = placed
+        if how in ("before", "before_blank"):
+            lines = list(body[at].leading_lines)  # type: ignore[attr-defined]
+            blank = next((j for j, line in enumerate(lines) if line.comment), len(lines))
+            new = new.with_changes(leading_lines=lines[:blank])
+            above = [cst.EmptyLine()] if how == "before_blank" else []
+            body[at] = body[at].with_changes(leading_lines=above + lines[blank:])
+        else:
+            if how == "after_blank":
+                new = new.with_changes(leading_lines=[cst.EmptyLine()])
+            at += 1
+        body.insert(at, new)
+    return body
+
+
+def _kind(stmt: cst.CSTNode) -> Kind:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return "compound"
+    if stmt.body and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+        return "imports"
+    first = stmt.body[0] if stmt.body else None
+    if isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString):
+        return "docstring"
+    return "simple"
+
+
+def _described(stmt: cst.CSTNode, package: str) -> Described | None:
+    """(section, sort key) of a statement that holds only imports (None for anything else)."""
+    if _kind(stmt) != "imports":
+        return None
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    first = stmt.body[0]
+    empty = cst.Module([])
+    if isinstance(first, cst.Import):
+        module = empty.code_for_node(first.names[0].name)
+        return section(module, False, package), sort_key(module, False)
+    assert isinstance(first, cst.ImportFrom)
+    module = empty.code_for_node(first.module) if first.module is not None else ""
+    return section(module, bool(first.relative), package), sort_key(module, True)
 
 
 def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:

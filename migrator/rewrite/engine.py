@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
-from migrator.rewrite.edit import apply
+from migrator.rewrite.edit import applied
 from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project, parse_cached
@@ -74,7 +74,8 @@ def fix_text(
         return Fixed(text, findings, {})
 
     with gc_paused():
-        new_text = drop_unused_imports(tree, apply(text, plan, tree), path)
+        new_text, top = applied(text, plan, tree)
+        new_text = drop_unused_imports(tree, text, new_text, path, top)
     return Fixed(new_text, findings, plan.twin_sources)
 
 

@@ -8,8 +8,8 @@ trailing comments in that block, before what is inserted after it). Otherwise th
 to the enclosing statement, up to a top-level one (top-level statements sharing a line count as
 one). A new `__init__` (inserted before a class member, taking its blank lines) and a helper's
 new class (added after the top-level statement holding the helper) take the whole top-level
-statement, and new imports the top of the file down to its first compound statement
-(where the codemod's search for their place stops at the latest).
+statement, and new imports the codemod inserts the top of the file down to its first compound
+statement (where the codemod's search for their place stops at the latest).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from migrator.rewrite.plan import Plan
 
 _BODIES = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+STAND_IN = "if 1:\n"
+"""The block an indented region is parsed in."""
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,16 @@ class Region:
     """The body the statements belong to (`id` of the list; 0: the module's): statements of
     one body make one region with the statements between them, which costs less than a parse
     each."""
+    imports: bool = False
+    """Where the plan's new import statements go (the top of the file)."""
+    parts: tuple[Region, ...] = ()
+    """The regions of one body this one joins (when more than one): each can be rewritten
+    alone, so that only those text edits cannot make go to the codemod."""
 
 
-def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
-    """The regions holding every change of `plan`, in file order, none overlapping."""
+def regions(plan: Plan, tree: ast.Module, lines: list[str], imports: bool = True) -> list[Region]:
+    """The regions holding every change of `plan`, in file order, none overlapping (with
+    `imports`, also the one where its new import statements go)."""
     finder = _Finder(tree, lines)
     found = [
         finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
@@ -49,19 +58,37 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str]) -> list[Region]:
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.module in plan.import_names
         ]
-    if plan.imports:
+    if plan.imports and imports:
         compound = next((g for g in finder.groups if not _simple(g)), finder.groups[-1])
-        found.append(Region(1, finder.extend(compound[1]), False))
+        found.append(Region(1, finder.extend(compound[1]), False, imports=True))
     merged: list[Region] = []
+    parts: list[list[Region]] = []
     for region in sorted(found, key=lambda r: (r.start, -r.end)):
-        if merged and (
-            region.start <= merged[-1].end or region.indented and region.block == merged[-1].block
-        ):
-            last = merged[-1]
-            merged[-1] = Region(last.start, max(last.end, region.end), last.indented, last.block)
+        if merged and region.start <= merged[-1].end:
+            parts[-1][-1] = _joined(parts[-1][-1], region)
+        elif merged and region.indented and region.block == merged[-1].block:
+            parts[-1].append(region)
         else:
             merged.append(region)
+            parts.append([region])
+            continue
+        merged[-1] = _joined(merged[-1], region)
+    merged = [
+        Region(r.start, r.end, r.indented, r.block, r.imports, tuple(p) if len(p) > 1 else ())
+        for r, p in zip(merged, parts)
+    ]
     return merged
+
+
+def _joined(region: Region, other: Region) -> Region:
+    """`region` grown to hold `other`, which starts in it or after it."""
+    return Region(
+        region.start,
+        max(region.end, other.end),
+        region.indented,
+        region.block,
+        region.imports or other.imports,
+    )
 
 
 def _named(modules: dict[str, list[str]], lines: list[str]) -> bool:

@@ -4,10 +4,10 @@ lines, character for character.
 
 That holds for what dense model code is made of: every replaced expression on one line, no
 tabs, non-ASCII text, f-strings or `;` in the region, statements inserted only after simple
-statements at the start of their line, no new `__init__` and no import in the region. Anything
-else (a call spread over lines, comments to move, layout to keep, an edited line past the
-line length, which the codemod may lay out again) returns None: the codemod
-applies that region. The result must parse, or the codemod applies the region too.
+statements at the start of their line, no new `__init__` and no import in the region, and
+every edited statement within the line length. Anything else (a call spread over lines,
+comments to move, layout to keep, a call to lay out again) returns None: the codemod applies
+that region. The result must parse, or the codemod applies the region too.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ import ast
 from dataclasses import dataclass
 
 from migrator.rewrite.plan import InputRef, Plan, Replace, ReplaceKind, Span
-from migrator.rewrite.regions import Region
-
-_STAND_IN = "if 1:\n"
-"""The block an indented region is parsed in (as in the codemod)."""
+from migrator.rewrite.regions import STAND_IN, Region
 
 _KINDS: dict[ReplaceKind, type[ast.AST]] = {
     "call": ast.Call,
@@ -28,6 +25,8 @@ _KINDS: dict[ReplaceKind, type[ast.AST]] = {
     "augassign": ast.AugAssign,
     "rename": ast.Attribute,
 }
+_VALUED = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
+"""The statements whose value the codemod may lay out again when a line is too long."""
 _BARE = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 """Argument values the codemod writes without their parentheses."""
 _SIMPLE = (
@@ -66,7 +65,7 @@ class Spliced:
         """Whether the region's new text parses (the comments `text` adds cannot change that)."""
         text = self.text({})
         try:
-            ast.parse(_STAND_IN + text if self.indented else text)
+            ast.parse(STAND_IN + text if self.indented else text)
         except SyntaxError:
             return False
         return True
@@ -127,7 +126,7 @@ class _Splicer:
             region.end >= len(self.lines)  # the file's last line, without a line break
             or any(line in plan.inserts_before for line in inside)
             or any(line in plan.helper_classes for line in inside)  # a class added beside
-            or (plan.imports and region.start == 1 and not region.indented)
+            or region.imports
             or any(not line.isascii() or "\t" in line or ";" in line for line in body)
             or (plan.import_names and any("import" in line for line in body))
         ):
@@ -139,11 +138,12 @@ class _Splicer:
             raise _Unsure
         text = "\n".join(body) + "\n"
         try:
-            tree = ast.parse(_STAND_IN + text if region.indented else text)
+            tree = ast.parse(STAND_IN + text if region.indented else text)
         except SyntaxError:
             raise _Unsure from None
         found: dict[tuple[ReplaceKind, Span], ast.AST] = {}
         statements: dict[int, list[ast.stmt]] = {}
+        valued: list[ast.stmt] = []
         todo: list[ast.AST] = [tree]
         while todo:
             node = todo.pop()
@@ -152,6 +152,8 @@ class _Splicer:
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
                 todo.append(child)
+            if isinstance(node, _VALUED):
+                valued.append(node)
             if isinstance(node, ast.stmt) and node.lineno + self.offset in plan.inserts:
                 statements.setdefault(node.lineno + self.offset, []).append(node)
             if isinstance(node, (ast.Call, ast.BinOp, ast.AugAssign, ast.Attribute)):
@@ -168,8 +170,8 @@ class _Splicer:
         new = list(body)
         for line in self.edits:
             new[line - region.start] = self._render(line, 0, len(self.lines[line - 1]))
-            if len(new[line - region.start]) > plan.line_length:
-                raise _Unsure  # the codemod may lay the statement out again (`_wrapped`)
+        for stmt in valued:
+            self._fits(stmt, new)
         inserts = {}
         for line in (line for line in inside if line in plan.inserts):
             if any("\n" in code or code != code.strip() for code in plan.inserts[line]):
@@ -188,6 +190,19 @@ class _Splicer:
             node.end_lineno + self.offset,
             node.end_col_offset,
         )
+
+    def _fits(self, stmt: ast.stmt, new: list[str]) -> None:
+        """Raise `_Unsure` when an edited statement has a line past the line length: the codemod
+        may lay its call out again (`codemod._wrapped`). A continuation line is measured from
+        the statement's column, as the codemod may."""
+        first, _, last, _ = self._span(stmt)
+        if not any(line in self.edits for line in range(first, last + 1)):
+            return
+        lines = new[first - self.region.start : last + 1 - self.region.start]
+        if len(lines[0]) > self.plan.line_length or any(
+            stmt.col_offset + len(line) > self.plan.line_length for line in lines[1:]
+        ):
+            raise _Unsure
 
     def _insert_point(self, candidates: list[ast.stmt]) -> ast.stmt:
         """The one simple statement, alone at the start of its line inside a block, that
