@@ -40,6 +40,10 @@ class ClassAttributes:
         self.tensor_attrs: set[str] = set()
         self.plain_attrs: set[str] = set()
         """Attributes `__init__` sets to a number or string it computes (`float(rate)`)."""
+        self.may_hold_tensors: set[str] = set()
+        """Attributes some method sets to a container built by calls (`[torch.ones(2)]`, `[make(s)
+        for s in sizes]`) or to what one of the class's methods returns: neither they nor their
+        items are proven plain."""
         self.state: dict[str, str] = {}
         """Parameters and buffers registered by name: attribute -> "parameter" or "buffer"."""
         self.super_index = self._super_index()
@@ -97,6 +101,8 @@ class ClassAttributes:
                 for target in targets:
                     if not self_attr(target):
                         continue
+                    if value is not None and self._may_hold_tensors(value):
+                        self.may_hold_tensors.add(target.attr)
                     if name != "__init__" or value is None or isinstance(node, ast.AugAssign):
                         self.assigned_elsewhere.add(target.attr)
                         if value is not None and _value_kind(value, resolve) == "tensor":
@@ -104,6 +110,32 @@ class ClassAttributes:
                         continue
                     assert isinstance(node, ast.stmt)  # the assignment `targets` come from
                     self._record_init_attr(target.attr, node, value)
+
+    def _may_hold_tensors(self, value: ast.expr) -> bool:
+        """Whether `value` is a container some item of which a call makes, or the result of a
+        method of the class: it may hold tensors, which `_value_kind` does not see."""
+        if isinstance(value, ast.Call):
+            func = value.func
+            if self_attr(func) and func.attr in self.methods:
+                return True
+            if isinstance(func, ast.Name) and func.id in ("list", "tuple", "dict", "set"):
+                return any(self._may_hold_tensors(a) for a in value.args)
+            return False
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            items = value.elts
+        elif isinstance(value, ast.Dict):
+            items = value.values
+        elif isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            items = [value.elt]
+        elif isinstance(value, ast.DictComp):
+            items = [value.value]
+        else:
+            return False
+        return any(
+            isinstance(node, ast.Call) and _value_kind(node, self.ctx.info.names.resolve) != "plain"
+            for item in items
+            for node in ast.walk(item)
+        )
 
     def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
         top_index, nested = self._top_level(stmt)

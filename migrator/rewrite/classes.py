@@ -74,6 +74,7 @@ class ClassAnalysis:
                 helper_call=self._helper_call(method),
                 returns=partial(self._returns, method, methods),
                 evident=evident,
+                unknown_attrs=self.attributes.may_hold_tensors - self.attributes.tensor_attrs,
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(

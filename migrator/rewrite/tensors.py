@@ -66,14 +66,18 @@ class TensorNames:
         helper_call: Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None = None,
         returns: Callable[[ast.Call], ast.expr | None] | None = None,
         evident: dict[str, tuple[str, list[str]]] | None = None,
+        unknown_attrs: frozenset[str] | set[str] = frozenset(),
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
         module (`helper_modules`): like a module call, it takes and returns tensors.
         `returns(call)`: the return annotation of the function or method `call` runs, when it
         can be found. `evident`: attribute -> ('tensor' or 'tuple', the targets proving it) for
-        modules whose class only run-time evidence knows: what calling them returns."""
+        modules whose class only run-time evidence knows: what calling them returns.
+        `unknown_attrs`: attributes neither they nor their items proven plain (containers built by
+        calls, results of methods)."""
         self.resolve = resolve
+        self.unknown_attrs = unknown_attrs
         self.evident = evident or {}
         self.via: dict[str, list[str]] = {}
         """Names proven tensors (or tuples of them) through `evident`: the targets proving it."""
@@ -337,7 +341,9 @@ class TensorNames:
             return True
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
-                return node.attr not in self.tensor_attrs  # settings and submodules
+                return (  # settings and submodules
+                    node.attr not in self.tensor_attrs and node.attr not in self.unknown_attrs
+                )
             if node.attr in NOT_TENSOR_ATTRIBUTES:
                 return True
             qualname = self.resolve(node)
@@ -404,7 +410,9 @@ class TensorNames:
             )
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
-                return node.attr not in self.tensor_attrs  # settings and submodules
+                return (  # settings and submodules
+                    node.attr not in self.tensor_attrs and node.attr not in self.unknown_attrs
+                )
             return node.attr in NOT_TENSOR_ATTRIBUTES or self.is_plain(node)
         if isinstance(node, ast.Call):
             func = node.func
