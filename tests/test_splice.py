@@ -132,7 +132,7 @@ def test_new_imports_of_a_plain_file_need_no_libcst(monkeypatch):
     source = MODEL.replace("from migrator.nn import Add, Mul\n", "").format(
         body="        y = y + x"
     )
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     tree = ast.parse(source)
     rewritten = apply(source, plan, tree, text_edits=False)
 
@@ -150,7 +150,7 @@ def test_top_level_statements_are_those_of_the_new_text(case):
     """What `applied` says of the new text's top-level statements (read by the unused-import
     step instead of parsing the whole text) is what parsing it gives."""
     source = case.read_text(encoding="utf-8")
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     text, top = applied(source, plan, ast.parse(source))
     assert top is not None
     parsed = [s for s in ast.parse(text).body if not hasattr(s, "body")]
@@ -163,7 +163,7 @@ def test_top_level_statements_are_those_of_the_new_text(case):
 def test_only_the_statements_text_edits_cannot_make_go_to_the_codemod(monkeypatch):
     body = BODIES["plain"] + "\n" + BODIES["multiline_call"] + "\n        y = torch.sigmoid(y)"
     source = MODEL.format(body=body)
-    plan, _ = plan_text(source, "net.py", Project())
+    _, plan, _ = plan_text(source, "net.py", Project())
     tree = ast.parse(source)
     given = []
     rewrite = codemod.rewrite
