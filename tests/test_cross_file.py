@@ -31,8 +31,9 @@ def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_pa
 
 
 def test_names_a_subclass_elsewhere_takes_follow_its_text_in_one_process(tmp_path):
-    """The names of another file's classes are kept a process by its text: once the subclass
-    no longer uses `self.gelu`, the base takes the name in the next run."""
+    """The names of another file's classes, and what a subclass search found, are kept a
+    process by the texts read: once the subclass no longer uses `self.gelu`, the base takes
+    the name in the next run."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")

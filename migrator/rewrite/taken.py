@@ -49,8 +49,7 @@ class TakenNames:
                     f"in base class `{cls.name}`; rename this attribute",
                 )
             taken |= self._class_names(cls)
-        for sub in family.subclasses_elsewhere(self.cls):
-            taken |= self._class_names(sub)  # their names, not what migrator creates there
+        taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
         return taken
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
