@@ -147,13 +147,17 @@ class Family:
             if state is not None:
                 self.project.replay(*state)
                 return kept[2]
-        self._ancestors.clear()  # every lookup of the search is made (and recorded) again
-        self._subclasses.clear()
+        generation, ancestors, subclasses = self._current(), self._ancestors, self._subclasses
+        self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
         lookups = self.project.lookups = Lookups(self.info, cls.file)
         try:
             found = self.subclasses_elsewhere(cls)
         finally:
             self.project.lookups = None
+            if generation == self.project.generation:  # what was known before still holds
+                ancestors.update(self._ancestors)
+                subclasses.update(self._subclasses)
+                self._ancestors, self._subclasses = ancestors, subclasses
         names = frozenset().union(*map(names_of, found))
         if key is not None and lookups.usable:
             _FOUND[key] = (index, lookups.seen, names)
