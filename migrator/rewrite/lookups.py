@@ -94,6 +94,9 @@ def check(
         for folder in (root, Path(real).parent):
             if folder not in roots:
                 roots.append(folder)
+        again = first_file(Path(*module.split(".")), roots)
+        if again is None or _real(again) != real:
+            return None  # looked up by name later, the module would be another file
         loaded[module] = was
     return roots, [module for module, was in loaded.items() if was is None]
 
