@@ -167,12 +167,11 @@ class Family:
 
     def subclasses_elsewhere(self, cls: ClassInfo) -> list[ClassInfo]:
         """Subclasses of `cls` in other files of its package."""
-        self._index()
-        assert self._package is not None
+        index = self._index()
         found: dict[ClassInfo, None] = {}
         names, todo = {cls.name}, [cls.name]
         while todo:
-            for file in files_naming(self._package, {todo.pop()}):
+            for file in files_naming(index, {todo.pop()}):
                 info = self.project.load_file(file)
                 if info is None or info is self.info:
                     continue
