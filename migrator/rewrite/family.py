@@ -18,10 +18,10 @@ _FOUND: dict[
     tuple[str, str], tuple[dict[str, frozenset[Path]], dict[Key, Seen | None], frozenset[str]]
 ] = {}
 """(class qualname, real path of the asking file) -> (the package index searched, the lookups
-of the search, the names its subclasses elsewhere take), oldest first: in a large package each
+of the search, the names its subclasses elsewhere take): in a large package each
 file of a run asks about the same base classes (`transformers`' `PreTrainedModel`), whose
-subclasses are most of the package. Bounded by `_FOUND_KEPT`."""
-_FOUND_KEPT = 1024
+subclasses are most of the package. Most recently used last, bounded by `_FOUND_KEPT`."""
+_FOUND_KEPT = 256
 
 
 class Family:
@@ -141,8 +141,9 @@ class Family:
         search made, and taken while each lookup finds the same here."""
         index, path = self._index(), self.info.path
         key = (cls.qualname, os.path.realpath(path)) if path is not None else None
-        kept = _FOUND.get(key) if key is not None else None
-        if kept is not None and kept[0] is index:
+        kept = _FOUND.pop(key, None) if key is not None else None
+        if key is not None and kept is not None and kept[0] is index:
+            _FOUND[key] = kept  # the most recently used is the last to drop
             state = check(kept[1], self.project, self.info, cls.file)
             if state is not None:
                 self.project.replay(*state)

@@ -41,21 +41,25 @@ class Lookups:
     def record(self, key: Key, found: FileInfo | None) -> None:
         if key in self.seen:
             return
+        key = _POOL.setdefault(key, key)
         if found is None:
             self.seen[key] = None
         elif found.path is None or found.text is None:
             self.usable = False
         else:
-            self.seen[key] = Seen(
+            seen = Seen(
                 _real(found.path),
                 _TEXTS.setdefault(found.text, found.text),
                 found is self._asking,
                 found is self._searched,
             )
+            self.seen[key] = _POOL.setdefault(seen, seen)
 
 
 _TEXTS: dict[str, str] = {}
 """One copy of each text recorded, shared by the searches kept."""
+_POOL: dict = {}
+"""One copy of each key and each `Seen` recorded: the searches kept share most of them."""
 
 
 def check(
