@@ -30,6 +30,27 @@ def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_pa
     assert outcomes["net.py"].findings == [] and not outcomes["net.py"].changed
 
 
+def test_names_a_subclass_elsewhere_takes_follow_its_text_in_one_process(tmp_path):
+    """The names of another file's classes, and what a subclass search found, are kept a
+    process by the texts read: once the subclass no longer uses `self.gelu`, the base takes
+    the name in the next run."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    net = pkg / "net.py"
+    net.write_text(CLASHING.replace("from pkg.base", "from .base"))
+
+    def base_text() -> str:
+        [outcome] = run([str(pkg / "base.py")], Settings(), rewrite=True)
+        return outcome.new_text
+
+    assert "self.gelu_1 = nn.GELU()" in base_text()
+    net.write_text(net.read_text().replace("self.gelu", "self.act"))
+    assert "self.gelu = nn.GELU()" in base_text()
+    assert "self.gelu_1" not in base_text()
+
+
 def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
     for name in ("pkg", "app"):
         (tmp_path / name).mkdir()

@@ -64,7 +64,7 @@ class FileContext:
     skip: set[int] = field(default_factory=set)
     suppress: Suppressions = field(default_factory=dict)
     """`# noqa: CODE` and `# migrator: skip[CODE]` comments, by line."""
-    class_names: dict[str, set[str]] = field(default_factory=dict)
+    class_names: dict[str, frozenset[str]] = field(default_factory=dict)
     helpers_seen: set[int] = field(default_factory=set)
     """Helper functions (and calls of helpers in other files) already reported."""
     helper_modules: HelperModules | None = None

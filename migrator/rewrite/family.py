@@ -3,14 +3,25 @@ subclasses in the file, and its subclasses elsewhere in its package."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from migrator.rewrite.lookups import Key, Lookups, Seen, check
 from migrator.rewrite.project import ClassInfo, FileInfo, Project
 from migrator.rewrite.subclasses import files_naming, package_index
 
 T = TypeVar("T")
+
+_FOUND: dict[
+    tuple[str, str], tuple[dict[str, frozenset[Path]], dict[Key, Seen | None], frozenset[str]]
+] = {}
+"""(class qualname, real path of the asking file) -> (the package index searched, the lookups
+of the search, the names its subclasses elsewhere take): in a large package each
+file of a run asks about the same base classes (`transformers`' `PreTrainedModel`), whose
+subclasses are most of the package. Most recently used last, bounded by `_FOUND_KEPT`."""
+_FOUND_KEPT = 256
 
 
 class Family:
@@ -116,15 +127,52 @@ class Family:
     def subclasses_in_file(self, cls: ClassInfo) -> list[ClassInfo]:
         return list(self._subclasses_of().get(cls, ()))
 
-    def subclasses_elsewhere(self, cls: ClassInfo) -> list[ClassInfo]:
-        """Subclasses of `cls` in other files of its package."""
+    def _index(self) -> dict[str, frozenset[Path]]:
         if self._package is None:
             path = self.info.path
             self._package = package_index(path) if path is not None and path.exists() else {}
+        return self._package
+
+    def names_elsewhere(
+        self, cls: ClassInfo, names_of: Callable[[ClassInfo], frozenset[str]]
+    ) -> frozenset[str]:
+        """The union of `names_of` the subclasses of `cls` in other files of its package: the
+        same as from `subclasses_elsewhere`, kept a process (`_FOUND`) with the lookups the
+        search made, and taken while each lookup finds the same here."""
+        index, path = self._index(), self.info.path
+        key = (cls.qualname, os.path.realpath(path)) if path is not None else None
+        kept = _FOUND.pop(key, None) if key is not None else None
+        if key is not None and kept is not None and kept[0] is index:
+            _FOUND[key] = kept  # the most recently used is the last to drop
+            state = check(kept[1], self.project, self.info, cls.file)
+            if state is not None:
+                self.project.replay(*state)
+                return kept[2]
+        generation, ancestors, subclasses = self._current(), self._ancestors, self._subclasses
+        self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
+        lookups = self.project.lookups = Lookups(self.info, cls.file)
+        try:
+            found = self.subclasses_elsewhere(cls)
+        finally:
+            self.project.lookups = None
+            if generation == self.project.generation:  # what was known before still holds
+                ancestors.update(self._ancestors)
+                subclasses.update(self._subclasses)
+                self._ancestors, self._subclasses = ancestors, subclasses
+        names = frozenset().union(*map(names_of, found))
+        if key is not None and lookups.usable:
+            _FOUND[key] = (index, lookups.seen, names)
+            while len(_FOUND) > _FOUND_KEPT:
+                del _FOUND[next(iter(_FOUND))]
+        return names
+
+    def subclasses_elsewhere(self, cls: ClassInfo) -> list[ClassInfo]:
+        """Subclasses of `cls` in other files of its package."""
+        index = self._index()
         found: dict[ClassInfo, None] = {}
         names, todo = {cls.name}, [cls.name]
         while todo:
-            for file in files_naming(self._package, {todo.pop()}):
+            for file in files_naming(index, {todo.pop()}):
                 info = self.project.load_file(file)
                 if info is None or info is self.info:
                     continue

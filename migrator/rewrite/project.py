@@ -14,12 +14,15 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite.names import ModuleNames, collect, literal
 from migrator.rewrite.type_comments import read_type_comments
+
+if TYPE_CHECKING:
+    from migrator.rewrite.lookups import Lookups
 
 TORCH_MODULE = "torch.nn.Module"
 _NOT_MODULES = {
@@ -78,11 +81,24 @@ class FileInfo:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     source: str | None = None
     """The text, for files loaded from disk (so their own rewrite can be worked out)."""
+    text: str | None = None
+    """The text the tree was parsed from, when it was given (`Project.add`)."""
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
         """The module-level functions (worked out once: the tree does not change)."""
         return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
+
+
+def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
+    """The file of the module at `rel` under the first of `roots` that holds one."""
+    for root in roots:
+        if root is None:
+            continue
+        for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 def module_name(path: Path) -> tuple[str, bool, Path]:
@@ -125,6 +141,11 @@ class Project:
         self.generation = 0
         """How many files have been registered: what was found before may be found otherwise
         after a change (a file worked out afresh registers new `ClassInfo`s)."""
+        self.lookups: Lookups | None = None
+        """While set, every module and file looked up is recorded there (`lookups`)."""
+        self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
+        """Path -> (real path, module name, import root, text; None: unreadable), read once a
+        project by `lookups.check` (which asks about the same files for each class)."""
 
     def add(self, tree: ast.Module, path: Path | None, source: str | None = None) -> FileInfo:
         """Register a parsed file (the one being processed) and return its info; its
@@ -137,7 +158,7 @@ class Project:
             for folder in (root, path.resolve().parent):
                 if folder not in self._roots:
                     self._roots.append(folder)
-        info = FileInfo(path, tree, collect(tree, module, is_package))
+        info = FileInfo(path, tree, collect(tree, module, is_package), text=source)
         self._files.append(info)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
@@ -153,17 +174,33 @@ class Project:
             self._modules[path] = module_name(path)[0]
         module = self._modules[path]
         if module in self._by_module:
-            return self._by_module[module]
+            return self._seen(("file", path), self._by_module[module])
         try:
             source = path.read_text(encoding="utf-8")
             info = self.add(parse_cached(source), path, source)
         except (SyntaxError, ValueError, OSError):
+            if self.lookups is not None:
+                self.lookups.usable = False  # another process may read it otherwise
             return None
         info.source = source
-        return info
+        return self._seen(("file", path), info)
+
+    def _seen(self, key: tuple[str, str | Path], found: FileInfo | None) -> FileInfo | None:
+        """`found`, recorded in `lookups` when set."""
+        if self.lookups is not None:
+            self.lookups.record(key, found)
+        return found
 
     def load(self, module: str) -> FileInfo | None:
         """The parsed file of a module (None: not found or not parsable)."""
+        if self.lookups is None:
+            return self._load(module)
+        found = self._load(module)
+        if found is not None and self._by_module.get(module) is not found:
+            self.lookups.usable = False  # registered under another name: read again next time
+        return self._seen(("module", module), found)
+
+    def _load(self, module: str) -> FileInfo | None:
         if module in self._by_module:
             return self._by_module[module]
         rel = Path(*module.split("."))
@@ -178,20 +215,36 @@ class Project:
         return self._read(module, rel, self._roots)
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
-        for root in roots:
-            if root is None:
-                continue
-            for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-                if candidate.is_file():
-                    try:
-                        source = candidate.read_text(encoding="utf-8")
-                        tree = parse_cached(source)
-                    except (SyntaxError, ValueError, OSError):
-                        return None
-                    info = self.add(tree, candidate, source)
-                    info.source = source
-                    return info
-        return None
+        candidate = first_file(rel, roots)
+        if candidate is None:
+            return None
+        try:
+            source = candidate.read_text(encoding="utf-8")
+            tree = parse_cached(source)
+        except (SyntaxError, ValueError, OSError):
+            if self.lookups is not None:
+                self.lookups.usable = False  # another process may read it otherwise
+            return None
+        info = self.add(tree, candidate, source)
+        info.source = source
+        return info
+
+    @property
+    def roots(self) -> list[Path]:
+        """The folders modules are looked for in, in order (each file registered adds its
+        import root and its folder)."""
+        return self._roots
+
+    def registered(self, module: str) -> tuple[bool, FileInfo | None]:
+        """(whether `module` has been looked up or registered, what was found)."""
+        return module in self._by_module, self._by_module.get(module)
+
+    def replay(self, roots: list[Path], not_found: list[str]) -> None:
+        """Take the state a search would have left (`lookups.check`): the folders its files
+        would have added, and the modules it found missing (never looked for again)."""
+        self._roots = roots
+        for module in not_found:
+            self._by_module.setdefault(module, None)
 
     def processes(self, path: Path | None) -> RunSettings | None:
         """The settings the file at `path` is processed with in this run (None: it is not)."""

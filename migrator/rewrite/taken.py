@@ -11,6 +11,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.walk import walk
 
 
 class WorksOut(Protocol):
@@ -48,13 +49,12 @@ class TakenNames:
                     f"in base class `{cls.name}`; rename this attribute",
                 )
             taken |= self._class_names(cls)
-        for sub in family.subclasses_elsewhere(self.cls):
-            taken |= self._class_names(sub)  # their names, not what migrator creates there
+        taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
         return taken
 
-    def _class_names(self, cls: ClassInfo) -> set[str]:
+    def _class_names(self, cls: ClassInfo) -> frozenset[str]:
         if cls.qualname not in self.ctx.class_names:
-            self.ctx.class_names[cls.qualname] = _names_defined(cls.node, self.ctx.visits)
+            self.ctx.class_names[cls.qualname] = _kept_names(cls, self.ctx.visits)
         return self.ctx.class_names[cls.qualname]
 
     def taken(self, name: str) -> bool:
@@ -72,6 +72,29 @@ class TakenNames:
         self._taken.add(name)
         self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
         return name
+
+
+_NAMES: dict[str, tuple[str, dict[tuple[str, int], frozenset[str]]]] = {}
+"""Path -> (its text, (class name, line) -> `_names_defined`) for the files loaded from disk:
+each file of a run asks for the names of the same subclasses in its package (in a large
+package, most of it), and they depend only on the text. An entry is replaced when the text
+differs."""
+
+
+def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
+    """`_names_defined` of `cls`, kept a process by its file's path and text when the file was
+    loaded from disk (the file at hand's classes are asked once per analysis)."""
+    file = cls.file
+    if file.source is None or file.path is None:
+        return frozenset(_names_defined(cls.node, visits))
+    path = str(file.path)
+    kept = _NAMES.get(path)
+    if kept is None or kept[0] != file.source:
+        kept = _NAMES[path] = (file.source, {})
+    key = (cls.name, cls.node.lineno)
+    if key not in kept[1]:
+        kept[1][key] = frozenset(_names_defined(cls.node, walk))
+    return kept[1][key]
 
 
 def _names_defined(cls: ast.ClassDef, visits) -> set[str]:

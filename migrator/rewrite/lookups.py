@@ -1,0 +1,133 @@
+"""What a search through a project read: each module and file it looked up, and what was found,
+so that another project of the process can tell, without parsing, that the same search would
+find the same there (`check`), and take the state the search would have left (`Project.replay`).
+
+A file found is known by its real path and text, and by whether it is one of the two files the
+search tells apart by identity (the asking file, the file of the class searched for)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from migrator.rewrite.project import FileInfo, Project, first_file, module_name
+
+
+class Seen(NamedTuple):
+    """A file a lookup found."""
+
+    path: str
+    text: str
+    asking: bool
+    searched: bool
+
+
+Key = tuple[str, "str | Path"]
+"""("module", dotted name) or ("file", path)."""
+
+
+class Lookups:
+    """The lookups of one search, first of each only, in order."""
+
+    def __init__(self, asking: FileInfo, searched: FileInfo) -> None:
+        self._asking = asking
+        self._searched = searched
+        self.seen: dict[Key, Seen | None] = {}
+        self.usable = True
+        """False when a lookup read something another project could read otherwise (a file
+        that does not parse, one registered under another module name, a text not known)."""
+
+    def record(self, key: Key, found: FileInfo | None) -> None:
+        if key in self.seen:
+            return
+        key = _POOL.setdefault(key, key)
+        if found is None:
+            self.seen[key] = None
+        elif found.path is None or found.text is None:
+            self.usable = False
+        else:
+            seen = Seen(
+                _real(found.path),
+                _TEXTS.setdefault(found.text, found.text),
+                found is self._asking,
+                found is self._searched,
+            )
+            self.seen[key] = _POOL.setdefault(seen, seen)
+
+
+_TEXTS: dict[str, str] = {}
+"""One copy of each text recorded, shared by the searches kept."""
+_POOL: dict = {}
+"""One copy of each key and each `Seen` recorded: the searches kept share most of them."""
+
+
+def check(
+    seen: dict[Key, Seen | None], project: Project, asking: FileInfo, searched: FileInfo
+) -> tuple[list[Path], list[str]] | None:
+    """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
+    (the folders the files it would load add to the project's, the modules it would find
+    missing); None otherwise. Files not registered in `project` are read from disk."""
+    roots = list(project.roots)
+    loaded: dict[str, Seen | None] = {}
+    """Modules the search would register (None: found missing)."""
+    for (kind, key), was in seen.items():
+        module = _on_disk(project, key)[1] if isinstance(key, Path) else key
+        known, now = project.registered(module)
+        if known:
+            if not _same(now, was, asking, searched):
+                return None
+            continue
+        if module in loaded:
+            if loaded[module] != was:
+                return None
+            continue
+        if kind == "module" and module.split(".")[0] == "torch":
+            continue  # torch's own files: kept apart, the same for every project
+        path = key if isinstance(key, Path) else first_file(Path(*module.split(".")), roots)
+        if path is None:
+            if was is not None:
+                return None
+            loaded[module] = None
+            continue
+        if was is None or was.asking or was.searched:
+            return None
+        real, name, root, text = _on_disk(project, path)
+        if real != was.path or name != module or text is None or text != was.text:
+            return None
+        for folder in (root, Path(real).parent):
+            if folder not in roots:
+                roots.append(folder)
+        again = first_file(Path(*module.split(".")), roots)
+        if again is None or _real(again) != real:
+            return None  # looked up by name later, the module would be another file
+        loaded[module] = was
+    return roots, [module for module, was in loaded.items() if was is None]
+
+
+def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:
+    """(real path, module name, import root, text) of a file, read once a project."""
+    if path not in project.on_disk:
+        name, _, root = module_name(path)
+        try:
+            text: str | None = path.read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            text = None
+        project.on_disk[path] = (_real(path), name, root, text)
+    return project.on_disk[path]
+
+
+def _same(now: FileInfo | None, was: Seen | None, asking: FileInfo, searched: FileInfo) -> bool:
+    if now is None or was is None:
+        return now is None and was is None
+    return (
+        now.path is not None
+        and now.text == was.text
+        and (now is asking) == was.asking
+        and (now is searched) == was.searched
+        and _real(now.path) == was.path
+    )
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
