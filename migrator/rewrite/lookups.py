@@ -41,6 +41,9 @@ class Lookups:
     def record(self, key: Key, found: FileInfo | None) -> None:
         if key in self.seen:
             return
+        if len(_TEXTS) > _INTERNED_KEPT or len(_POOL) > 8 * _INTERNED_KEPT:
+            _TEXTS.clear()  # the searches kept hold their own references: only sharing is lost
+            _POOL.clear()
         key = _POOL.setdefault(key, key)
         if found is None:
             self.seen[key] = None
@@ -60,6 +63,8 @@ _TEXTS: dict[str, str] = {}
 """One copy of each text recorded, shared by the searches kept."""
 _POOL: dict = {}
 """One copy of each key and each `Seen` recorded: the searches kept share most of them."""
+_INTERNED_KEPT = 4096
+"""Texts interned before both tables start afresh (a long-lived process records ever more)."""
 
 
 def check(
