@@ -1210,6 +1210,15 @@ KEPT_SETTINGS: dict[str, frozenset[str]] = {
         )
         for n in (1, 2, 3)
     },
+    **{
+        f"{NN}{kind}{n}d": frozenset(
+            {"in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation"}
+            | {"output_padding", "groups", "padding_mode"}
+        )
+        for kind in ("Conv", "ConvTranspose")
+        for n in (1, 2, 3)
+    },
+    NN + "Linear": frozenset({"in_features", "out_features"}),
     NN + "LayerNorm": frozenset({"normalized_shape", "eps", "elementwise_affine"}),
     NN + "GroupNorm": frozenset({"num_groups", "num_channels", "eps", "affine"}),
 }

@@ -138,6 +138,25 @@ def findings(signature: str, body: str) -> list[str]:
             "def f(t) -> torch.Tensor:\n    return t\nreturn f(x.sum(0)) + 1",
             ["MIG002 .sum()", "MIG002 `+`"],
         ),
+        # a nested function only ever called here takes what its calls pass
+        ("self, x", "def f(n):\n    return n * 2\nreturn x[: f(x.shape[0])]", []),
+        (
+            "self, x",
+            "def f(n):\n    return n * 2\nreturn f(x.shape[0]) + f(x)",
+            ["MIG114 `*`", "MIG114 `+`"],
+        ),
+        (
+            "self, x",
+            "def f(n):\n    return n * 2\ng = f\nreturn x[: g(x.shape[0])]",
+            ["MIG114 `*`"],
+        ),
+        ("self, x", "def f(n):\n    return n * 2\nreturn x[: f(*x.shape[:1])]", ["MIG114 `*`"]),
+        ("self, x", "def f(n, k=2):\n    return n * k\nreturn x[: f(x.shape[0])]", []),
+        ("self, x", "n = -1\nm = min(n + 1, x.shape[0])\nreturn x[: m * 2]", []),
+        # settings of submodules built once in `__init__`
+        ("self, x", "kh, kw = self.conv.kernel_size\nreturn x[: kh * kw]", []),
+        ("self, x", "return x[: self.conv.out_channels - 1]", []),
+        ("self, x", "return x[: self.conv.weight - 1]", ["MIG114 `-`"]),
     ],
 )
 def test_proofs_beside_sizes(signature, body, expected):
@@ -163,7 +182,9 @@ def test_sizes_kept_in_a_dict_are_sizes():
 
 def test_unannotated_function_returns_what_its_returns_are():
     """A function of the file without a return annotation returns a tensor when every `return`
-    gives one, sizes when none holds a tensor (`h * w` stays), else nothing known (MIG114)."""
+    gives one, sizes when none holds a tensor (`h * w` stays), or when given sizes none of its
+    returns holds one (`either(x.shape) * 3` stays), else nothing known (MIG114,
+    `test_helper_result_given_sizes`)."""
     source = """
 import torch
 import torch.nn as nn
@@ -192,4 +213,53 @@ class M(nn.Module):
         for f in check_text(source, "m.py", Project())
         if f.code in ("MIG002", "MIG105", "MIG114")
     )
-    assert found == ["22: MIG002 `*`", "22: MIG002 `+`", "22: MIG002 `+`", "22: MIG114 `*`"]
+    assert found == ["22: MIG002 `*`", "22: MIG002 `+`", "22: MIG002 `+`"]
+
+
+HELPER = """
+import torch
+import torch.nn as nn
+
+
+def padding(x: int, k: int):
+    if isinstance(x, torch.Tensor):
+        return torch.clamp(k - x, min=0)
+    return max(k - x, 0)
+
+
+def rebound(x: int, k: int):
+    x = x * 1
+    if isinstance(x, torch.Tensor):
+        return torch.clamp(k - x, min=0)
+    return max(k - x, 0)
+
+
+def made(x, k=torch.ones(1)):
+    return k
+
+
+class M(nn.Module):
+    def forward(self, x):
+        h = x.shape[-1]
+        return x + {call} * 2
+"""
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ("padding(h, 3)", ["MIG002 `+`"]),  # the branch for a tensor does not run for a size
+        ("padding(x, 3)", ["MIG002 `+`", "MIG114 `*`"]),  # given a tensor, it may run
+        ("rebound(h, 3)", ["MIG002 `+`", "MIG114 `*`"]),  # `x` rebound: the test proves nothing
+        ("made(h)", ["MIG002 `+`", "MIG114 `*`"]),  # a default that is no constant
+    ],
+)
+def test_helper_result_given_sizes(call, expected):
+    """A helper without a return annotation returns a size when given sizes and every `return`
+    that may then run gives one (timm's `get_same_padding`)."""
+    found = sorted(
+        f"{f.code} {f.message.split(' -> ')[0].split(' on ')[0]}"
+        for f in check_text(HELPER.format(call=call), "m.py", Project())
+        if f.code in ("MIG002", "MIG114")
+    )
+    assert found == sorted(expected)

@@ -12,7 +12,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import report_helper_ops, return_annotation
+from migrator.rewrite.helpers import plain_result, report_helper_ops, return_annotation
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.order import ForwardOrder
@@ -21,6 +21,7 @@ from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import inherited_reach, init_reach, reach
 from migrator.rewrite.scan import Scanner
+from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import header_lines
@@ -57,6 +58,7 @@ class ClassAnalysis:
         hyper = HyperParameters(self.ctx, self.attributes)
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
+        settings = SubmoduleSettings(self.ctx, self.attributes)
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)
         evident = self._evident(called - module_attrs)
@@ -75,6 +77,8 @@ class ClassAnalysis:
                 returns=partial(self._returns, method, methods),
                 evident=evident,
                 unknown_attrs=self.attributes.may_hold_tensors - self.attributes.tensor_attrs,
+                plain_setting=settings.plain,
+                plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(

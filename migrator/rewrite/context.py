@@ -81,6 +81,9 @@ class FileContext:
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
     inferred_returns: dict[int, ast.expr | None] = field(default_factory=dict)
     """What each function without a return annotation is proven to return, by id (held)."""
+    plain_results: dict[int, bool] = field(default_factory=dict)
+    """Whether each function returns no tensor when given none (`helpers.plain_result`), by id
+    (held)."""
     made_tensors: dict[int, set[str]] = field(default_factory=dict)
     """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)

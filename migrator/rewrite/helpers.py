@@ -9,9 +9,10 @@ in another file of the project at the call that reaches it.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Callable, Iterator
 
 from migrator import catalog
+from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.tensors import TensorNames, is_container
@@ -206,6 +207,96 @@ def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | No
     if all(v is not None and tensors.holds_no_tensor(v) for v in values):
         return ast.Name("int", ast.Load())
     return None
+
+
+def plain_result(
+    ctx: FileContext, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
+) -> bool:
+    """Whether the helper function `call` runs returns a value holding no tensor when it is given
+    values holding none (`_plain_result`); the caller proves that of the arguments."""
+    found = target_of(ctx, ctx.info, call, caller, methods)
+    if found is None:
+        return False
+    info, function = found
+    if id(function) not in ctx.plain_results:
+        ctx.hold(function)
+        ctx.plain_results[id(function)] = _plain_result(info, function)
+    return ctx.plain_results[id(function)]
+
+
+def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
+    """Whether every `return` of `function` (none in a nested function) gives a value holding no
+    tensor, its parameters taken for such values: none is annotated otherwise, every default is
+    a constant, and a branch that runs only for a tensor (`if isinstance(x, torch.Tensor):`, on
+    a parameter it never rebinds) is left out (timm's `get_same_padding`: `max(...)` of sizes
+    for sizes, `torch.clamp(...)` for tensors). Falling off the end gives None, no tensor."""
+    nodes = [v.node for v in walk(function)]
+    args = function.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if (
+        any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes)
+        or args.vararg
+        or args.kwarg
+        or any(annotation_kind(p.annotation) not in (None, "plain") for p in params)
+        or any(not isinstance(d, ast.Constant) for d in args.defaults)
+        or any(d is not None and not isinstance(d, ast.Constant) for d in args.kw_defaults)
+    ):
+        return False
+    tensors = TensorNames(
+        function, nodes, info.names.resolve, set(), set(), first_is_tensor=False, plain_params=True
+    )
+    rebound = {p.arg for p in params if tensors.bound_times(p.arg) != 1}
+    returns = _returns(function.body, {p.arg for p in params} - rebound, info.names.resolve)
+    return all(r.value is None or tensors.holds_no_tensor(r.value) for r in returns)
+
+
+def _returns(
+    body: list[ast.stmt], params: set[str], resolve: Callable[[ast.expr], str | None]
+) -> Iterator[ast.Return]:
+    """The `return` statements of a function body, but those of nested functions and those in
+    the body of an `if` testing that one of `params` is a tensor."""
+    for stmt in body:
+        if isinstance(stmt, ast.Return):
+            yield stmt
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        elif isinstance(stmt, ast.If):
+            if not _tests_tensor(stmt.test, params, resolve):
+                yield from _returns(stmt.body, params, resolve)
+            yield from _returns(stmt.orelse, params, resolve)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for part in getattr(stmt, field, ()):
+                    inner = (
+                        part.body
+                        if isinstance(part, (ast.ExceptHandler, ast.match_case))
+                        else [part]
+                    )
+                    yield from _returns(inner, params, resolve)
+
+
+def _tests_tensor(
+    test: ast.expr, params: set[str], resolve: Callable[[ast.expr], str | None]
+) -> bool:
+    """`isinstance(p, torch.Tensor)` or `torch.is_tensor(p)` of a parameter in `params`."""
+    if not (
+        isinstance(test, ast.Call)
+        and test.args
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id in params
+        and not test.keywords
+    ):
+        return False
+    func = resolve(test.func)
+    if func == "torch.is_tensor":
+        return len(test.args) == 1
+    return (
+        isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and func is None
+        and len(test.args) == 2
+        and resolve(test.args[1]) == "torch.Tensor"
+    )
 
 
 def unbound(method: ast.FunctionDef) -> bool:

@@ -67,6 +67,9 @@ class TensorNames:
         returns: Callable[[ast.Call], ast.expr | None] | None = None,
         evident: dict[str, tuple[str, list[str]]] | None = None,
         unknown_attrs: frozenset[str] | set[str] = frozenset(),
+        plain_setting: Callable[[ast.Attribute], bool] | None = None,
+        plain_call: Callable[[ast.Call], bool] | None = None,
+        plain_params: bool = False,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -75,8 +78,14 @@ class TensorNames:
         can be found. `evident`: attribute -> ('tensor' or 'tuple', the targets proving it) for
         modules whose class only run-time evidence knows: what calling them returns.
         `unknown_attrs`: attributes neither they nor their items proven plain (containers built by
-        calls, results of methods)."""
+        calls, results of methods). `plain_setting(node)`: whether `self.<module>.<setting>` and
+        its items are proven to hold no tensor (`settings.SubmoduleSettings`). `plain_call(call)`:
+        whether the function `call` runs returns no tensor when given none (`helpers.plain_result`).
+        `plain_params`: every parameter holds no tensor (the function is so called)."""
         self.resolve = resolve
+        self.plain_setting = plain_setting
+        self.plain_call = plain_call
+        self.plain_params = plain_params
         self.unknown_attrs = unknown_attrs
         self.evident = evident or {}
         self.via: dict[str, list[str]] = {}
@@ -125,7 +134,9 @@ class TensorNames:
                 self._declare(node.arg, annotation_kind(node.annotation))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self._declare(node.target.id, annotation_kind(node.annotation))
-        evidence = {p.arg for p in params if annotation_kind(p.annotation) is None}
+        evidence = {
+            p.arg for p in params if annotation_kind(p.annotation) is None and not self.plain_params
+        }
         for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
@@ -285,8 +296,10 @@ class TensorNames:
         for param in params:
             default = defaults.get(param.arg)
             kind = annotation_kind(param.annotation)
-            plain = kind == "plain" or (
-                isinstance(default, ast.Constant) and default.value is not None
+            plain = (
+                kind == "plain"
+                or self.plain_params
+                or (isinstance(default, ast.Constant) and default.value is not None)
             )
             if isinstance(kind, tuple) and not plain:
                 holders.add(param.arg)
@@ -299,6 +312,8 @@ class TensorNames:
         for node in nodes:
             for name, value in _stored_items(node):
                 bindings.setdefault(name, []).append(value)
+        for name, values in self._passed(nodes).items():
+            bindings.setdefault(name, []).extend(values)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
             if isinstance(node, ast.arg) and node.arg not in bindings:
                 plain = annotation_kind(node.annotation) == "plain"
@@ -326,6 +341,52 @@ class TensorNames:
                     self.plain_items.discard(name)
                     changed = True
 
+    def bound_times(self, name: str) -> int:
+        """How many times the function binds `name` (parameters included)."""
+        return self._counts.get(name, 0)
+
+    def _passed(self, nodes: list[ast.AST]) -> dict[str, list[ast.expr | None]]:
+        """What each call passes to the unannotated parameters of a nested function that is
+        only ever called here (its name bound by its `def` alone, never read but as what a call
+        calls): parameter -> the arguments (or defaults) it takes, None for what a starred
+        argument passes."""
+        defs: dict[str, int] = {}
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                name = getattr(node, "name", "<lambda>")
+                defs[name] = defs.get(name, 0) + 1
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        escaping = {
+            n.id
+            for n in nodes
+            if isinstance(n, ast.Name) and (id(n) not in called or not isinstance(n.ctx, ast.Load))
+        }
+        passed: dict[str, list[ast.expr | None]] = {}
+        for name, nested in self._nested.items():
+            if defs.get(name) != 1 or self._counts.get(name) or name in escaping:
+                continue
+            args = nested.args
+            positional = [*args.posonlyargs, *args.args]
+            defaults = dict(zip(reversed(positional), reversed(args.defaults)))
+            defaults.update({a: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
+            params = [p for p in (*positional, *args.kwonlyargs) if p.annotation is None]
+            for call in nodes:
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == name
+                ):
+                    continue
+                unpacked = any(isinstance(a, ast.Starred) for a in call.args) or any(
+                    k.arg is None for k in call.keywords
+                )
+                given: dict[str, ast.expr] = {p.arg: a for p, a in zip(positional, call.args)}
+                given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+                for param in params:
+                    value = None if unpacked else given.get(param.arg, defaults.get(param))
+                    passed.setdefault(param.arg, []).append(value)
+        return passed
+
     # -- queries -------------------------------------------------------------------------------
     def is_plain(self, node: ast.expr) -> bool:
         """Whether `node` is proven not to be a tensor."""
@@ -345,6 +406,8 @@ class TensorNames:
                     node.attr not in self.tensor_attrs and node.attr not in self.unknown_attrs
                 )
             if node.attr in NOT_TENSOR_ATTRIBUTES:
+                return True
+            if self.plain_setting is not None and self.plain_setting(node):
                 return True
             qualname = self.resolve(node)
             return bool(qualname) and not self.is_tensor(node)
@@ -366,6 +429,8 @@ class TensorNames:
                 return True
             if plainish(self._kind(node)):
                 return True
+            if self._plain_result(node):
+                return True
             qualname = self.resolve(func)
             return bool(
                 qualname
@@ -383,6 +448,19 @@ class TensorNames:
         if isinstance(node, ast.IfExp):
             return self.is_plain(node.body) and self.is_plain(node.orelse)
         return False
+
+    def _plain_result(self, node: ast.Call) -> bool:
+        """Whether `node` calls a function that returns no tensor, nor items holding one, when
+        given none, and is given none (`plain_call`)."""
+        return (
+            self.plain_call is not None
+            and all(
+                self.holds_no_tensor(a.value if isinstance(a, ast.Starred) else a)
+                for a in node.args
+            )
+            and all(self.holds_no_tensor(k.value) for k in node.keywords)
+            and self.plain_call(node)
+        )
 
     def holds_no_tensor(self, node: ast.expr) -> bool:
         """Whether `node` is proven plain, and so are its items."""
@@ -428,6 +506,8 @@ class TensorNames:
             kind = self._kind(node)
             if kind is not None:
                 return plainish(kind)
+            if self._plain_result(node):
+                return True
             qualname = self.resolve(func)
             return qualname is not None and (
                 qualname.split(".")[0] in _PLAIN_MODULES
@@ -440,6 +520,8 @@ class TensorNames:
             return self._plain_items(node.value)
         if isinstance(node, ast.BinOp):  # `[B] + sizes`
             return self._plain_items(node.left) and self._plain_items(node.right)
+        if isinstance(node, ast.UnaryOp):  # `-1`
+            return self._plain_items(node.operand)
         if isinstance(node, ast.IfExp):
             return self._plain_items(node.body) and self._plain_items(node.orelse)
         return False

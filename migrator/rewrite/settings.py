@@ -1,0 +1,141 @@
+"""Settings of a submodule proven to hold no tensor: `self.<module>.<setting>` of a module that
+`__init__` builds once from a class known statically, when that class keeps the setting as a
+number, a string or a tuple of them (`self.conv.kernel_size` of an `nn.Conv2d`, the
+`self.attn.resolution` that every method of the class sets to a size)."""
+
+from __future__ import annotations
+
+import ast
+
+from migrator import catalog
+from migrator.rewrite.attributes import ClassAttributes
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.taken import class_level_names
+from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.walk import walk
+
+
+class SubmoduleSettings:
+    """Which `self.<module>.<setting>` of one class hold no tensor."""
+
+    def __init__(self, ctx: FileContext, attributes: ClassAttributes) -> None:
+        self.ctx = ctx
+        self.attributes = attributes
+        self._known: dict[tuple[str, str], bool] = {}
+
+    def plain(self, node: ast.Attribute) -> bool:
+        """Whether `node`, `self.<module>.<setting>`, and its items hold no tensor."""
+        owner = node.value
+        if not self_attr(owner):
+            return False
+        key = (owner.attr, node.attr)
+        if key not in self._known:
+            self._known[key] = self._plain(owner.attr, node.attr)
+        return self._known[key]
+
+    def _plain(self, owner: str, setting: str) -> bool:
+        made_by = self._made_by(owner)
+        if made_by is None:
+            return False
+        if setting in catalog.KEPT_SETTINGS.get(made_by, ()):
+            return True
+        cls = self.ctx.project.find_class(made_by, self.ctx.info)
+        return cls is not None and _kept_plain(self.attributes.family, cls, setting)
+
+    def _made_by(self, owner: str) -> str | None:
+        """The class `self.<owner>` is built from: assigned once, in `__init__` only, by a call of
+        a class resolved statically, and assigned by no class of the family but this one."""
+        info = self.attributes.attrs.get(owner)
+        if (
+            info is None
+            or info.count != 1
+            or owner in self.attributes.assigned_elsewhere
+            or not isinstance(info.value, ast.Call)
+        ):
+            return None
+        cls, family = self.attributes.cls, self.attributes.family
+        related = [
+            *family.ancestors(cls),
+            *family.subclasses_in_file(cls),
+            *family.subclasses_elsewhere(cls),
+        ]
+        if any(_assigns(each.node, owner, whole=True) for each in related) or any(
+            _assigns(each.node, owner, whole=False) for each in [cls, *related]
+        ):
+            return None
+        return self.ctx.info.names.resolve(info.value.func)
+
+
+def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
+    """Whether an instance of exactly `cls` holds no tensor in `self.<setting>`: `cls` and its
+    bases are classes of the project deriving from `nn.Module` alone, none defines the name at
+    class level (a property), sets attributes by name (`setattr`), and every assignment of
+    `self.<setting>` in their methods, at least one, gives a value holding no tensor, built from
+    the method's parameters and constants alone (`resolution: int`), not from other
+    attributes."""
+    lineage = [cls, *family.ancestors(cls)]
+    known = {each.qualname for each in lineage}
+    if any(
+        base not in known and base not in ("torch.nn.Module", "torch.nn.modules.module.Module")
+        for each in lineage
+        for base in each.bases
+    ):
+        return False
+    found = False
+    for each in lineage:
+        if setting in class_level_names(each.node):
+            return False
+        for method in each.methods().values():
+            nodes = [v.node for v in walk(method)]
+            if any(isinstance(n, ast.Name) and n.id == "setattr" for n in nodes):
+                return False
+            values = list(_assignments(nodes, setting))
+            if not values:
+                continue
+            if any(value is None for value in values):
+                return False
+            tensors = TensorNames(
+                method, nodes, each.file.names.resolve, set(), set(), first_is_tensor=False
+            )
+            for value in values:
+                assert value is not None  # tested above
+                if any(self_attr(n) for n in ast.walk(value)) or not tensors.holds_no_tensor(value):
+                    return False
+            found = True
+    return found
+
+
+def _assignments(nodes: list[ast.AST], setting: str):
+    """The value of each assignment of `self.<setting>` among `nodes` (None when it is not
+    assigned whole: `self.x += 1`, `self.x, self.y = ...`)."""
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if self_attr(target) and target.attr == setting:
+                    yield node.value
+                elif isinstance(target, (ast.Tuple, ast.List)) and any(
+                    self_attr(n) and n.attr == setting for n in ast.walk(target)
+                ):
+                    yield None
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            target = node.target
+            if self_attr(target) and target.attr == setting:
+                yield node.value if isinstance(node, ast.AnnAssign) else None
+
+
+def _assigns(cls: ast.ClassDef, owner: str, whole: bool) -> bool:
+    """Whether a class's statements assign `self.<owner>` (`whole`) or an attribute of it."""
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            for part in ast.walk(target):
+                if whole and self_attr(part) and part.attr == owner:
+                    return True
+                inner = part.value if isinstance(part, ast.Attribute) else None
+                if not whole and self_attr(inner) and inner.attr == owner:
+                    return True
+    return False
