@@ -7,6 +7,7 @@ import ast
 from functools import partial
 from typing import Callable
 
+from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
@@ -38,6 +39,7 @@ class ClassAnalysis:
         self.family = family
         self.attributes = ClassAttributes(ctx, cls, family)
         self.names = TakenNames(ctx, cls, family, analysis)
+        self.settings = SubmoduleSettings(ctx, self.attributes)
 
     def run(self, place: bool = True) -> list[Registration]:
         """Plan the class's rewrite; the modules it creates (placed in `__init__` unless
@@ -58,7 +60,6 @@ class ClassAnalysis:
         hyper = HyperParameters(self.ctx, self.attributes)
         reused = ReusedModules(self.ctx, self.attributes, creator)
         placement = Placement(self.ctx, self.attributes, order)
-        settings = SubmoduleSettings(self.ctx, self.attributes)
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)
         evident = self._evident(called - module_attrs)
@@ -77,7 +78,7 @@ class ClassAnalysis:
                 returns=partial(self._returns, method, methods),
                 evident=evident,
                 unknown_attrs=self.attributes.may_hold_tensors - self.attributes.tensor_attrs,
-                plain_setting=settings.plain,
+                plain_setting=self.settings.plain,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
@@ -115,11 +116,16 @@ class ClassAnalysis:
     ) -> ast.expr | None:
         """`TensorNames.returns`: the return annotation of the method or helper a call runs,
         or of the `forward` of the module `self.<attr>(...)` calls when `__init__` builds it
-        once from a class found (`self.part = Part()`; `Part.forward -> Tuple[Tensor, int]`)."""
+        once from a class found (`self.part = Part()`; `Part.forward -> Tuple[Tensor, int]`);
+        `Tensor` when `__init__` sets it only to `None` or to a `torch.nn` class that always
+        returns a new tensor (`catalog.fresh_output`: `nn.Linear`)."""
         found = return_annotation(self.ctx, call, method, methods)
         func = call.func
         if found is not None or not self_attr(func) or func.attr in methods:
             return found
+        made_by = self.settings.made_by(func.attr)
+        if made_by is not None and catalog.fresh_output(made_by, False):
+            return ast.Name("Tensor", ast.Load())  # `nn.Linear(...)` where not `None`
         attr = self.attributes.attrs.get(func.attr)
         if attr is None or attr.count != 1 or func.attr in self.attributes.assigned_elsewhere:
             return None

@@ -24,6 +24,7 @@ class SubmoduleSettings:
         self.ctx = ctx
         self.attributes = attributes
         self._known: dict[tuple[str, str], bool] = {}
+        self._made: dict[str, str | None] = {}
 
     def plain(self, node: ast.Attribute) -> bool:
         """Whether `node`, `self.<module>.<setting>`, and its items hold no tensor."""
@@ -36,7 +37,7 @@ class SubmoduleSettings:
         return self._known[key]
 
     def _plain(self, owner: str, setting: str) -> bool:
-        made_by = self._made_by(owner)
+        made_by = self.made_by(owner)
         if made_by is None:
             return False
         if setting in catalog.KEPT_SETTINGS.get(made_by, ()):
@@ -44,16 +45,28 @@ class SubmoduleSettings:
         cls = self.ctx.project.find_class(made_by, self.ctx.info)
         return cls is not None and _kept_plain(self.attributes.family, cls, setting)
 
+    def made_by(self, owner: str) -> str | None:
+        """The class `self.<owner>` is built from when it holds a module: every assignment of it,
+        all in `__init__`, is a call of that class, resolved statically, or `None` (reading
+        or calling `None` fails before anything else); no other class of the family assigns
+        it, nor anything of it."""
+        if owner not in self._made:
+            self._made[owner] = self._made_by(owner)
+        return self._made[owner]
+
     def _made_by(self, owner: str) -> str | None:
-        """The class `self.<owner>` is built from: assigned once, in `__init__` only, by a call of
-        a class resolved statically, and assigned by no class of the family but this one."""
-        info = self.attributes.attrs.get(owner)
-        if (
-            info is None
-            or info.count != 1
-            or owner in self.attributes.assigned_elsewhere
-            or not isinstance(info.value, ast.Call)
-        ):
+        init = self.attributes.init
+        if init is None or owner not in self.attributes.attrs:
+            return None
+        if owner in self.attributes.assigned_elsewhere:
+            return None
+        values = list(_assignments([v.node for v in self.ctx.visits(init)], owner))
+        made = {
+            self.ctx.info.names.resolve(v.func) if isinstance(v, ast.Call) else None
+            for v in values
+            if not (isinstance(v, ast.Constant) and v.value is None)
+        }
+        if len(made) != 1:
             return None
         cls, family = self.attributes.cls, self.attributes.family
         related = [
@@ -65,7 +78,7 @@ class SubmoduleSettings:
             _assigns(each.node, owner, whole=False) for each in [cls, *related]
         ):
             return None
-        return self.ctx.info.names.resolve(info.value.func)
+        return made.pop()
 
 
 def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
