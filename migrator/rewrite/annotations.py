@@ -9,6 +9,7 @@ tuple or sequence of one kind), `("tuple", (a, b))` (a tuple of fixed kinds) or 
 from __future__ import annotations
 
 import ast
+import copy
 
 Kind = str | tuple
 
@@ -43,6 +44,22 @@ def annotation_kind(annotation: ast.expr | None) -> Kind | None:
     if set(kinds) <= {"tensor", ("seq", "tensor"), "tensors"}:
         return "tensors"
     return None
+
+
+def expand_aliases(annotation: ast.expr | None, aliases: dict[str, ast.expr]) -> ast.expr | None:
+    """`annotation` with each name of a type alias replaced by what it stands for."""
+    if annotation is None or not aliases:
+        return annotation
+    if isinstance(annotation, ast.Name):
+        return aliases.get(annotation.id, annotation)
+    if not any(isinstance(n, ast.Name) and n.id in aliases for n in ast.walk(annotation)):
+        return annotation
+
+    class Expand(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return aliases.get(node.id, node)
+
+    return Expand().visit(copy.deepcopy(annotation))
 
 
 def plainish(kind: Kind | None) -> bool:

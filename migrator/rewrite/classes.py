@@ -79,6 +79,7 @@ class ClassAnalysis:
                 evident=evident,
                 unknown_attrs=self.attributes.may_hold_tensors - self.attributes.tensor_attrs,
                 plain_setting=self.settings.plain,
+                aliases=self.ctx.info.aliases,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
             )
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))

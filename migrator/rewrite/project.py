@@ -89,6 +89,34 @@ class FileInfo:
         """The module-level functions (worked out once: the tree does not change)."""
         return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
 
+    @functools.cached_property
+    def aliases(self) -> dict[str, ast.expr]:
+        """Type aliases: names the module binds once, by a top-level assignment of a subscripted
+        type (`Size_ = Tuple[int, int]`), and nothing else binds (no import, definition,
+        parameter or other assignment)."""
+        stored: dict[str, int] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                name = node.id
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.alias):
+                name = node.asname or node.name.split(".")[0]
+            elif isinstance(node, ast.arg):
+                name = node.arg
+            else:
+                continue
+            stored[name] = stored.get(name, 0) + 1
+        return {
+            s.targets[0].id: s.value
+            for s in self.tree.body
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Subscript)
+            and stored.get(s.targets[0].id) == 1
+        }
+
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     """The file of the module at `rel` under the first of `roots` that holds one."""

@@ -16,7 +16,13 @@ import ast
 from typing import Callable
 
 from migrator import catalog
-from migrator.rewrite.annotations import Kind, annotation_kind, item_kind, plainish
+from migrator.rewrite.annotations import (
+    Kind,
+    annotation_kind,
+    expand_aliases,
+    item_kind,
+    plainish,
+)
 
 # Tensor methods and attributes whose result is not a tensor.
 TUPLE_METHODS = frozenset("chunk split unbind tensor_split split_with_sizes".split())
@@ -70,6 +76,7 @@ class TensorNames:
         plain_setting: Callable[[ast.Attribute], bool] | None = None,
         plain_call: Callable[[ast.Call], bool] | None = None,
         plain_params: bool = False,
+        aliases: dict[str, ast.expr] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -81,8 +88,10 @@ class TensorNames:
         calls, results of methods). `plain_setting(node)`: whether `self.<module>.<setting>` and
         its items are proven to hold no tensor (`settings.SubmoduleSettings`). `plain_call(call)`:
         whether the function `call` runs returns no tensor when given none (`helpers.plain_result`).
-        `plain_params`: every parameter holds no tensor (the function is so called)."""
+        `plain_params`: every parameter holds no tensor (the function is so called). `aliases`:
+        the file's type aliases (`FileInfo.aliases`), read in annotations."""
         self.resolve = resolve
+        self.aliases = aliases or {}
         self.plain_setting = plain_setting
         self.plain_call = plain_call
         self.plain_params = plain_params
@@ -124,18 +133,20 @@ class TensorNames:
     def _seed(self, func: ast.FunctionDef, nodes: list[ast.AST], first_is_tensor: bool) -> None:
         params = _parameters(func)
         for i, param in enumerate(params):
-            kind = annotation_kind(param.annotation)
+            kind = self._annotation_kind(param.annotation)
             if kind == "tensor" or (kind is None and i == 0 and first_is_tensor):
                 self.names.add(param.arg)
             else:
                 self._declare(param.arg, kind)
         for node in nodes:  # the parameters of nested functions, and annotated assignments
             if isinstance(node, ast.arg) and node.arg != "self":
-                self._declare(node.arg, annotation_kind(node.annotation))
+                self._declare(node.arg, self._annotation_kind(node.annotation))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                self._declare(node.target.id, annotation_kind(node.annotation))
+                self._declare(node.target.id, self._annotation_kind(node.annotation))
         evidence = {
-            p.arg for p in params if annotation_kind(p.annotation) is None and not self.plain_params
+            p.arg
+            for p in params
+            if self._annotation_kind(p.annotation) is None and not self.plain_params
         }
         for node in nodes:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -158,6 +169,9 @@ class TensorNames:
                 for arg in node.args[:1]:
                     if isinstance(arg, ast.Name) and arg.id in evidence:
                         self.names.add(arg.id)
+
+    def _annotation_kind(self, annotation: ast.expr | None) -> Kind | None:
+        return annotation_kind(expand_aliases(annotation, self.aliases))
 
     def _declare(self, name: str, kind: Kind | None) -> None:
         """An annotated name: a tensor, or a container of tensors if nothing else binds it."""
@@ -295,7 +309,7 @@ class TensorNames:
         """Parameters declared containers of tensors: no tensor, but their items may be."""
         for param in params:
             default = defaults.get(param.arg)
-            kind = annotation_kind(param.annotation)
+            kind = self._annotation_kind(param.annotation)
             plain = (
                 kind == "plain"
                 or self.plain_params
@@ -316,7 +330,7 @@ class TensorNames:
             bindings.setdefault(name, []).extend(values)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
             if isinstance(node, ast.arg) and node.arg not in bindings:
-                plain = annotation_kind(node.annotation) == "plain"
+                plain = self._annotation_kind(node.annotation) == "plain"
                 bindings[node.arg] = [ast.Constant(0) if plain else None]
         for name in self._nested:
             bindings.setdefault(name, []).append(None)
