@@ -103,14 +103,31 @@ class ModuleCreator:
         )
         return name
 
+    def copy_inherited(self, attr: str, key: Key, guarded: bool = False) -> str:
+        """Plan a copy of the module a base class's `__init__` assigns to `self.<attr>`, made
+        after `super().__init__()` from the instance it built (`copy.deepcopy`, `guarded` by
+        `stateless_copy` when only run-time evidence proved it stateless); return the new
+        attribute name."""
+        value = f"{self.ctx.module_ref('copy.deepcopy')}(self.{attr})"
+        if guarded:
+            value = f"{self.ctx.module_ref('migrator.nn.stateless_copy')}({value})"
+        name = self.names.new(attr)
+        floor = self.attributes.super_index or 0
+        self.registrations.append(Registration(key, f"self.{name} = {value}", set(), None, floor))
+        return name
+
     def can_copy(self, original: InitAttr) -> None:
         """Raise a refusal when a copy of the module `__init__` assigns to `original` would
         change what the class does: it would join a container's modules, or a walk of them."""
+        value = original.value
+        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        self.can_copy_class(made)
+
+    def can_copy_class(self, made: str | None) -> None:
+        """`can_copy` of a module of class `made` (qualified name; None: not known)."""
         container = self._container()
         if container:
             raise Refusal("MIG109", f"{container}: a copy would join the modules it goes through")
-        value = original.value
-        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
         self._walked_by(made)
 
     def can_create(self, made: str | None = None) -> None:

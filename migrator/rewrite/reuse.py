@@ -67,11 +67,14 @@ class ReusedModules:
                     self.ctx.report(
                         site.func, "MIG003", f"`self.{attr}`: split suppressed", op=f"self.{attr}"
                     )
-            info = self.attributes.attrs[attr]
+            info = self.attributes.attrs.get(attr)
             keeps = not isinstance(sites[0].loop, Copies)  # the original serves one site
             for site in sites[int(keeps) :]:
                 copies = site.loop if isinstance(site.loop, Copies) else None
-                name = self.creator.copy(info, site.key, copies, guarded=bool(proof))
+                if info is None:  # created by a base class (`_inherited_kind`)
+                    name = self.creator.copy_inherited(attr, site.key, guarded=bool(proof))
+                else:
+                    name = self.creator.copy(info, site.key, copies, guarded=bool(proof))
                 index = ""
                 where = f"at {len(sites)} sites: this one becomes `self.{name}`"
                 if copies is not None:
@@ -93,6 +96,74 @@ class ReusedModules:
                     module=kind,
                     attr=name,
                 )
+
+    def _inherited_kind(
+        self, attr: str, sites: list[Site], base: ClassInfo, where: str
+    ) -> tuple[str, list[str]]:
+        """`_split_kind` of a module a base class creates: each further site gets a copy of
+        the instance the base built, made right after `super().__init__()` of this class's
+        `__init__`. The base must assign it once, at the top level of its `__init__`, and
+        nothing else may assign it or anything of it (in the base, this class or the classes
+        between, nor a subclass); it must be proven stateless by its class or by run-time
+        evidence; it must not run in a loop or in a method that runs several times."""
+        created = f"{where} but is created in base class `{base.name}`"
+        cls, family = self.attributes.cls, self.attributes.family
+        if self.attributes.init is None or self.attributes.super_index is None:
+            raise Refusal(
+                "MIG104",
+                f"{created}, and this class's `__init__` makes no top-level "
+                "`super().__init__()` call to copy it after: give this class its own module "
+                "for each site",
+            )
+        value = _created_once(base, attr)
+        if value is None:
+            raise Refusal(
+                "MIG104",
+                f"{created}, which does not assign it once, at the top level of its "
+                "`__init__`: give this class its own module for each site",
+            )
+        between = [c for c in family.ancestors(cls) if c is not base]
+        other = next((c.name for c in [cls, *between] if _assigns_in(c.node, attr)), None)
+        if other is None:
+            other = self._reassigned_below(attr)
+        if other is not None:
+            raise Refusal(
+                "MIG104",
+                f"{created}, and `{other}` assigns it, or something of it, too: a copy "
+                "would not follow",
+            )
+        verdict = self.ctx.project.value_stateless(value, base.file)
+        label = base.file.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        shown = ast.unparse(value.func if isinstance(value, ast.Call) else value)
+        if verdict is False:
+            raise Refusal(
+                "MIG103",
+                f"{created} and `{shown}` may hold parameters or buffers: copies would untie "
+                "its weights; give each site its own module",
+            )
+        path = str(cls.file.path)
+        proof = [] if verdict else self.ctx.project.evidence.stateless(path, cls.name, attr)
+        if verdict is None and not proof:
+            raise Refusal(
+                "MIG104",
+                f"{created} and the class of `{ast.unparse(value)}` cannot be known "
+                "statically; split it by hand if it is stateless",
+            )
+        if any(s.times >= MANY or s.loop is not None for s in sites):
+            raise Refusal(
+                "MIG105",
+                f"{created}: one module object serves every iteration, and copies of a "
+                "module of a base class are not made in loops; left as is",
+            )
+        if any(1 < s.times < MANY for s in sites):
+            raise Refusal(
+                "MIG110", f"{where} inside a helper method that runs more than once per forward"
+            )
+        if sum(s.skipped for s in sites) > 1:
+            raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
+        self.creator.can_copy_class(label)
+        self.ctx.module_ref("copy.deepcopy")
+        return shown, proof
 
     def _reassigned_below(self, attr: str) -> str | None:
         """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
@@ -116,12 +187,7 @@ class ReusedModules:
         inherited = self.attributes.inherited_modules()
         where = f"`self.{attr}` is called {_where(sites)}"
         if info is None and attr in inherited:
-            raise Refusal(
-                "MIG104",
-                f"{where} but is created in base class "
-                f"`{inherited[attr].name}`: give this class "
-                "its own module for each site",
-            )
+            return self._inherited_kind(attr, sites, inherited[attr], where)
         if info is None:
             raise Refusal(
                 "MIG104",
@@ -195,6 +261,43 @@ class ReusedModules:
                     f"count ({site.loop.describe()}) is known in `__init__`",
                 )
         return label, proof
+
+
+def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:
+    """The value of `self.<attr>` when the only assignment of it in the methods of `base` is
+    one top-level statement of its `__init__` (None: anything else)."""
+    init = base.methods().get("__init__")
+    if init is None or any(
+        _assigns_in(method, attr) for name, method in base.methods().items() if name != "__init__"
+    ):
+        return None
+    found = [
+        stmt
+        for stmt in ast.walk(init)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _assigns_in(stmt, attr)
+    ]
+    if len(found) != 1 or found[0] not in init.body:
+        return None
+    stmt = found[0]
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    return stmt.value
+
+
+def _assigns_in(scope: ast.AST, attr: str) -> bool:
+    """Whether `scope` stores into `self.<attr>` or into something of it (`self.<attr>.p =`)."""
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            while isinstance(node, (ast.Attribute, ast.Subscript)):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == attr
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                ):
+                    return True
+                node = node.value
+    return False
 
 
 def _assigns(cls: ClassInfo, attr: str) -> bool:
