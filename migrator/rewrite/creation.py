@@ -119,15 +119,11 @@ class ModuleCreator:
     def can_copy(self, original: InitAttr) -> None:
         """Raise a refusal when a copy of the module `__init__` assigns to `original` would
         change what the class does: it would join a container's modules, or a walk of them."""
-        value = original.value
-        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
-        self.can_copy_class(made)
-
-    def can_copy_class(self, made: str | None) -> None:
-        """`can_copy` of a module of class `made` (qualified name; None: not known)."""
         container = self._container()
         if container:
             raise Refusal("MIG109", f"{container}: a copy would join the modules it goes through")
+        value = original.value
+        made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
         self._walked_by(made)
 
     def can_create(self, made: str | None = None) -> None:

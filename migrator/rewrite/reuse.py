@@ -161,7 +161,7 @@ class ReusedModules:
             )
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
-        self.creator.can_copy_class(label)
+        self.creator.can_create(label)
         self.ctx.module_ref("copy.deepcopy")
         return shown, proof
 
