@@ -138,12 +138,14 @@ def findings(signature: str, body: str) -> list[str]:
             "def f(t) -> torch.Tensor:\n    return t\nreturn f(x.sum(0)) + 1",
             ["MIG002 .sum()", "MIG002 `+`"],
         ),
-        # a nested function only ever called here takes what its calls pass
+        # a nested function only ever called here takes what its calls pass (its parameters
+        # told apart from the enclosing function's names); given a tensor, its op is one
+        # module for every call (MIG105)
         ("self, x", "def f(n):\n    return n * 2\nreturn x[: f(x.shape[0])]", []),
         (
             "self, x",
             "def f(n):\n    return n * 2\nreturn f(x.shape[0]) + f(x)",
-            ["MIG114 `*`", "MIG114 `+`"],
+            ["MIG105 `*`", "MIG114 `+`"],
         ),
         (
             "self, x",
@@ -152,6 +154,11 @@ def findings(signature: str, body: str) -> list[str]:
         ),
         ("self, x", "def f(n):\n    return n * 2\nreturn x[: f(*x.shape[:1])]", ["MIG114 `*`"]),
         ("self, x", "def f(n, k=2):\n    return n * k\nreturn x[: f(x.shape[0])]", []),
+        (
+            "self, x",
+            "n = x.sum()\ndef f(n):\n    return n * 2\nreturn x[: f(x.shape[0])] * n",
+            ["MIG002 .sum()", "MIG002 `*`"],
+        ),
         ("self, x", "n = -1\nm = min(n + 1, x.shape[0])\nreturn x[: m * 2]", []),
         # settings of submodules built once in `__init__`
         ("self, x", "kh, kw = self.conv.kernel_size\nreturn x[: kh * kw]", []),

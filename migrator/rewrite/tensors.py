@@ -123,6 +123,11 @@ class TensorNames:
             + [n.arg for n in nodes if isinstance(n, ast.arg)]
         ):
             self._counts[name] = self._counts.get(name, 0) + 1
+        self._passed_values = self._passed(nodes)
+        """What the calls of nested functions pass to their parameters, by the name they are
+        known by (`_scope`)."""
+        for key in self._passed_values:
+            self._counts.setdefault(key, 1)
         self._bound = set(self._counts) | set(self._nested)
         """Names the function binds (others are globals: plain)."""
         self._seed(func, nodes, first_is_tensor)
@@ -183,10 +188,17 @@ class TensorNames:
             self.kinds[name] = kind
 
     def _propagate(self, nodes: list[ast.AST]) -> None:
-        steps = [
+        steps: list[ast.Assign | ast.AnnAssign | ast.For | ast.comprehension] = [
             n
             for n in nodes
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension))
+        ]
+        steps += [  # a parameter of a nested function takes what each call passes
+            ast.Assign(targets=[ast.Name(key, ast.Store())], value=value)
+            for key, values in self._passed_values.items()
+            if "@" in key
+            for value in values
+            if value is not None
         ]
         stored: dict[str, list[ast.expr | None]] = {}
         for node in nodes:
@@ -326,7 +338,7 @@ class TensorNames:
         for node in nodes:
             for name, value in _stored_items(node):
                 bindings.setdefault(name, []).append(value)
-        for name, values in self._passed(nodes).items():
+        for name, values in self._passed_values.items():
             bindings.setdefault(name, []).extend(values)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
             if isinstance(node, ast.arg) and node.arg not in bindings:
@@ -376,6 +388,7 @@ class TensorNames:
             if isinstance(n, ast.Name) and (id(n) not in called or not isinstance(n.ctx, ast.Load))
         }
         passed: dict[str, list[ast.expr | None]] = {}
+        self._scoped: dict[int, str] = {}
         for name, nested in self._nested.items():
             if defs.get(name) != 1 or self._counts.get(name) or name in escaping:
                 continue
@@ -384,6 +397,7 @@ class TensorNames:
             defaults = dict(zip(reversed(positional), reversed(args.defaults)))
             defaults.update({a: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
             params = [p for p in (*positional, *args.kwonlyargs) if p.annotation is None]
+            keys = {p.arg: self._scope(nested, p) for p in params}
             for call in nodes:
                 if not (
                     isinstance(call, ast.Call)
@@ -398,8 +412,31 @@ class TensorNames:
                 given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
                 for param in params:
                     value = None if unpacked else given.get(param.arg, defaults.get(param))
-                    passed.setdefault(param.arg, []).append(value)
+                    passed.setdefault(keys[param.arg], []).append(value)
         return passed
+
+    def _scope(self, nested: ast.FunctionDef, param: ast.arg) -> str:
+        """The name a parameter of a nested function is known by: `param@function` when the
+        function never binds that name again (so every read of it in there is the parameter,
+        told apart from the enclosing function's name), else the name itself."""
+        reads = []
+        for node in ast.walk(nested):
+            if isinstance(node, ast.Name) and node.id == param.arg:
+                if not isinstance(node.ctx, ast.Load):
+                    return param.arg
+                reads.append(node)
+            elif isinstance(node, ast.arg) and node is not param and node.arg == param.arg:
+                return param.arg
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and param.arg in node.names:
+                return param.arg
+        key = f"{param.arg}@{nested.name}"
+        for node in reads:
+            self._scoped[id(node)] = key
+        return key
+
+    def _key(self, node: ast.Name) -> str:
+        """The name `node` reads (`param@function` for a parameter of a nested function)."""
+        return self._scoped.get(id(node), node.id)
 
     # -- queries -------------------------------------------------------------------------------
     def is_plain(self, node: ast.expr) -> bool:
@@ -409,9 +446,10 @@ class TensorNames:
         if isinstance(node, (ast.Constant, ast.JoinedStr, ast.BoolOp, ast.Lambda)):
             return True
         if isinstance(node, ast.Name):
-            if node.id in self.names:
+            key = self._key(node)
+            if key in self.names:
                 return False
-            return node.id in self.plain or node.id not in self._bound
+            return key in self.plain or key not in self._bound
         if isinstance(node, _NOT_TENSOR_LITERALS):
             return True
         if isinstance(node, ast.Attribute):
@@ -485,9 +523,10 @@ class TensorNames:
         if isinstance(node, ast.Constant):
             return True
         if isinstance(node, ast.Name):
-            if node.id in self.kinds:
-                return plainish(item_kind(self.kinds[node.id]))
-            return node.id in self.plain_items or node.id not in self._bound
+            key = self._key(node)
+            if key in self.kinds:
+                return plainish(item_kind(self.kinds[key]))
+            return key in self.plain_items or key not in self._bound
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return all(
                 self.holds_no_tensor(e.value if isinstance(e, ast.Starred) else e)
@@ -566,7 +605,7 @@ class TensorNames:
     def _kind(self, node: ast.expr) -> Kind | None:
         """The kind of a container of tensors, or of what an annotated function returns."""
         if isinstance(node, ast.Name):
-            return self.kinds.get(node.id)
+            return self.kinds.get(self._key(node))
         if isinstance(node, ast.Subscript):
             kind = self._kind(node.value)
             return item_kind(kind, None if node.slice is _ITERATED else node.slice)
@@ -597,7 +636,7 @@ class TensorNames:
         found: set[str] = set()
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name):
-                found.update(self.via.get(sub.id, ()))
+                found.update(self.via.get(self._key(sub), ()))
             elif isinstance(sub, ast.Call) and (kind := self._evident(sub)):
                 found.update(self.evident[kind][1])
         return sorted(found)
@@ -630,7 +669,8 @@ class TensorNames:
     def is_tuple(self, node: ast.expr) -> bool:
         """Whether `node` is a tuple of tensors (chunk/split/unbind results, module outputs)."""
         if isinstance(node, ast.Name):
-            return node.id in self.tuples or self.kinds.get(node.id) == ("seq", "tensor")
+            key = self._key(node)
+            return key in self.tuples or self.kinds.get(key) == ("seq", "tensor")
         if isinstance(node, ast.Subscript):
             if self.is_tuple(node.value) and isinstance(node.slice, ast.Slice):
                 return True
@@ -656,7 +696,7 @@ class TensorNames:
 
     def is_tensor(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
-            return node.id in self.names
+            return self._key(node) in self.names
         if isinstance(node, ast.Call):
             func = node.func
             if (attr := self._evident(node)) is not None:
