@@ -39,8 +39,10 @@ def test_the_second_site_gets_a_copy():
         ),
         (  # the base may replace it after `__init__`
             "        return self.head(self.head_drop(x))\n",
-            "        return self.head(self.head_drop(x))\n\n"
-            "    def reset(self):\n        self.head_drop = nn.Identity()\n",
+            (
+                "        return self.head(self.head_drop(x))\n\n"
+                "    def reset(self):\n        self.head_drop = nn.Identity()\n"
+            ),
             "MIG104",
         ),
         (  # not proven stateless: copies would untie weights

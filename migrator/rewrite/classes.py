@@ -124,8 +124,7 @@ class ClassAnalysis:
         func = call.func
         if found is not None or not self_attr(func) or func.attr in methods:
             return found
-        made_by = self.settings.made_by(func.attr)
-        if made_by is not None and catalog.fresh_output(made_by, False):
+        if self.settings.made_by(func.attr, lambda made: catalog.fresh_output(made, False)):
             return ast.Name("Tensor", ast.Load())  # `nn.Linear(...)` where not `None`
         attr = self.attributes.attrs.get(func.attr)
         if attr is None or attr.count != 1 or func.attr in self.attributes.assigned_elsewhere:

@@ -9,7 +9,8 @@ in another file of the project at the call that reaches it.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator
+from collections.abc import Callable
+from typing import Iterator
 
 from migrator import catalog
 from migrator.rewrite.annotations import annotation_kind

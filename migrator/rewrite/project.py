@@ -94,6 +94,16 @@ class FileInfo:
         """Type aliases: names the module binds once, by a top-level assignment of a subscripted
         type (`Size_ = Tuple[int, int]`), and nothing else binds (no import, definition,
         parameter or other assignment)."""
+        candidates = {
+            s.targets[0].id: s.value
+            for s in self.tree.body
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Subscript)
+        }
+        if not candidates:
+            return {}
         stored: dict[str, int] = {}
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -107,15 +117,7 @@ class FileInfo:
             else:
                 continue
             stored[name] = stored.get(name, 0) + 1
-        return {
-            s.targets[0].id: s.value
-            for s in self.tree.body
-            if isinstance(s, ast.Assign)
-            and len(s.targets) == 1
-            and isinstance(s.targets[0], ast.Name)
-            and isinstance(s.value, ast.Subscript)
-            and stored.get(s.targets[0].id) == 1
-        }
+        return {name: value for name, value in candidates.items() if stored.get(name) == 1}
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:

@@ -6,6 +6,8 @@ number, a string or a tuple of them (`self.conv.kernel_size` of an `nn.Conv2d`, 
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 
 from migrator import catalog
 from migrator.rewrite.attributes import ClassAttributes
@@ -25,6 +27,7 @@ class SubmoduleSettings:
         self.attributes = attributes
         self._known: dict[tuple[str, str], bool] = {}
         self._made: dict[str, str | None] = {}
+        self._alone: dict[str, bool] = {}
 
     def plain(self, node: ast.Attribute) -> bool:
         """Whether `node`, `self.<module>.<setting>`, and its items hold no tensor."""
@@ -37,7 +40,12 @@ class SubmoduleSettings:
         return self._known[key]
 
     def _plain(self, owner: str, setting: str) -> bool:
-        made_by = self.made_by(owner)
+        def kept(made: str) -> bool:
+            return setting in catalog.KEPT_SETTINGS.get(made, ()) or (
+                self.ctx.project.find_class(made, self.ctx.info) is not None
+            )
+
+        made_by = self.made_by(owner, kept)
         if made_by is None:
             return False
         if setting in catalog.KEPT_SETTINGS.get(made_by, ()):
@@ -45,14 +53,19 @@ class SubmoduleSettings:
         cls = self.ctx.project.find_class(made_by, self.ctx.info)
         return cls is not None and _kept_plain(self.attributes.family, cls, setting)
 
-    def made_by(self, owner: str) -> str | None:
-        """The class `self.<owner>` is built from when it holds a module: every assignment of it,
-        all in `__init__`, is a call of that class, resolved statically, or `None` (reading
-        or calling `None` fails before anything else); no other class of the family assigns
-        it, nor anything of it."""
+    def made_by(self, owner: str, wanted: Callable[[str], bool]) -> str | None:
+        """The class `self.<owner>` is built from when it holds a module, if `wanted(class)`:
+        every assignment of it, all in `__init__`, is a call of that class, resolved
+        statically, or `None` (reading or calling `None` fails before anything else); no other
+        class of the family assigns it, nor anything of it."""
         if owner not in self._made:
             self._made[owner] = self._made_by(owner)
-        return self._made[owner]
+        made = self._made[owner]
+        if made is None or not wanted(made):
+            return None
+        if owner not in self._alone:
+            self._alone[owner] = self._alone_in_family(owner)
+        return made if self._alone[owner] else None
 
     def _made_by(self, owner: str) -> str | None:
         init = self.attributes.init
@@ -66,19 +79,20 @@ class SubmoduleSettings:
             for v in values
             if not (isinstance(v, ast.Constant) and v.value is None)
         }
-        if len(made) != 1:
-            return None
+        return made.pop() if len(made) == 1 else None
+
+    def _alone_in_family(self, owner: str) -> bool:
+        """Whether no class of the family but this one assigns `self.<owner>`, and none
+        assigns anything of it."""
         cls, family = self.attributes.cls, self.attributes.family
         related = [
             *family.ancestors(cls),
             *family.subclasses_in_file(cls),
             *family.subclasses_elsewhere(cls),
         ]
-        if any(_assigns(each.node, owner, whole=True) for each in related) or any(
+        return not any(_assigns(each.node, owner, whole=True) for each in related) and not any(
             _assigns(each.node, owner, whole=False) for each in [cls, *related]
-        ):
-            return None
-        return made.pop()
+        )
 
 
 def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
@@ -140,15 +154,24 @@ def _assignments(nodes: list[ast.AST], setting: str):
 
 def _assigns(cls: ast.ClassDef, owner: str, whole: bool) -> bool:
     """Whether a class's statements assign `self.<owner>` (`whole`) or an attribute of it."""
+    return owner in _assigned(cls)[0 if whole else 1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _assigned(cls: ast.ClassDef) -> tuple[frozenset[str], frozenset[str]]:
+    """The `self` attributes a class's statements assign, whole (or anything of them, in an
+    assignment's target), and those an attribute of which they assign (`self.attn.x = ...`)."""
+    whole: set[str] = set()
+    inner: set[str] = set()
     for node in ast.walk(cls):
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
         for target in targets:
             for part in ast.walk(target):
-                if whole and self_attr(part) and part.attr == owner:
-                    return True
-                inner = part.value if isinstance(part, ast.Attribute) else None
-                if not whole and self_attr(inner) and inner.attr == owner:
-                    return True
-    return False
+                if self_attr(part):
+                    whole.add(part.attr)
+                inner_value = part.value if isinstance(part, ast.Attribute) else None
+                if self_attr(inner_value):
+                    inner.add(inner_value.attr)
+    return frozenset(whole), frozenset(inner)

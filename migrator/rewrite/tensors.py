@@ -425,10 +425,10 @@ class TensorNames:
                 if not isinstance(node.ctx, ast.Load):
                     return param.arg
                 reads.append(node)
-            elif isinstance(node, ast.arg) and node is not param and node.arg == param.arg:
-                return param.arg
-            elif isinstance(node, (ast.Global, ast.Nonlocal)) and param.arg in node.names:
-                return param.arg
+            elif (isinstance(node, ast.arg) and node is not param and node.arg == param.arg) or (
+                isinstance(node, (ast.Global, ast.Nonlocal)) and param.arg in node.names
+            ):
+                return param.arg  # another parameter of that name, or one declared outside
         key = f"{param.arg}@{nested.name}"
         for node in reads:
             self._scoped[id(node)] = key
