@@ -26,7 +26,7 @@ class SubmoduleSettings:
         self.ctx = ctx
         self.attributes = attributes
         self._known: dict[tuple[str, str], bool] = {}
-        self._made: dict[str, str | None] = {}
+        self._made: dict[str, tuple[str, ...]] = {}
         self._alone: dict[str, bool] = {}
 
     def plain(self, node: ast.Attribute) -> bool:
@@ -41,45 +41,49 @@ class SubmoduleSettings:
 
     def _plain(self, owner: str, setting: str) -> bool:
         def kept(made: str) -> bool:
-            return setting in catalog.KEPT_SETTINGS.get(made, ()) or (
-                self.ctx.project.find_class(made, self.ctx.info) is not None
-            )
+            if setting in catalog.KEPT_SETTINGS.get(made, ()):
+                return True
+            cls = self.ctx.project.find_class(made, self.ctx.info)
+            return cls is not None and _kept_plain(self.attributes.family, cls, setting)
 
-        made_by = self.made_by(owner, kept)
-        if made_by is None:
-            return False
-        if setting in catalog.KEPT_SETTINGS.get(made_by, ()):
-            return True
-        cls = self.ctx.project.find_class(made_by, self.ctx.info)
-        return cls is not None and _kept_plain(self.attributes.family, cls, setting)
+        return bool(self.made_by(owner, kept))
 
-    def made_by(self, owner: str, wanted: Callable[[str], bool]) -> str | None:
-        """The class `self.<owner>` is built from when it holds a module, if `wanted(class)`:
-        every assignment of it, all in `__init__`, is a call of that class, resolved
-        statically, or `None` (reading or calling `None` fails before anything else); no other
-        class of the family assigns it, nor anything of it."""
+    def made_by(self, owner: str, wanted: Callable[[str], bool]) -> tuple[str, ...]:
+        """The classes `self.<owner>` may be built from when it holds a module, if `wanted` of
+        each (empty: not so): every assignment of it, all in `__init__`, is a call of a class
+        resolved statically or `None` (reading or calling `None` fails before anything else);
+        no other class of the family assigns it, nor anything of it."""
         if owner not in self._made:
             self._made[owner] = self._made_by(owner)
         made = self._made[owner]
-        if made is None or not wanted(made):
-            return None
+        if not made or not all(wanted(each) for each in made):
+            return ()
         if owner not in self._alone:
             self._alone[owner] = self._alone_in_family(owner)
-        return made if self._alone[owner] else None
+        return made if self._alone[owner] else ()
 
-    def _made_by(self, owner: str) -> str | None:
+    def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
         if init is None or owner not in self.attributes.attrs:
-            return None
+            return ()
         if owner in self.attributes.assigned_elsewhere:
-            return None
+            return ()
+        made = set()
         values = list(_assignments([v.node for v in self.ctx.visits(init)], owner))
-        made = {
-            self.ctx.info.names.resolve(v.func) if isinstance(v, ast.Call) else None
-            for v in values
-            if not (isinstance(v, ast.Constant) and v.value is None)
-        }
-        return made.pop() if len(made) == 1 else None
+        while any(isinstance(v, ast.IfExp) for v in values):  # `A(...) if c else B(...)`
+            values = [
+                part
+                for v in values
+                for part in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))
+            ]
+        for value in values:
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            found = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
+            if found is None:
+                return ()
+            made.add(found)
+        return tuple(sorted(made))
 
     def _alone_in_family(self, owner: str) -> bool:
         """Whether no class of the family but this one assigns `self.<owner>`, and none
