@@ -159,6 +159,11 @@ def findings(signature: str, body: str) -> list[str]:
             "n = x.sum()\ndef f(n):\n    return n * 2\nreturn x[: f(x.shape[0])] * n",
             ["MIG002 .sum()", "MIG002 `*`"],
         ),
+        (
+            "self, x",
+            "def f(ps):\n    ps.append(x.sum())\n    return ps[-1] * 2\nreturn x + f([])",
+            ["MIG002 `+`", "MIG105 .sum()", "MIG114 `*`"],
+        ),
         ("self, x", "n = -1\nm = min(n + 1, x.shape[0])\nreturn x[: m * 2]", []),
         # settings of submodules built once in `__init__`
         ("self, x", "kh, kw = self.conv.kernel_size\nreturn x[: kh * kw]", []),

@@ -417,10 +417,13 @@ class TensorNames:
 
     def _scope(self, nested: ast.FunctionDef, param: ast.arg) -> str:
         """The name a parameter of a nested function is known by: `param@function` when the
-        function never binds that name again (so every read of it in there is the parameter,
-        told apart from the enclosing function's name), else the name itself."""
+        function never binds that name again nor stores into it (so every read of it in there
+        is the parameter, told apart from the enclosing function's name), else the name
+        itself."""
         reads = []
         for node in ast.walk(nested):
+            if any(name == param.arg for name, _ in _stored_items(node)):
+                return param.arg  # `param.append(...)`, `param[i] = ...`: filled in there
             if isinstance(node, ast.Name) and node.id == param.arg:
                 if not isinstance(node.ctx, ast.Load):
                     return param.arg
