@@ -85,7 +85,8 @@ def test_no_created_module_is_an_instance_of_an_other_module_class():
 
 
 def test_kept_settings_are_plain_attributes_the_forward_keeps():
-    built = {"LayerNorm": (4,), "GroupNorm": (2, 4)}
+    built = {"LayerNorm": (4,), "GroupNorm": (2, 4), "Linear": (8, 8)}
+    built |= {f"{kind}{n}d": (4, 4, 3) for kind in ("Conv", "ConvTranspose") for n in (1, 2, 3)}
     shapes = {"1d": (2, 4, 8), "2d": (2, 4, 8, 8), "3d": (2, 4, 4, 4, 4), "LayerNorm": (2, 8, 4)}
     for qualname, settings in catalog.KEPT_SETTINGS.items():
         cls = _resolve(qualname)
