@@ -1,7 +1,8 @@
 """Settings of a submodule proven to hold no tensor: `self.<module>.<setting>` of a module that
-`__init__` builds once from a class known statically, when that class keeps the setting as a
+`__init__` alone builds, from classes known statically, when each keeps the setting as a
 number, a string or a tuple of them (`self.conv.kernel_size` of an `nn.Conv2d`, the
-`self.attn.resolution` that every method of the class sets to a size)."""
+`self.attn.resolution` that every method of the class sets to a size); and the classes such a
+module is built from (`made_by`: what calling it returns)."""
 
 from __future__ import annotations
 
