@@ -8,7 +8,9 @@ the fix:
 - models built, and bit-exact with the original (state_dict; eval and train outputs; gradients
   and buffers after a train step), out of the models sampled;
 - convertible calls converted: calls `fix` converted out of those plus the ones `check` still
-  reports (MIG0xx) or refuses (MIG1xx about a call), then every code;
+  reports (MIG0xx) or refuses (MIG1xx about a call), then every code; the same count from the
+  first fix's findings, all of them and those on lines the sampled original models run (their
+  eval and train forwards, traced), with what is left there by code;
 - what `migrator.prepare_model` still does at run time on the models fx can trace: ops it turns
   into modules, reused stateless module calls it gives a copy, ops it leaves as functions;
 - files changed by the first fix, and by a second fix on the migrated copy (must be 0).
@@ -79,6 +81,7 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
         label = f"  {code} {CODES[code]}" + (" (not a call)" if code in NOTICES else "")
         left = str(after[code]) + (f" ({converted[code]} converted)" if code < "MIG100" else "")
         rows[label] = (str(before[code]), left)
+    rows.update(_run_lines_rows(run, comparable))
     rows.update(_prepare_rows(comparable))
     rows["  of those, with no finding at their source lines (silent skips)"] = (
         "-",
@@ -89,6 +92,36 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
         str(len(run.second.changed)),
     )
     return rows
+
+
+def _run_lines_rows(run: zoo.ZooRun, models: list[zoo.ModelResult]) -> dict[str, tuple[str, str]]:
+    """The first fix's convertible calls: all, and those on lines the models' forwards ran."""
+    ran = {
+        (path, line)
+        for m in models
+        for path, lines in m.original.get("lines", {}).items()
+        for line in lines
+    }
+    calls = [f for f in run.first.fixed + run.first.left if f.code not in NOTICES]
+    done = {id(f) for f in run.first.fixed if f.code not in NOTICES}
+    root = run.package.parent.resolve()
+    on = [f for f in calls if (Path(f.path).resolve().relative_to(root).as_posix(), f.line) in ran]
+    converted = sum(id(f) in done for f in on)
+    left = Counter(f.code for f in on if id(f) not in done)
+    return {
+        "convertible calls converted, by the first fix's findings": (
+            f"0/{len(calls)}",
+            f"{len(done)}/{len(calls)} ({_percent(len(done), len(calls))})",
+        ),
+        "  of those, on lines the sampled models run": (
+            f"0/{len(on)}",
+            f"{converted}/{len(on)} ({_percent(converted, len(on))})",
+        ),
+        "  left on lines they run, by code": (
+            "-",
+            ", ".join(f"{code} {n}" for code, n in left.most_common()) or "0",
+        ),
+    }
 
 
 def _prepare_rows(models: list[zoo.ModelResult]) -> dict[str, tuple[str, str]]:
@@ -191,6 +224,7 @@ def main() -> None:
                     jobs=args.jobs,
                     prepare=True,
                     evidence=args.evidence,
+                    lines=True,
                 )
             )
         seconds.append(time.perf_counter() - start)

@@ -62,3 +62,25 @@ def test_evidence_types_what_the_rcnn_predictors_return(tmp_path):
     typed = {f.op: f.message for f in run.first.fixed if f.code == "MIG004"}
     for helper in ("fastrcnn_loss", "maskrcnn_loss", "maskrcnn_inference", "keypointrcnn_loss"):
         assert "in every model built from `torchvision " in typed[helper], helper
+
+
+def test_lines_run_records_only_the_package_lines_a_call_runs(tmp_path, monkeypatch):
+    """The zoo benchmark's lens on what runs: the lines of the package's files executed inside
+    the block (a branch not taken is absent), by path from the package's parent; other files'
+    lines, and lines run after the block, are not recorded."""
+    from zoo import _LinesRun
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ops.py").write_text(
+        "def f(x):\n    if x > 0:\n        return x + 1\n    return x - 1\n\n\ndef g(x):\n    return x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from pkg import ops
+
+    ran = _LinesRun(package)
+    with ran:
+        ops.f(1)
+    ops.g(1)
+    assert ran.found() == {"pkg/ops.py": [2, 3]}

@@ -9,7 +9,7 @@ buffers after the train step with `torch.save`, a file each; the parent loads bo
 compares them with `torch.equal`. A worker that dies (out of memory) costs the model it was on,
 not the run.
 
-    python tests/zoo.py run ZOO ROOT|- SPECS.json OUT_DIR [--prepare]  # worker: build, save
+    python tests/zoo.py run ZOO ROOT|- SPECS.json OUT_DIR [--prepare] [--lines]  # worker: build, save
     python tests/zoo.py list ZOO                                       # every model's spec
     python tests/zoo.py chain ROOT CASES.json OUT_DIR                  # worker: the chain
 
@@ -19,6 +19,7 @@ not the run.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
@@ -322,6 +323,7 @@ def run_zoo(
     aimet: Path | None = None,
     toolkit: str = "",
     evidence: bool = False,
+    lines: bool = False,
 ) -> ZooRun:
     """Copy and migrate `zoo` under `workdir`, build `specs` on both sides (two subprocesses at
     once) while a second `fix` runs on the migrated copy, and compare each model as soon as
@@ -330,7 +332,8 @@ def run_zoo(
     AIMET's validator and `prepare_model` (with aimet-torch installed at that path: see
     `install_aimet`); `toolkit` migrates as `fix --for toolkit` does; `evidence` gives both
     fixes the run-time evidence of `specs` built from the copy before the first (as `fix
-    --evidence` does with verify targets)."""
+    --evidence` does with verify targets); `lines` records the lines of the zoo's files each
+    original model's forwards run (`ModelResult.original["lines"]`)."""
     seconds = {}
     start = time.perf_counter()
     package = copy_package(zoo, workdir / "copy")
@@ -350,7 +353,17 @@ def run_zoo(
     roots = {"original": None, "migrated": package.parent}
     with ThreadPoolExecutor(len(roots)) as pool:
         sides = [
-            pool.submit(_run_side, zoo, root, specs, spec_file, workdir / side, prepare, aimet)
+            pool.submit(
+                _run_side,
+                zoo,
+                root,
+                specs,
+                spec_file,
+                workdir / side,
+                prepare,
+                aimet,
+                lines and root is None,
+            )
             for side, root in roots.items()
         ]
         second = fix(folders, write=False, jobs=jobs, toolkit=toolkit, evidence=found)
@@ -378,12 +391,13 @@ def _run_side(
     out: Path,
     prepare: bool,
     aimet: Path | None = None,
+    lines: bool = False,
 ) -> None:
     """Run the worker over `specs`; when it dies (out of memory, a crash), the model it was on
     is recorded as failing and a new worker goes on with the next."""
     out.mkdir(parents=True)
     command = [sys.executable, __file__, "run", zoo, str(root or "-"), str(spec_file), str(out)]
-    command += ["--prepare"] * prepare + ["--aimet"] * (aimet is not None)
+    command += ["--prepare"] * prepare + ["--aimet"] * (aimet is not None) + ["--lines"] * lines
     env = dict(os.environ)
     if aimet is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(aimet)]))
@@ -652,14 +666,23 @@ def _tensors(value):
 
 
 def _measure(
-    zoo_module, zoo: str, spec: Spec, prepare: bool, folder: Path, aimet: bool = False
+    zoo_module,
+    zoo: str,
+    spec: Spec,
+    prepare: bool,
+    folder: Path,
+    aimet: bool = False,
+    lines: bool = False,
 ) -> dict:
     """Build, run and (with `prepare`) prepare one model, saving each compared part to `folder`
     as soon as it is made (the peak memory is the model's); the summary: package, error,
-    prepare counts, and with `aimet` what AIMET's validator and `prepare_model` say."""
+    prepare counts, with `aimet` what AIMET's validator and `prepare_model` say, and with
+    `lines` the lines of the zoo's files its eval and train forwards run."""
     import traceback
 
     import torch
+
+    ran = _LinesRun(Path(zoo_module.__file__).parent) if lines else contextlib.nullcontext()
 
     def save(part: str, value) -> None:
         torch.save(value, folder / f"{part}.pt")
@@ -674,11 +697,16 @@ def _measure(
         model.eval()
         with torch.no_grad():
             torch.manual_seed(2)
-            save("eval", _plain(model(*_inputs(spec, train=False))))
+            inputs = _inputs(spec, train=False)
+            with ran:
+                output = model(*inputs)
+            save("eval", _plain(output))
         stage = "train forward"
         model.train()
         torch.manual_seed(2)
-        output = model(*_inputs(spec, train=True))
+        inputs = _inputs(spec, train=True)
+        with ran:
+            output = model(*inputs)
         save("train", _plain(output))
         stage = "backward"
         losses = [t.float().sum() for t in _tensors(output) if t.requires_grad]
@@ -696,7 +724,43 @@ def _measure(
             summary["aimet"] = _aimet_counts(model.eval(), _inputs(spec, train=False))
     except Exception:  # noqa: BLE001 - any failure is a finding about this model
         summary["error"] = f"{stage}: {traceback.format_exc()}"
+    if lines:
+        summary["lines"] = ran.found()
     return summary
+
+
+class _LinesRun:
+    """Records the lines of `package`'s files that run inside `with` blocks (`sys.settrace`;
+    frames of other files are not traced), by path relative to the package's parent."""
+
+    def __init__(self, package: Path) -> None:
+        self._prefix = str(package) + os.sep
+        self._root = package.parent
+        self._lines: dict[str, set[int]] = {}
+
+    def __enter__(self) -> None:
+        sys.settrace(self._call)
+
+    def __exit__(self, *exc) -> None:
+        sys.settrace(None)
+
+    def _call(self, frame, event, arg):
+        if not frame.f_code.co_filename.startswith(self._prefix):
+            return None
+        seen = self._lines.setdefault(frame.f_code.co_filename, set())
+
+        def line(frame, event, arg):
+            if event == "line":
+                seen.add(frame.f_lineno)
+            return line
+
+        return line
+
+    def found(self) -> dict[str, list[int]]:
+        return {
+            Path(name).relative_to(self._root).as_posix(): sorted(lines)
+            for name, lines in self._lines.items()
+        }
 
 
 def _one_line(exc: Exception, limit: int | None = None) -> str:
@@ -898,7 +962,13 @@ def _parsed(path: Path) -> ast.Module:
 
 
 def _run_worker(
-    zoo: str, root: str, spec_file: str, out: str, prepare: bool, aimet: bool = False
+    zoo: str,
+    root: str,
+    spec_file: str,
+    out: str,
+    prepare: bool,
+    aimet: bool = False,
+    lines: bool = False,
 ) -> None:
     import torch
 
@@ -914,7 +984,7 @@ def _run_worker(
         start = time.perf_counter()
         folder = _summary_file(Path(out), spec.name).parent
         folder.mkdir()
-        summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder, aimet)
+        summary = _measure(module, zoo, _complete(module, zoo, spec), prepare, folder, aimet, lines)
         summary["seconds"] = time.perf_counter() - start
         _write_summary(Path(out), spec.name, summary)
         print(
@@ -1137,7 +1207,10 @@ def _chain_worker(root: str, case_file: str, out: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         _run_worker(
-            *sys.argv[2:6], prepare="--prepare" in sys.argv[6:], aimet="--aimet" in sys.argv[6:]
+            *sys.argv[2:6],
+            prepare="--prepare" in sys.argv[6:],
+            aimet="--aimet" in sys.argv[6:],
+            lines="--lines" in sys.argv[6:],
         )
     elif sys.argv[1] == "evidence":
         _evidence_worker(*sys.argv[2:6])
