@@ -149,6 +149,21 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return children
 
 
+def all_nodes(root: ast.AST) -> list[ast.AST]:
+    """`ast.walk(root)` as a list, in its order, without the Load/Store markers (twice as
+    fast)."""
+    found = [root]
+    for node in found:  # grows while it is read: breadth first, as `ast.walk`
+        kind = type(node)
+        for field in _FIELDS.get(kind) or _node_fields(kind):
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                found += [c for c in value if isinstance(c, ast.AST)]
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                found.append(value)
+    return found
+
+
 def header_lines(stmt: ast.stmt) -> range:
     """Lines a `# migrator: skip` pragma on which applies to the statement's own expressions."""
     if isinstance(
