@@ -90,6 +90,8 @@ class ClassAttributes:
         resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
             for node in (v.node for v in self.ctx.visits(method)):
+                if type(node) not in _SETTING:
+                    continue
                 targets: list[ast.expr] = []
                 value = None
                 if isinstance(node, ast.Assign):
@@ -269,12 +271,18 @@ def _made_tensors(cls: ClassInfo) -> set[str]:
     found: set[str] = set()
     for method in cls.methods().values():
         for node in all_nodes(method):
+            if type(node) not in _SETTING:
+                continue
             if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
                 if _value_kind(node.value, cls.file.names.resolve) == "tensor":
                     found.update(t.attr for t in node.targets if self_attr(t))
             elif registered := _registered(node):
                 found.add(registered[0])
     return found
+
+
+_SETTING = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call})
+"""The node classes that may set an attribute: assignments, and `register_buffer(...)` calls."""
 
 
 def _registered(node: ast.AST) -> tuple[str, str] | None:
