@@ -65,7 +65,8 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
         if kind not in _LOOPING:  # most nodes: their children in field order, pushed last first
             inner = other or (node if kind in _REPEATING else None)
-            for field in reversed(_FIELDS.get(kind) or _node_fields(kind)):
+            fields = _FIELDS.get(kind)
+            for field in reversed(_node_fields(kind) if fields is None else fields):
                 value = getattr(node, field, None)
                 if value.__class__ is list:
                     for child in reversed(value):
@@ -143,7 +144,8 @@ def _node_fields(kind: type) -> tuple[str, ...]:
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)` without the Load/Store markers, as a list (faster)."""
     children: list[ast.AST] = []
-    for field in _node_fields(type(node)):
+    fields = _FIELDS.get(type(node))
+    for field in _node_fields(type(node)) if fields is None else fields:
         value = getattr(node, field, None)
         if isinstance(value, list):
             children += [c for c in value if isinstance(c, ast.AST)]
@@ -158,7 +160,8 @@ def all_nodes(root: ast.AST) -> list[ast.AST]:
     found = [root]
     for node in found:  # grows while it is read: breadth first, as `ast.walk`
         kind = type(node)
-        for field in _FIELDS.get(kind) or _node_fields(kind):
+        fields = _FIELDS.get(kind)
+        for field in _node_fields(kind) if fields is None else fields:
             value = getattr(node, field, None)
             if value.__class__ is list:
                 found += [c for c in value if isinstance(c, ast.AST)]
