@@ -18,11 +18,13 @@ from migrator import __version__
 COMMANDS = ("fix", "check", "verify", "export")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of command `only` (the one the arguments name: the
+    others' modules are not imported)."""
     parser = argparse.ArgumentParser(prog="migrator", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"migrator {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         module = importlib.import_module(f"migrator.commands.{name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
@@ -31,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     atexit.unregister(_no_collection_at_exit)  # registered once however often `main` runs
     atexit.register(_no_collection_at_exit)

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 from migrator.files import SourceError
 from migrator.findings import CODES, Finding
-from migrator.report import to_sarif
 
 FORMATS = ("text", "grouped", "json", "sarif", "github")
 STREAMED = "text"
@@ -24,6 +23,8 @@ def render(output_format: str, findings: list[Finding], errors: list[SourceError
     if output_format == "json":
         return to_json(findings, errors)
     if output_format == "sarif":
+        from migrator.report import to_sarif  # with `fix`'s review report (difflib)
+
         return to_sarif(findings, errors)
     return "\n".join(github(finding) for finding in findings)
 

@@ -109,6 +109,25 @@ def test_check_prints_findings_and_json(tree):
     assert migrator("check", "models/clean.py", cwd=tree).returncode == 0
 
 
+def test_check_imports_no_other_command_nor_editing_module(tree):
+    """`check` compiles only what it runs (bytecode is not always cached): the other commands'
+    modules and the editing ones load when a command or a rewrite needs them."""
+    code = (
+        "import sys; from migrator.cli import main; code = main(['check', 'models']); "
+        "print(code, sorted(m for m in sys.modules if m.startswith('migrator.')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env, check=True
+    ).stdout
+    loaded = out.splitlines()[-1]
+    assert loaded.startswith("1 [") and "'migrator.rewrite.analyze'" in loaded
+    for module in ("commands.fix", "commands.verify", "commands.export", "report"):
+        assert f"'migrator.{module}'" not in loaded
+    for module in ("edit", "splice", "regions", "imports", "unused", "codemod"):
+        assert f"'migrator.rewrite.{module}'" not in loaded
+
+
 def test_bad_files_are_reported_and_others_still_processed(tree):
     (tree / "models" / "broken.py").write_text("class A(:\n    pass\n")
     (tree / "models" / "latin.py").write_bytes(b"x = '\xe9'\n")

@@ -11,6 +11,7 @@ from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.tensors import NOT_TENSOR_TORCH
+from migrator.rewrite.walk import all_nodes
 
 
 @dataclass
@@ -89,6 +90,8 @@ class ClassAttributes:
         resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
             for node in (v.node for v in self.ctx.visits(method)):
+                if type(node) not in _SETTING:
+                    continue
                 targets: list[ast.expr] = []
                 value = None
                 if isinstance(node, ast.Assign):
@@ -236,7 +239,7 @@ class ClassAttributes:
             self._inherited = {}
             for base in self.family.ancestors(self.cls):
                 init = base.methods().get("__init__")
-                for node in ast.walk(init) if init is not None else ():
+                for node in all_nodes(init) if init is not None else ():
                     if isinstance(node, ast.Assign) and isinstance(
                         node.value, (ast.Call, ast.IfExp)
                     ):
@@ -267,13 +270,19 @@ def _made_tensors(cls: ClassInfo) -> set[str]:
     """The attributes the methods of `cls` set to a tensor or register as state."""
     found: set[str] = set()
     for method in cls.methods().values():
-        for node in ast.walk(method):
+        for node in all_nodes(method):
+            if type(node) not in _SETTING:
+                continue
             if isinstance(node, ast.Assign) and any(self_attr(t) for t in node.targets):
                 if _value_kind(node.value, cls.file.names.resolve) == "tensor":
                     found.update(t.attr for t in node.targets if self_attr(t))
             elif registered := _registered(node):
                 found.add(registered[0])
     return found
+
+
+_SETTING = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call})
+"""The node classes that may set an attribute: assignments, and `register_buffer(...)` calls."""
 
 
 def _registered(node: ast.AST) -> tuple[str, str] | None:

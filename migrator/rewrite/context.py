@@ -14,7 +14,7 @@ from migrator.rewrite.plan import Located, Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
-from migrator.rewrite.walk import Visit, walk
+from migrator.rewrite.walk import Visit, all_nodes, walk
 from migrator.suppress import Suppressions, suppressed
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class FileContext:
             head = [*func.decorator_list, func.args, *([func.returns] if func.returns else [])]
             self._calls[id(func)] = [
                 *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
-                *(n for part in head for n in ast.walk(part) if isinstance(n, ast.Call)),
+                *(n for part in head for n in all_nodes(part) if isinstance(n, ast.Call)),
             ]
         return self._calls[id(func)]
 

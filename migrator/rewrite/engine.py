@@ -10,11 +10,9 @@ from typing import NamedTuple
 
 from migrator.findings import Finding
 from migrator.rewrite.analyze import analyze, may_have_work
-from migrator.rewrite.edit import applied
 from migrator.rewrite.layout import DEFAULT_LINE_LENGTH
 from migrator.rewrite.plan import Plan
 from migrator.rewrite.project import Project, parse_cached
-from migrator.rewrite.unused import drop_unused_imports
 
 
 def plan_text(
@@ -72,6 +70,8 @@ def fix_text(
     tree, plan, findings = plan_text(text, path, project, ops_module, disable, toolkit, line_length)
     if not plan:
         return Fixed(text, findings, {})
+    from migrator.rewrite.edit import applied  # `check` never loads the editing modules
+    from migrator.rewrite.unused import drop_unused_imports
 
     with gc_paused():
         new_text, top = applied(text, plan, tree)

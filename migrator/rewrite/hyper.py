@@ -11,6 +11,7 @@ from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.names import literal
 from migrator.rewrite.taken import class_level_names
+from migrator.rewrite.walk import all_nodes
 
 
 class HyperParameters:
@@ -28,7 +29,7 @@ class HyperParameters:
         replace: dict[str, ast.expr] = {}
         init = self.attributes.init
         init_locals = self.ctx.locals_of(init) if init else set()
-        for part in ast.walk(node):
+        for part in all_nodes(node):
             if isinstance(part, ast.Name) and part.id != "self":
                 if part.id in shadowed:
                     raise Refusal("MIG101", f"`{part.id}` is a local value of the method")
@@ -165,7 +166,7 @@ class HyperParameters:
 def _assigns(scope: ast.AST, target: ast.expr) -> bool:
     """Whether `scope` assigns `target` (an attribute chain on `self`)."""
     wanted = _chain(target)
-    for part in ast.walk(scope):
+    for part in all_nodes(scope):
         targets = part.targets if isinstance(part, ast.Assign) else []
         if isinstance(part, (ast.AugAssign, ast.AnnAssign)):
             targets = [part.target]

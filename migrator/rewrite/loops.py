@@ -25,7 +25,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.plan import Replace, ReplaceKind
-from migrator.rewrite.walk import Loop, Visit, header_lines, repeats
+from migrator.rewrite.walk import Loop, Visit, all_nodes, child_nodes, header_lines, repeats
 
 _CONTAINERS = frozenset(
     {
@@ -326,14 +326,12 @@ class LoopCopies:
             for method in sub.methods().values():
                 if any(
                     self_attr(n) and n.attr == attr and not isinstance(n.ctx, ast.Load)
-                    for n in ast.walk(method)
-                ) or any(_grows(n, attr) for n in ast.walk(method)):
+                    for n in all_nodes(method)
+                ) or any(_grows(n, attr) for n in all_nodes(method)):
                     raise Refusal(None, f"`self.{attr}` is changed in subclass `{sub.name}`")
         for name, method in self.attributes.methods.items():
-            parents = {
-                id(child): node for node in ast.walk(method) for child in ast.iter_child_nodes(node)
-            }
-            for node in ast.walk(method):
+            parents = {id(child): node for node in all_nodes(method) for child in child_nodes(node)}
+            for node in all_nodes(method):
                 if not (self_attr(node) and node.attr == attr):
                     continue
                 parent = parents.get(id(node))
@@ -407,7 +405,7 @@ class LoopCopies:
             self._aliases = {}
             binders: dict[str, list[ast.AST]] = {}
             assigns: dict[int, ast.expr] = {}
-            for node in ast.walk(self.method):
+            for node in all_nodes(self.method):
                 for name in _bound_names(node):
                     binders.setdefault(name, []).append(node)
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -417,7 +415,7 @@ class LoopCopies:
                 if (
                     len(nodes) == 1
                     and self_attr(bound)
-                    and not any(_grows_name(n, name) for n in ast.walk(self.method))
+                    and not any(_grows_name(n, name) for n in all_nodes(self.method))
                 ):
                     self._aliases[name] = bound.attr
         return self._aliases.get(value.id)
@@ -493,7 +491,7 @@ class LoopCopies:
             self._inputs = {p.arg: p.arg for p in params if p.arg != "self"}
             bindings = [
                 (target, value, node)
-                for node in ast.walk(self.method)
+                for node in all_nodes(self.method)
                 for target, value in _bindings(node)
             ]
             changed = True
@@ -525,7 +523,7 @@ class LoopCopies:
         if self._used is None:  # every identifier the method spells, whatever it names
             self._used = {
                 value
-                for node in ast.walk(self.method)
+                for node in all_nodes(self.method)
                 for _, value in ast.iter_fields(node)
                 if isinstance(value, str)
             }
@@ -550,7 +548,7 @@ def _zip(value: ast.expr) -> TypeGuard[ast.Call]:
 def _reads(value: ast.AST) -> list[str]:
     """The names `value` reads, in a fixed order."""
     return [
-        n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        n.id for n in all_nodes(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     ]
 
 
@@ -594,7 +592,7 @@ def _binding_text(node: ast.AST, target: ast.AST, value: ast.AST) -> str:
 
 
 def _stored(target: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in all_nodes(target) if isinstance(n, ast.Name)]
 
 
 def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:

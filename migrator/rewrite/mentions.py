@@ -23,9 +23,10 @@ from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 
 _CALL_IN_LINE = re.compile(
-    r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\((?=\s*(\S?)(\w*\s*=?=?))"
+    r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
 )
-"""`name(` or `self.name(`, not `other.name(`; then what the arguments start with."""
+"""`name(` or `self.name(`, not `other.name(`; then what the arguments start with on its
+line."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
@@ -82,7 +83,7 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
     """The names called on the lines of method bodies, found from the text by indentation:
     a line counts when the nearest `def` or `class` line above it that is indented less is a
     `def` directly in a class that is no twin (and sets nothing up)."""
-    found: set[str] = set()
+    counted: list[str] = []
     headers: list[tuple[int, bool | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
     the lines of its body count; None for a class, whose own `def`s may)."""
@@ -108,10 +109,12 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
             continue
         owner = next((counts for at, counts in reversed(headers) if at < indent), False)
         if owner:
-            found.update(
-                _SUFFIX.sub("", c) for c, *first in _CALL_IN_LINE.findall(line) if _takes(*first)
-            )
-    return frozenset(found)
+            counted.append(line)
+    return frozenset(  # one search of the lines that count, which it never reads across
+        _SUFFIX.sub("", c)
+        for c, *first in _CALL_IN_LINE.findall("\n".join(counted))
+        if _takes(*first)
+    )
 
 
 def _takes(start: str, rest: str) -> bool:

@@ -151,7 +151,7 @@ def function_locals(
     bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
     for node in nodes if nodes is not None else ast.walk(func):
-        if node is func:
+        if type(node) not in _BINDERS or node is func:
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
@@ -162,3 +162,10 @@ def function_locals(
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
     return bound
+
+
+_BINDERS = frozenset(
+    {ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
+    | {ast.arg}
+)
+"""The node classes `function_locals` reads a bound name from."""

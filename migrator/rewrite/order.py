@@ -25,18 +25,22 @@ def post_order(func: ast.FunctionDef) -> dict[int, int]:
     """id(node) -> position in evaluation order, for every node below `func`."""
     positions: dict[int, int] = {}
     stack: list[tuple[ast.AST, bool]] = [(s, False) for s in reversed(func.body)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, expanded = stack.pop()
+        node, expanded = pop()
         if expanded:
             positions[id(node)] = len(positions)
             continue
-        stack.append((node, True))
         children: list[ast.AST]
         if isinstance(node, ast.Assign):  # the value runs before the targets
             children = [node.value, *node.targets]
         else:
             children = child_nodes(node)
-        stack.extend((c, False) for c in reversed(children))
+            if not children:  # a leaf: its place comes now
+                positions[id(node)] = len(positions)
+                continue
+        push((node, True))
+        stack += [(c, False) for c in reversed(children)]
     return positions
 
 

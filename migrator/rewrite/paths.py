@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 
-from migrator.rewrite.walk import child_nodes
+from migrator.rewrite.walk import all_nodes, child_nodes
 
 
 class _Wanted:
@@ -27,7 +27,9 @@ class _Wanted:
         start = getattr(node, "lineno", None)
         if start is None:  # no position (an operator, `arguments`): look inside
             return True
-        start = min([start, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            start = min(start, *(d.lineno for d in decorators))
         i = bisect_left(self.lines, start)
         return i < len(self.lines) and self.lines[i] <= (getattr(node, "end_lineno", None) or start)
 
@@ -62,7 +64,7 @@ def _block(stmts: list[ast.stmt], wanted: _Wanted) -> tuple[int | None, int | No
             ended = _most(ended, through + _expr(stmt, wanted))
             through = None
         elif isinstance(stmt, _COMPOUND):  # every node counted, as if each part ran
-            through += sum(id(n) in wanted for n in ast.walk(stmt)) if wanted.may_hold(stmt) else 0
+            through += sum(id(n) in wanted for n in all_nodes(stmt)) if wanted.may_hold(stmt) else 0
         else:
             through += _expr(stmt, wanted)
     return through, ended

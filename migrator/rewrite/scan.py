@@ -25,7 +25,7 @@ from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import Visit, header_lines
+from migrator.rewrite.walk import Visit, all_nodes, header_lines
 
 
 class Scanner:
@@ -661,7 +661,7 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
         for k in call.keywords
         if k.arg and isinstance(k.value, ast.Name) and k.value.id == "self"
     }
-    for node in ast.walk(function):
+    for node in all_nodes(function):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

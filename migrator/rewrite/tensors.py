@@ -112,7 +112,7 @@ class TensorNames:
         self.plain_items: set[str] = set()
         """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
         self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
-        self._bindings = [b for node in nodes for b in _bindings(node)]
+        self._bindings = [b for node in nodes if type(node) in _BINDING for b in _bindings(node)]
         self._returned: dict[int, Kind | None] = {}
         """The kind each call returns, by its annotation (worked out once per call)."""
         self._counts: dict[str, int] = {}
@@ -202,7 +202,7 @@ class TensorNames:
         ]
         stored: dict[str, list[ast.expr | None]] = {}
         for node in nodes:
-            for name, value in _stored_items(node):
+            for name, value in _stored_items(node) if type(node) in _STORING else ():
                 stored.setdefault(name, []).append(value)
         bound: dict[str, list[ast.expr | None]] = {}
         for name, value in self._bindings:
@@ -336,7 +336,7 @@ class TensorNames:
         for name, value in self._bindings:
             bindings.setdefault(name, []).append(value)
         for node in nodes:
-            for name, value in _stored_items(node):
+            for name, value in _stored_items(node) if type(node) in _STORING else ():
                 bindings.setdefault(name, []).append(value)
         for name, values in self._passed_values.items():
             bindings.setdefault(name, []).extend(values)
@@ -802,6 +802,13 @@ def _parameters(func: ast.FunctionDef) -> list[ast.arg]:
     return params + func.args.kwonlyargs
 
 
+_BINDING = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension}
+    | {ast.NamedExpr, ast.withitem, ast.ExceptHandler}
+)
+"""The node classes `_bindings` finds bindings in (the others bind nothing)."""
+
+
 def _bindings(node: ast.AST):
     """(name, value or None when not known) for each name `node` binds; a loop's target takes
     an item of what it iterates."""
@@ -847,6 +854,10 @@ def _loop_targets(target: ast.expr, iterable: ast.expr):
         yield from _targets(target, None)
     else:
         yield from _targets(target, _item(iterable))
+
+
+_STORING = frozenset({ast.Call, ast.Assign, ast.AugAssign})
+"""The node classes `_stored_items` finds stores in."""
 
 
 def _stored_items(node: ast.AST):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import re
 
+from migrator.rewrite.walk import all_nodes
+
 _COMMENT = re.compile(r"#\s*type:\s*(\(.*\)\s*->.*?)\s*(?:#.*)?$")
 _ANY_COMMENT = re.compile(r"#\s*type:\s*\(")
 
@@ -18,7 +20,7 @@ def read_type_comments(tree: ast.Module, source: str) -> None:
     if _ANY_COMMENT.search(source) is None:  # most files: no walk
         return
     lines = source.split("\n")
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if isinstance(node, ast.FunctionDef) and node.body:
             _annotate(node, lines)
 

@@ -55,23 +55,27 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     stack: list[tuple[ast.AST, ast.stmt, Loops, Other]] = [
         (s, s, (), None) for s in reversed(func.body)
     ]
+    pop, push, visit = stack.pop, stack.append, visits.append
     while stack:
-        node, stmt, loops, other = stack.pop()
+        node, stmt, loops, other = pop()
         kind = type(node)
         if kind in _STATEMENTS:
             stmt = cast(ast.stmt, node)
-        visits.append(_new(Visit, (node, stmt, bool(loops) or other is not None, loops, other)))
+        visit(_new(Visit, (node, stmt, bool(loops) or other is not None, loops, other)))
         children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
-        if kind not in _LOOPING:  # most nodes: their children in field order
+        if kind not in _LOOPING:  # most nodes: their children in field order, pushed last first
             inner = other or (node if kind in _REPEATING else None)
-            children = []
-            for field in _FIELDS.get(kind) or _node_fields(kind):
+            fields = _FIELDS.get(kind)
+            for field in reversed(_node_fields(kind) if fields is None else fields):
                 value = getattr(node, field, None)
-                if isinstance(value, list):
-                    children += [(c, stmt, loops, inner) for c in value if isinstance(c, ast.AST)]
+                if value.__class__ is list:
+                    for child in reversed(value):
+                        if isinstance(child, ast.AST):
+                            push((child, stmt, loops, inner))
                 elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
-                    children.append((value, stmt, loops, inner))
-        elif isinstance(node, ast.For):
+                    push((value, stmt, loops, inner))
+            continue
+        if isinstance(node, ast.For):
             children = [
                 (node.target, stmt, loops, other or node),
                 (node.iter, stmt, loops, other),
@@ -140,13 +144,30 @@ def _node_fields(kind: type) -> tuple[str, ...]:
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)` without the Load/Store markers, as a list (faster)."""
     children: list[ast.AST] = []
-    for field in _node_fields(type(node)):
+    fields = _FIELDS.get(type(node))
+    for field in _node_fields(type(node)) if fields is None else fields:
         value = getattr(node, field, None)
         if isinstance(value, list):
             children += [c for c in value if isinstance(c, ast.AST)]
         elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
             children.append(value)
     return children
+
+
+def all_nodes(root: ast.AST) -> list[ast.AST]:
+    """`ast.walk(root)` as a list, in its order, without the Load/Store markers (twice as
+    fast)."""
+    found = [root]
+    for node in found:  # grows while it is read: breadth first, as `ast.walk`
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        for field in _node_fields(kind) if fields is None else fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                found += [c for c in value if isinstance(c, ast.AST)]
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                found.append(value)
+    return found
 
 
 def header_lines(stmt: ast.stmt) -> range:
