@@ -9,6 +9,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migrator import catalog
+
+MODES = ("eval", "train")
+"""The modes an evidence run calls the models in."""
+
 
 @dataclass(frozen=True)
 class Seen:
@@ -23,6 +28,26 @@ class Seen:
     returns: str = ""
     """What its `forward` is proven to return: 'tensor', 'tuple' (of tensors), or '' (not
     proven)."""
+    calls: str = ""
+    """What its calls returned when the models ran, `mode:kind` comma-separated and sorted (''
+    when they did not run): kind 'new', a tensor sharing memory with none of its inputs,
+    parameters, buffers or tensor attributes (nor its modules'); 'input', one sharing memory
+    with its first input only; 'alias', any other tensor; 'other', no tensor."""
+
+    def output(self) -> str:
+        """'fresh' when it always returns a new tensor nothing else sees, by its class
+        (`fresh`) or by every call in both modes; 'input' when it returns that or its first
+        input (or a view of it), by its class (`catalog.output_kind`) or by every call in both
+        modes; '' otherwise."""
+        if self.fresh:
+            return "fresh"
+        if catalog.output_kind(self.cls, None) == "input":
+            return "input"
+        calls = [call.split(":") for call in self.calls.split(",") if call]
+        kinds = {kind for _, kind in calls}
+        if {mode for mode, _ in calls} != set(MODES) or not kinds <= {"new", "input"}:
+            return ""
+        return "fresh" if kinds == {"new"} else "input"
 
 
 Key = tuple[str, str, str]
@@ -44,10 +69,15 @@ class Evidence:
         buffers (empty: not proven)."""
         return self._proving(path, cls, attr, lambda s: not s.stateful)
 
-    def fresh(self, path: str, cls: str, attr: str) -> list[str]:
-        """The targets proving that every module built at `cls.attr` returns a new tensor
-        (empty: not proven)."""
-        return self._proving(path, cls, attr, lambda s: s.fresh)
+    def output(self, path: str, cls: str, attr: str) -> tuple[str, list[str]]:
+        """('fresh' or 'input', the targets proving it) when every module built at `cls.attr`
+        returns a new tensor nothing else sees ('fresh'), or that or its first input ('input':
+        `Seen.output`); ('', []) when not proven."""
+        kinds = self._kinds(path, cls, attr)
+        found = {seen.output() for seen in kinds}
+        if not found or "" in found:
+            return "", []
+        return ("fresh" if found == {"fresh"} else "input"), sorted(set().union(*kinds.values()))
 
     def returns(self, path: str, cls: str, attr: str) -> tuple[str, list[str]]:
         """('tensor' or 'tuple', the targets proving it) when every module built at `cls.attr`
@@ -76,7 +106,15 @@ class Evidence:
     def to_json(self) -> str:
         return json.dumps(
             [
-                [*key, seen.cls, seen.stateful, seen.fresh, seen.returns, sorted(targets)]
+                [
+                    *key,
+                    seen.cls,
+                    seen.stateful,
+                    seen.fresh,
+                    seen.returns,
+                    seen.calls,
+                    sorted(targets),
+                ]
                 for key, kinds in sorted(self.seen.items())
                 for seen, targets in sorted(kinds.items(), key=lambda kv: kv[0].cls)
             ]
@@ -85,9 +123,10 @@ class Evidence:
     @classmethod
     def from_json(cls, text: str) -> Evidence:
         evidence = cls()
-        for path, owner, attr, kind, stateful, fresh, returns, targets in json.loads(text):
+        for path, owner, attr, kind, stateful, fresh, returns, calls, targets in json.loads(text):
+            seen = Seen(kind, stateful, fresh, returns, calls)
             for target in targets:
-                evidence.add((path, owner, attr), Seen(kind, stateful, fresh, returns), target)
+                evidence.add((path, owner, attr), seen, target)
         return evidence
 
 

@@ -94,7 +94,7 @@ class ReusedModules:
                     attr=name,
                 )
 
-    def _reassigned_below(self, attr: str) -> str | None:
+    def reassigned_below(self, attr: str) -> str | None:
         """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
         none); run-time evidence about the attribute includes its instances, but a copy made
         in this class's `__init__` would not follow its value."""
@@ -143,7 +143,7 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        if (verdict or proof) and (sub := self._reassigned_below(attr)):
+        if (verdict or proof) and (sub := self.reassigned_below(attr)):
             raise Refusal(
                 "MIG104",
                 f"{where} but subclass `{sub}` assigns `self.{attr}` again: a copy built in "

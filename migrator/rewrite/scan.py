@@ -77,6 +77,8 @@ class Scanner:
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
+        self._passed_proof = False
+        """Whether that evidence proved a module to return a new tensor or its input."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -379,10 +381,10 @@ class Scanner:
     ) -> None:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
-        self._fresh_proof = []
+        self._fresh_proof, self._passed_proof = [], False
         if self._parents is None:
             self._parents = block_parents(self.method)
-        reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh, self._parents)
+        reason = inplace_unsafe(self.method, target, visit.stmt, self._made, self._parents)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         if _starred(args, [k.arg for k in keywords]):
@@ -402,37 +404,101 @@ class Scanner:
             "MIG002",
             label,
             kind="augassign" if augmented else "inplace",
-            note=(
-                f"; `{self.ctx.text(target)}` is fresh: in every model built from "
-                f"{proved_by(self._fresh_proof)}, the module that made it returns a new tensor"
-                if self._fresh_proof
-                else ""
-            ),
+            note=self._fresh_note(target),
         )
 
-    def _fresh(self, value: ast.expr) -> bool:
-        """Whether `value` is a call of a module, or of a catalog op (which `fix` turns into
-        that module), known to return a new tensor nothing else sees (`catalog.fresh_output`,
-        which the runtime preparer asks too). Ops and their modules answer alike, so a second
-        `fix` decides as the first did."""
+    def _fresh_note(self, target: ast.expr) -> str:
+        """The end of a finding for an in-place op whose tensor run-time evidence proved
+        fresh."""
+        if not self._fresh_proof:
+            return ""
+        made = (
+            "the modules it comes from return a new tensor or their input, read by nothing else"
+            if self._passed_proof
+            else "the module that made it returns a new tensor"
+        )
+        return (
+            f"; `{self.ctx.text(target)}` is fresh: in every model built from "
+            f"{proved_by(self._fresh_proof)}, {made}"
+        )
+
+    def _made(self, value: ast.expr) -> bool | ast.expr:
+        """`inplace.Made`: True when `value` is a call of a module, or of a catalog op (which
+        `fix` turns into that module), known to return a new tensor nothing else sees
+        (`catalog.output_kind`, which the run-time evidence asks too); its first input when
+        it returns that or its input. Ops and their modules answer alike, so a second `fix`
+        decides as the first did."""
         if not isinstance(value, ast.Call):
             return False
         func = value.func
+        first = value.args[0] if value.args else None
         if self_attr(func):
-            info = self.attrs.get(func.attr)
-            if info and isinstance(info.value, ast.Call):
-                cls = self.ctx.info.names.resolve(info.value.func)
-                if cls and catalog.fresh_output(cls, _inplace_flag(cls, info.value)):
-                    return True
-            owner = self.owner
-            proof = self.ctx.project.evidence.fresh(str(owner.file.path), owner.name, func.attr)
-            self._fresh_proof = sorted(set(self._fresh_proof) | set(proof))
-            return bool(proof)
-        qualname = self.ctx.info.names.resolve(func, self.shadowed)
-        op, receiver = (catalog.by_function(qualname) if qualname else None), []
-        if op is None and isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
-            op, receiver = catalog.by_method(func.attr), [func.value]
-        return op is not None and catalog.fresh_output(op.module, _op_inplace(op, value, receiver))
+            kind = self._attr_output(func.attr)
+            if kind != "fresh":
+                owner = self.owner
+                found, proof = self.ctx.project.evidence.output(
+                    str(owner.file.path), owner.name, func.attr
+                )
+                if found == "fresh" or (found and not kind):
+                    kind = found
+                    self._fresh_proof = sorted(set(self._fresh_proof) | set(proof))
+                    self._passed_proof |= found == "input"
+        else:
+            qualname = self.ctx.info.names.resolve(func, self.shadowed)
+            op, receiver = (catalog.by_function(qualname) if qualname else None), []
+            if (
+                op is None
+                and isinstance(func, ast.Attribute)
+                and self.tensors.is_tensor(func.value)
+            ):
+                op, receiver = catalog.by_method(func.attr), [func.value]
+            if op is None or not op.args or op.args[0].role is not Role.INPUT:
+                return False
+            kind = catalog.output_kind(op.module, _op_inplace(op, value, receiver))
+            first = receiver[0] if receiver else first
+        if kind == "input" and first is not None and not isinstance(first, ast.Starred):
+            return first
+        return kind == "fresh"
+
+    def _attr_output(self, attr: str) -> str:
+        """What the module `__init__` assigns once to `self.<attr>` returns, statically
+        (`catalog.output_kind`; '' when not known, or when another method or a subclass
+        assigns it too)."""
+        info = self.attrs.get(attr)
+        attributes = self.sites.attributes
+        if (
+            info is None
+            or info.count != 1
+            or attr in attributes.assigned_elsewhere
+            or self.sites.reassigned_below(attr)
+        ):
+            return ""
+        return self._built_output(info.value)
+
+    def _built_output(self, value: ast.expr) -> str:
+        """What a module built by `value` returns: each arm of a conditional expression (one
+        that is None is never called); an `nn.Sequential` what its last module returns, or
+        its input when every module passes it on."""
+        if isinstance(value, ast.IfExp):
+            arms = [v for v in (value.body, value.orelse) if not _is_none(v)]
+            kinds = {self._built_output(v) for v in arms}
+            if not arms or "" in kinds:
+                return ""
+            return "fresh" if kinds == {"fresh"} else "input"
+        if not isinstance(value, ast.Call):
+            return ""
+        cls = self.ctx.info.names.resolve(value.func)
+        if not cls:
+            return ""
+        if cls == "torch.nn.Sequential":
+            if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
+                return ""
+            for module in reversed(value.args):
+                kind = self._built_output(module)
+                if kind != "input":
+                    return kind
+            return "input" if value.args else ""
+        return catalog.output_kind(cls, _inplace_flag(cls, value))
 
     def _typed_note(self, values: list[ast.expr]) -> str:
         """The end of a finding for an op whose tensors run-time evidence alone proves (every
@@ -755,3 +821,7 @@ def _inplace_at(call: ast.Call, position: int, leading: list[ast.expr]) -> bool 
     if not given:
         return False
     return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
