@@ -98,6 +98,10 @@ class ReusedModules:
         """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
         none); run-time evidence about the attribute includes its instances, but a copy made
         in this class's `__init__` would not follow its value."""
+        return next((sub.name for sub in self.below() if assigns_attr(sub, attr)), None)
+
+    def below(self) -> list[ClassInfo]:
+        """The class's subclasses, in this file or the package."""
         family, cls = self.attributes.family, self.attributes.cls
         below = family.subclasses_elsewhere(cls)
         todo = [cls, *below]
@@ -106,7 +110,7 @@ class ReusedModules:
                 if sub not in below:
                     below.append(sub)
                     todo.append(sub)
-        return next((sub.name for sub in below if _assigns(sub, attr)), None)
+        return below
 
     def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
         """The label of the module a reused attribute holds, and the targets whose run-time
@@ -197,7 +201,7 @@ class ReusedModules:
         return label, proof
 
 
-def _assigns(cls: ClassInfo, attr: str) -> bool:
+def assigns_attr(cls: ClassInfo, attr: str) -> bool:
     """Whether a method of `cls` assigns `self.<attr>`."""
     return any(
         isinstance(node, ast.Attribute)

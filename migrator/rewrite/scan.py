@@ -22,7 +22,7 @@ from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
-from migrator.rewrite.reuse import ReusedModules
+from migrator.rewrite.reuse import ReusedModules, assigns_attr
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, header_lines
@@ -462,15 +462,17 @@ class Scanner:
 
     def _attr_output(self, attr: str) -> str:
         """What the module `__init__` assigns once to `self.<attr>` returns, statically
-        (`catalog.output_kind`; '' when not known, or when another method or a subclass
-        assigns it too)."""
+        (`catalog.output_kind`; '' when not known, or when another method, a base or a
+        subclass assigns it too, or the class or one of them may change what it holds)."""
         info = self.attrs.get(attr)
         attributes = self.sites.attributes
-        if (
-            info is None
-            or info.count != 1
-            or attr in attributes.assigned_elsewhere
-            or self.sites.reassigned_below(attr)
+        if info is None or info.count != 1 or attr in attributes.assigned_elsewhere:
+            return ""
+        family = [*attributes.family.ancestors(self.owner), *self.sites.below()]
+        if any(assigns_attr(c, attr) for c in family) or any(
+            _changes(method, attr, info.stmt)
+            for c in [self.owner, *family]
+            for method in c.methods().values()
         ):
             return ""
         return self._built_output(info.value)
@@ -825,3 +827,35 @@ def _inplace_at(call: ast.Call, position: int, leading: list[ast.expr]) -> bool 
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+_READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})
+"""Builtins that only look at what they are given."""
+
+
+def _changes(method: ast.FunctionDef, attr: str, assigned: ast.stmt) -> bool:
+    """Whether `method` may change the module `self.<attr>` holds, other than by calling it:
+    a method called on it (`self.blocks.append(m)`), an item stored or deleted, the module
+    handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`), or an assignment other
+    than `assigned`."""
+    parents = {id(c): p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(method):
+        if not (self_attr(node) and node.attr == attr):
+            continue
+        parent = parents.get(id(node))
+        if not isinstance(node.ctx, ast.Load):
+            if parent is not assigned:
+                return True
+        elif isinstance(parent, ast.Attribute):
+            above = parents.get(id(parent))
+            if isinstance(above, ast.Call) and above.func is parent:
+                return True
+        elif isinstance(parent, ast.Subscript):
+            if not isinstance(parent.ctx, ast.Load):
+                return True
+        elif isinstance(parent, ast.Call) and parent.func is not node:
+            if not (isinstance(parent.func, ast.Name) and parent.func.id in _READERS):
+                return True
+        elif isinstance(parent, (ast.keyword, ast.Starred)):
+            return True
+    return False
