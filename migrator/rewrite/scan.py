@@ -461,32 +461,43 @@ class Scanner:
         return kind == "fresh"
 
     def _attr_output(self, attr: str) -> str:
-        """What the module `__init__` assigns once to `self.<attr>` returns, statically
-        (`catalog.output_kind`; '' when not known, or when another method, a base or a
-        subclass assigns it too, or the class or one of them may change what it holds)."""
-        info = self.attrs.get(attr)
+        """What the modules `__init__` assigns to `self.<attr>` return, statically, as the arms
+        of a conditional expression (`_built_output`; '' when not known, or when another
+        method, a base or a subclass assigns it too, or the class or one of them may change
+        what it holds)."""
         attributes = self.sites.attributes
-        if info is None or info.count != 1 or attr in attributes.assigned_elsewhere:
+        init = attributes.init
+        if attr not in self.attrs or attr in attributes.assigned_elsewhere or init is None:
             return ""
+        assigns = [
+            node
+            for node in ast.walk(init)
+            if isinstance(node, ast.Assign)
+            and any(self_attr(t) and t.attr == attr for t in node.targets)
+        ]
         family = [*attributes.family.ancestors(self.owner), *self.sites.below()]
         if any(assigns_attr(c, attr) for c in family) or any(
-            _changes(method, attr, info.stmt)
+            _changes(method, attr, assigns)
             for c in [self.owner, *family]
             for method in c.methods().values()
         ):
             return ""
-        return self._built_output(info.value)
+        return self._either([a.value for a in assigns])
+
+    def _either(self, values: list[ast.expr]) -> str:
+        """What a module built by one of `values` returns (one that is None is never
+        called): 'fresh' when each is, 'input' when each is that or 'input'."""
+        kinds = {self._built_output(v) for v in values if not _is_none(v)}
+        if not kinds or "" in kinds:
+            return ""
+        return "fresh" if kinds == {"fresh"} else "input"
 
     def _built_output(self, value: ast.expr) -> str:
         """What a module built by `value` returns: each arm of a conditional expression (one
         that is None is never called); an `nn.Sequential` what its last module returns, or
         its input when every module passes it on."""
         if isinstance(value, ast.IfExp):
-            arms = [v for v in (value.body, value.orelse) if not _is_none(v)]
-            kinds = {self._built_output(v) for v in arms}
-            if not arms or "" in kinds:
-                return ""
-            return "fresh" if kinds == {"fresh"} else "input"
+            return self._either([value.body, value.orelse])
         if not isinstance(value, ast.Call):
             return ""
         cls = self.ctx.info.names.resolve(value.func)
@@ -833,18 +844,18 @@ _READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})
 """Builtins that only look at what they are given."""
 
 
-def _changes(method: ast.FunctionDef, attr: str, assigned: ast.stmt) -> bool:
+def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> bool:
     """Whether `method` may change the module `self.<attr>` holds, other than by calling it:
     a method called on it (`self.blocks.append(m)`), an item stored or deleted, the module
     handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`), or an assignment other
-    than `assigned`."""
+    than those `assigned`."""
     parents = {id(c): p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(method):
         if not (self_attr(node) and node.attr == attr):
             continue
         parent = parents.get(id(node))
         if not isinstance(node.ctx, ast.Load):
-            if parent is not assigned:
+            if not any(parent is a for a in assigned):
                 return True
         elif isinstance(parent, ast.Attribute):
             above = parents.get(id(parent))
