@@ -39,7 +39,7 @@ class Seen:
         (`fresh`) or by every call in both modes; 'input' when it returns that or its first
         input (or a view of it), by its class (`catalog.output_kind`) or by every call in both
         modes; '' otherwise."""
-        if self.fresh:
+        if self.fresh or self == NONE:  # None: the call raises before anything reads it
             return "fresh"
         if catalog.output_kind(self.cls, None) == "input":
             return "input"
@@ -49,6 +49,9 @@ class Seen:
             return ""
         return "fresh" if kinds == {"new"} else "input"
 
+
+NONE = Seen("None", False, False)
+"""An attribute set to None: calling it raises, in the original as in the migrated model."""
 
 Key = tuple[str, str, str]
 """(resolved file path, class qualname within the file, attribute)."""
@@ -73,7 +76,7 @@ class Evidence:
         """('fresh' or 'input', the targets proving it) when every module built at `cls.attr`
         returns a new tensor nothing else sees ('fresh'), or that or its first input ('input':
         `Seen.output`); ('', []) when not proven."""
-        kinds = self._kinds(path, cls, attr)
+        kinds = self._kinds(path, cls, attr, none=True)
         found = {seen.output() for seen in kinds}
         if not found or "" in found:
             return "", []
@@ -92,10 +95,12 @@ class Evidence:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})
 
-    def _kinds(self, path: str, cls: str, attr: str) -> dict[Seen, set[str]]:
+    def _kinds(self, path: str, cls: str, attr: str, none: bool = False) -> dict[Seen, set[str]]:
+        """What the models hold at `cls.attr`; with `none`, also None where they hold it."""
         if not self.seen:  # no evidence: the static path stays off the file system
             return {}
-        return self.seen.get((str(Path(path).resolve()), cls, attr), {})
+        kinds = self.seen.get((str(Path(path).resolve()), cls, attr), {})
+        return kinds if none else {seen: t for seen, t in kinds.items() if seen != NONE}
 
     def _proving(self, path: str, cls: str, attr: str, holds) -> list[str]:
         kinds = self._kinds(path, cls, attr)

@@ -166,6 +166,8 @@ def test_observe_records_what_calls_return_in_each_mode():
         "eval:alias,train:alias"
     }
     assert evidence.output(path, "Residual", "tail") == ("", [])
+    assert evidence.output(path, "Residual", "gate") == ("fresh", ["t"])  # None: never called
+    assert evidence.stateless(path, "Residual", "gate") == []  # None proves no split
     assert Evidence.from_json(evidence.to_json()).seen == evidence.seen
     assert model.training and all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from migrator import catalog
-from migrator.evidence import MODES, Evidence, Seen
+from migrator.evidence import MODES, NONE, Evidence, Seen
 from migrator.prove.build import ORIGINAL_SEED, build, build_key
 from migrator.prove.load import LoadError, Side
 from migrator.prove.targets import Target
@@ -37,8 +37,14 @@ def observe(
         owners = [(file, c.__qualname__) for c in type(module).__mro__ if (file := _file_of(c))]
         if not owners:
             continue
+        for attr, value in vars(module).items():  # an attribute set to None: never called
+            if value is None:
+                for file, owner in owners:
+                    evidence.add((file, owner, attr), NONE, target)
         for attr, child in module._modules.items():
             if child is None:
+                for file, owner in owners:
+                    evidence.add((file, owner, attr), NONE, target)
                 continue
             if id(child) not in kinds:
                 kinds[id(child)] = _seen(child, returns(child, returned), ran.get(id(child), ""))
