@@ -186,6 +186,31 @@ def test_a_call_proves_only_in_both_modes():
     assert evidence.output("net.py", "Net", "drop") == ("", [])
 
 
+def test_a_hooked_module_proves_only_by_its_calls():
+    """A forward hook may return anything: the class proves nothing, the calls still do."""
+    from migrator.prove.evidence import observe
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.keep = torch.nn.Identity()
+            self.keep.kept = torch.ones(2)
+            self.keep.register_forward_hook(lambda module, args, out: module.kept)
+            self.copy = torch.nn.Identity()
+            self.copy.register_forward_hook(lambda module, args, out: out * 2)
+
+        def forward(self, x):
+            return self.copy(self.keep(x))
+
+    net = Net()
+    path = str(Path(__file__).resolve())
+    built = observe(net, "t")
+    assert built.output(path, Net.__qualname__, "keep") == ("", [])
+    ran = observe(net, "t", inputs=lambda train: (torch.zeros(2),))
+    assert ran.output(path, Net.__qualname__, "keep") == ("", [])  # a tensor it keeps
+    assert ran.output(path, Net.__qualname__, "copy") == ("fresh", ["t"])
+
+
 def test_a_sequential_is_fresh_when_its_last_module_is():
     from migrator.prove.evidence import _fresh
 

@@ -92,6 +92,9 @@ def _seen(module: torch.nn.Module, returned: str, ran: str) -> Seen:
     stateful = any(True for _ in module.parameters()) or any(True for _ in module.buffers())
     name = _public_name(module)
     kind = name or f"{type(module).__module__}.{type(module).__qualname__}"
+    if module._forward_hooks or module._forward_pre_hooks or "forward" in vars(module):
+        # what it returns is not its class's: only its calls say
+        return Seen(f"{kind} (hooked)", stateful, False, returned, ran)
     return Seen(kind, stateful, _fresh(module), returned, ran)
 
 
