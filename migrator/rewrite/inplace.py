@@ -43,16 +43,23 @@ def inplace_unsafe(
     the input afterwards. `parents`: `block_parents(method)`."""
     if not isinstance(target, ast.Name):
         return "only a local name can be rebound"
-    return _Walk(method, made, parents).back(target.id, stmt, stmt)[1]
+    summed = isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Mult))
+    walk = _Walk(method, made, parents, summed)
+    return walk.back(target.id, stmt, stmt)[1]
 
 
 class _Walk:
     """The walk back of one in-place op."""
 
-    def __init__(self, method: ast.FunctionDef, made: Made, parents: Parents) -> None:
+    def __init__(
+        self, method: ast.FunctionDef, made: Made, parents: Parents, augmented: bool
+    ) -> None:
         self.method = method
         self.made = made
         self.parents = parents
+        self.augmented = augmented
+        """The op is `x += y` or `x *= y`: on a number it rebinds `x` whatever the rewrite
+        (and every toolkit's module takes a number first there)."""
 
     def back(self, name: str, start: ast.stmt, op: ast.stmt | None) -> tuple[Place | None, str]:
         """(where `name` was assigned its fresh value, '') walking back from `start`, or
@@ -110,9 +117,9 @@ class _Walk:
     def value(self, stmt: ast.Assign, value: ast.expr, name: str) -> _Step:
         """`name = value`: safe when it allocates; a module that may return its input passes
         on that input's freshness."""
-        if isinstance(value, ast.BinOp):
+        if isinstance(value, ast.BinOp) or (self.augmented and _number(value)):
             return "safe", _place(stmt)
-        made = self.made(value)
+        made = value if isinstance(value, ast.Name) else self.made(value)  # `y = x`: as `x`
         if made is True:
             return "safe", _place(stmt)
         if not isinstance(made, ast.expr):
@@ -129,6 +136,11 @@ class _Walk:
         if read := _read_after(self.method, made, stmt, found, self.parents):
             return "unsafe", f"it may be `{made.id}` itself, which {read}"
         return "safe", _place(stmt)
+
+
+def _number(value: ast.expr) -> bool:
+    """An int or float literal (`acc = 0` before `acc += m(x)` in a loop)."""
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
 
 
 def _place(node: ast.stmt | ast.expr) -> Place:
