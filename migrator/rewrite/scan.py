@@ -434,7 +434,7 @@ class Scanner:
         first = value.args[0] if value.args else None
         if self_attr(func):
             kind = self._attr_output(func.attr)
-            if kind != "fresh":
+            if kind != "fresh" and not self._changed_later(func.attr):
                 owner = self.owner
                 found, proof = self.ctx.project.evidence.output(
                     str(owner.file.path), owner.name, func.attr
@@ -475,7 +475,7 @@ class Scanner:
             if isinstance(node, ast.Assign)
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         ]
-        family = [*attributes.family.ancestors(self.owner), *self.sites.below()]
+        family = self._family()
         if any(assigns_attr(c, attr) for c in family) or any(
             _changes(method, attr, assigns)
             for c in [self.owner, *family]
@@ -483,6 +483,20 @@ class Scanner:
         ):
             return ""
         return self._either([a.value for a in assigns])
+
+    def _family(self) -> list[ClassInfo]:
+        """The class's bases and subclasses that can be found."""
+        return [*self.sites.attributes.family.ancestors(self.owner), *self.sites.below()]
+
+    def _changed_later(self, attr: str) -> bool:
+        """Whether a method other than an `__init__`, of the class, a base or a subclass, may
+        change what `self.<attr>` holds: run-time evidence sees the models as built."""
+        return attr in self.sites.attributes.assigned_elsewhere or any(
+            _changes(method, attr, [])
+            for c in [self.owner, *self._family()]
+            for name, method in c.methods().items()
+            if name != "__init__"
+        )
 
     def _either(self, values: list[ast.expr]) -> str:
         """What a module built by one of `values` returns (one that is None is never
