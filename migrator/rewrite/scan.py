@@ -452,9 +452,11 @@ class Scanner:
                 and self.tensors.is_tensor(func.value)
             ):
                 op, receiver = catalog.by_method(func.attr), [func.value]
-            if op is None or not op.args or op.args[0].role is not Role.INPUT:
+            if op is None:
                 return False
             kind = catalog.output_kind(op.module, _op_inplace(op, value, receiver))
+            if kind == "input" and op.args[0].role is not Role.INPUT:
+                return False  # what it passes on is not its first argument (einsum)
             first = receiver[0] if receiver else first
         if kind == "input" and first is not None and not isinstance(first, ast.Starred):
             return first
