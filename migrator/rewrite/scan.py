@@ -873,9 +873,11 @@ def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> 
         if not isinstance(node.ctx, ast.Load):
             if not any(parent is a for a in assigned):
                 return True
-        elif isinstance(parent, ast.Attribute):
+        elif isinstance(parent, ast.Attribute):  # `self.proj.fc = ...`, `self.proj.append(m)`
             above = parents.get(id(parent))
-            if isinstance(above, ast.Call) and above.func is parent:
+            if not isinstance(parent.ctx, ast.Load) or (
+                isinstance(above, ast.Call) and above.func is parent
+            ):
                 return True
         elif isinstance(parent, ast.Subscript):
             if not isinstance(parent.ctx, ast.Load):
