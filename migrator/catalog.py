@@ -1181,6 +1181,23 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     return inplace is False or inplace_position(module) is None
 
 
+def output_kind(module: str, inplace: bool | None) -> str:
+    """What a module of class `module` (qualified name), built with `inplace` (None: not
+    known), returns: 'fresh', always a new tensor nothing else sees (`fresh_output`); 'input',
+    that or its input itself or a view of it (`nn.Identity`, dropouts, flatten: `Op.aliases`;
+    an activation that may be built in place), so what it returns is as fresh as its input;
+    '' when not known. Read by the static checker and the run-time evidence alike."""
+    if fresh_output(module, inplace):
+        return "fresh"
+    module = _TOOLKIT_ORIGINS.get(module, module)
+    if module == NN + "Identity":
+        return "input"
+    rows = [op for op in CATALOG if module in op.modules]
+    if rows and (all(op.aliases for op in rows) or inplace_position(module) is not None):
+        return "input"
+    return ""
+
+
 # torch.nn classes whose constructor sets these attributes, from its arguments, to plain values
 # (not tensors) that nothing but the constructor sets: `self.attn_drop.p` of an `nn.Dropout`
 # built once in `__init__` is fixed there, as is `self.kernel_size` in a subclass of

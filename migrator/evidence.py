@@ -9,6 +9,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from migrator import catalog
+
+MODES = ("eval", "train")
+"""The modes an evidence run calls the models in."""
+
 
 @dataclass(frozen=True)
 class Seen:
@@ -23,7 +28,30 @@ class Seen:
     returns: str = ""
     """What its `forward` is proven to return: 'tensor', 'tuple' (of tensors), or '' (not
     proven)."""
+    calls: str = ""
+    """What its calls returned when the models ran, `mode:kind` comma-separated and sorted (''
+    when they did not run): kind 'new', a tensor sharing memory with none of its inputs,
+    parameters, buffers or tensor attributes (nor its modules'); 'input', one sharing memory
+    with its first input only; 'alias', any other tensor; 'other', no tensor."""
 
+    def output(self) -> str:
+        """'fresh' when it always returns a new tensor nothing else sees, by its class
+        (`fresh`) or by every call in both modes; 'input' when it returns that or its first
+        input (or a view of it), by its class (`catalog.output_kind`) or by every call in both
+        modes; '' otherwise."""
+        if self.fresh or self == NONE:  # None: the call raises before anything reads it
+            return "fresh"
+        if catalog.output_kind(self.cls, None) == "input":
+            return "input"
+        calls = [call.split(":") for call in self.calls.split(",") if call]
+        kinds = {kind for _, kind in calls}
+        if {mode for mode, _ in calls} != set(MODES) or not kinds <= {"new", "input"}:
+            return ""
+        return "fresh" if kinds == {"new"} else "input"
+
+
+NONE = Seen("None", False, False)
+"""An attribute set to None: calling it raises, in the original as in the migrated model."""
 
 Key = tuple[str, str, str]
 """(resolved file path, class qualname within the file, attribute)."""
@@ -44,10 +72,15 @@ class Evidence:
         buffers (empty: not proven)."""
         return self._proving(path, cls, attr, lambda s: not s.stateful)
 
-    def fresh(self, path: str, cls: str, attr: str) -> list[str]:
-        """The targets proving that every module built at `cls.attr` returns a new tensor
-        (empty: not proven)."""
-        return self._proving(path, cls, attr, lambda s: s.fresh)
+    def output(self, path: str, cls: str, attr: str) -> tuple[str, list[str]]:
+        """('fresh' or 'input', the targets proving it) when every module built at `cls.attr`
+        returns a new tensor nothing else sees ('fresh'), or that or its first input ('input':
+        `Seen.output`); ('', []) when not proven."""
+        kinds = self._kinds(path, cls, attr, none=True)
+        found = {seen.output() for seen in kinds}
+        if not found or "" in found:
+            return "", []
+        return ("fresh" if found == {"fresh"} else "input"), sorted(set().union(*kinds.values()))
 
     def returns(self, path: str, cls: str, attr: str) -> tuple[str, list[str]]:
         """('tensor' or 'tuple', the targets proving it) when every module built at `cls.attr`
@@ -62,10 +95,12 @@ class Evidence:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})
 
-    def _kinds(self, path: str, cls: str, attr: str) -> dict[Seen, set[str]]:
+    def _kinds(self, path: str, cls: str, attr: str, none: bool = False) -> dict[Seen, set[str]]:
+        """What the models hold at `cls.attr`; with `none`, also None where they hold it."""
         if not self.seen:  # no evidence: the static path stays off the file system
             return {}
-        return self.seen.get((str(Path(path).resolve()), cls, attr), {})
+        kinds = self.seen.get((str(Path(path).resolve()), cls, attr), {})
+        return kinds if none else {seen: t for seen, t in kinds.items() if seen != NONE}
 
     def _proving(self, path: str, cls: str, attr: str, holds) -> list[str]:
         kinds = self._kinds(path, cls, attr)
@@ -76,7 +111,15 @@ class Evidence:
     def to_json(self) -> str:
         return json.dumps(
             [
-                [*key, seen.cls, seen.stateful, seen.fresh, seen.returns, sorted(targets)]
+                [
+                    *key,
+                    seen.cls,
+                    seen.stateful,
+                    seen.fresh,
+                    seen.returns,
+                    seen.calls,
+                    sorted(targets),
+                ]
                 for key, kinds in sorted(self.seen.items())
                 for seen, targets in sorted(kinds.items(), key=lambda kv: kv[0].cls)
             ]
@@ -85,9 +128,10 @@ class Evidence:
     @classmethod
     def from_json(cls, text: str) -> Evidence:
         evidence = cls()
-        for path, owner, attr, kind, stateful, fresh, returns, targets in json.loads(text):
+        for path, owner, attr, kind, stateful, fresh, returns, calls, targets in json.loads(text):
+            seen = Seen(kind, stateful, fresh, returns, calls)
             for target in targets:
-                evidence.add((path, owner, attr), Seen(kind, stateful, fresh, returns), target)
+                evidence.add((path, owner, attr), seen, target)
         return evidence
 
 

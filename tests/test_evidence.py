@@ -132,9 +132,10 @@ def test_observe_records_classes_state_and_freshness():
         Seen("torch.nn.ReLU6", False, False, "tensor"): {"t"},
     }
     assert evidence.stateless(path, "Block", "act") == ["t"]
-    assert evidence.fresh(path, "Block", "bn2") == ["t"]
-    assert evidence.fresh(path, "Block", "act") == []  # in place: returns its input
-    assert evidence.fresh(path, "Gated", "norm") == []  # nn.Identity returns its input
+    assert evidence.output(path, "Block", "bn2") == ("fresh", ["t"])
+    assert evidence.output(path, "Block", "act") == ("input", ["t"])  # in place: its input
+    assert evidence.output(path, "Gated", "norm") == ("input", ["t"])  # nn.Identity
+    assert evidence.output(path, "Residual", "drop_path") == ("", [])  # the models did not run
     assert evidence.stateful(path, "Gated", "gate") == ["torch.nn.PReLU"]
     assert evidence.stateless(path, "Unbuilt", "act") == []
     assert evidence.returns(path, "Detector", "neck") == ("tensor", ["t"])
@@ -142,6 +143,72 @@ def test_observe_records_classes_state_and_freshness():
     assert evidence.returns(path, "Tapped", "tap") == ("", [])  # nn.Identity: its input
     again = Evidence.from_json(evidence.to_json())
     assert again.seen == evidence.seen
+
+
+def test_observe_records_what_calls_return_in_each_mode():
+    """A copy of the model runs once in each mode: the drop path returns its input in eval
+    mode (and at rate 0), a new tensor in training; `Kept` returns a tensor it keeps."""
+    from migrator.prove.evidence import observe
+
+    blocks = import_path(BEFORE, "evidence_calls")
+    model = blocks.tiny_net()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    x = torch.randn(2, 4, 8, 8)
+    evidence = observe(model, "t", inputs=lambda train: (x,))
+    path = str(Path(blocks.__file__).resolve())
+    assert {seen.calls for seen in evidence.seen[(path, "Residual", "drop_path")]} == {
+        "eval:input,train:new",  # rate 0.5
+        "eval:input,train:input",  # rate 0
+    }
+    assert evidence.output(path, "Residual", "drop_path") == ("input", ["t"])
+    assert evidence.output(path, "Residual", "conv") == ("fresh", ["t"])
+    assert {s.calls for s in evidence.seen[(path, "Residual", "tail")]} == {
+        "eval:alias,train:alias"
+    }
+    assert evidence.output(path, "Residual", "tail") == ("", [])
+    assert evidence.output(path, "Residual", "gate") == ("fresh", ["t"])  # None: never called
+    assert evidence.stateless(path, "Residual", "gate") == []  # None proves no split
+    assert Evidence.from_json(evidence.to_json()).seen == evidence.seen
+    assert model.training and all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+
+
+def test_a_call_proves_only_in_both_modes():
+    evidence = Evidence()
+    key = (str(Path("net.py").resolve()), "Net", "drop")
+    evidence.add(key, Seen("pkg.Drop", False, False, "", "eval:input"), "a")
+    assert evidence.output("net.py", "Net", "drop") == ("", [])  # training never ran
+    evidence = Evidence()
+    evidence.add(key, Seen("pkg.Drop", False, False, "", "eval:new,train:new"), "a")
+    assert evidence.output("net.py", "Net", "drop") == ("fresh", ["a"])
+    evidence.add(key, Seen("pkg.Drop", False, False, "", "eval:input,train:new"), "b")
+    assert evidence.output("net.py", "Net", "drop") == ("input", ["a", "b"])
+    evidence.add(key, Seen("pkg.View", False, False, "", "eval:alias,train:new"), "c")
+    assert evidence.output("net.py", "Net", "drop") == ("", [])
+
+
+def test_a_hooked_module_proves_only_by_its_calls():
+    """A forward hook may return anything: the class proves nothing, the calls still do."""
+    from migrator.prove.evidence import observe
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.keep = torch.nn.Identity()
+            self.keep.kept = torch.ones(2)
+            self.keep.register_forward_hook(lambda module, args, out: module.kept)
+            self.copy = torch.nn.Identity()
+            self.copy.register_forward_hook(lambda module, args, out: out * 2)
+
+        def forward(self, x):
+            return self.copy(self.keep(x))
+
+    net = Net()
+    path = str(Path(__file__).resolve())
+    built = observe(net, "t")
+    assert built.output(path, Net.__qualname__, "keep") == ("", [])
+    ran = observe(net, "t", inputs=lambda train: (torch.zeros(2),))
+    assert ran.output(path, Net.__qualname__, "keep") == ("", [])  # a tensor it keeps
+    assert ran.output(path, Net.__qualname__, "copy") == ("fresh", ["t"])
 
 
 def test_a_sequential_is_fresh_when_its_last_module_is():
@@ -223,8 +290,8 @@ def test_one_unproven_instance_types_nothing():
 def test_without_evidence_the_detector_stays(project, capsys):
     assert main(["check", "pkg"]) == 1
     out = capsys.readouterr().out
-    assert "pkg/blocks.py:116:16: MIG114 `scale_logits(...)`: its first argument" in out
-    assert "pkg/blocks.py:116:43: MIG114 `-` on `boxes`" in out
+    assert "pkg/blocks.py:117:16: MIG114 `scale_logits(...)`: its first argument" in out
+    assert "pkg/blocks.py:117:43: MIG114 `-` on `boxes`" in out
 
 
 def test_fix_verify_uses_the_evidence_and_proves_the_rewrite(project, capsys):

@@ -29,7 +29,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -1008,7 +1008,7 @@ def _evidence_worker(zoo: str, root: str, spec_file: str, out: str) -> None:
             model = _build(module, zoo, spec)
         except Exception:  # noqa: BLE001, S112 - a model that does not build proves nothing
             continue
-        observe(model, f"{zoo} {spec.name}", evidence)
+        observe(model, f"{zoo} {spec.name}", evidence, inputs=partial(_inputs, spec))
         del model
     Path(out).write_text(evidence.to_json(), encoding="utf-8")
 

@@ -1,36 +1,53 @@
 """Collect run-time evidence from built models: for every module whose class (or a base of it)
 is defined in a Python file outside torch, what each of its attributes holds (see
-`migrator.evidence`). `fix --evidence` builds the configured verify targets for it."""
+`migrator.evidence`), and, when the models run, what each module's calls return in each mode.
+`fix --evidence` builds the configured verify targets for it."""
 
 from __future__ import annotations
 
+import copy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from migrator import catalog
-from migrator.evidence import Evidence, Seen
+from migrator.evidence import MODES, NONE, Evidence, Seen
 from migrator.prove.build import ORIGINAL_SEED, build, build_key
 from migrator.prove.load import LoadError, Side
 from migrator.prove.targets import Target
 from migrator.rewrite.forward_returns import forward_returns
 
 
-def observe(model: torch.nn.Module, target: str, evidence: Evidence | None = None) -> Evidence:
-    """Add what `model`'s modules hold to `evidence` (a new one if None), as seen in `target`."""
+def observe(
+    model: torch.nn.Module,
+    target: str,
+    evidence: Evidence | None = None,
+    inputs: Callable[[bool], tuple] | None = None,
+) -> Evidence:
+    """Add what `model`'s modules hold to `evidence` (a new one if None), as seen in `target`;
+    with `inputs` (the forward arguments in training mode or not), also what their calls
+    return when a copy of the model runs in each mode (`calls`)."""
     evidence = evidence if evidence is not None else Evidence()
     kinds: dict[int, Seen] = {}
     returned: dict[int, str] = {}
+    ran = calls(model, inputs) if inputs is not None else {}
     for module in model.modules():
         owners = [(file, c.__qualname__) for c in type(module).__mro__ if (file := _file_of(c))]
         if not owners:
             continue
+        for attr, value in vars(module).items():  # an attribute set to None: never called
+            if value is None:
+                for file, owner in owners:
+                    evidence.add((file, owner, attr), NONE, target)
         for attr, child in module._modules.items():
             if child is None:
+                for file, owner in owners:
+                    evidence.add((file, owner, attr), NONE, target)
                 continue
             if id(child) not in kinds:
-                kinds[id(child)] = _seen(child, returns(child, returned))
+                kinds[id(child)] = _seen(child, returns(child, returned), ran.get(id(child), ""))
             for file, owner in owners:
                 evidence.add((file, owner, attr), kinds[id(child)], target)
     return evidence
@@ -48,9 +65,15 @@ def from_targets(targets: list[Target], side: Side | None = None) -> tuple[Evide
         except LoadError as exc:
             errors.append(str(exc))
             continue
-        observe(built.model, target.label, evidence)
+        inputs = None if built.inputs is None else _in_both_modes(built.inputs)
+        observe(built.model, target.label, evidence, inputs)
         side.prebuilt[build_key(target, ORIGINAL_SEED)] = built
     return evidence, errors
+
+
+def _in_both_modes(inputs: tuple) -> Callable[[bool], tuple]:
+    """A target's example inputs, the same in training mode and not."""
+    return lambda _: inputs
 
 
 def _file_of(cls: type) -> str | None:
@@ -65,11 +88,86 @@ def _file_of(cls: type) -> str | None:
     return None
 
 
-def _seen(module: torch.nn.Module, returned: str) -> Seen:
+def _seen(module: torch.nn.Module, returned: str, ran: str) -> Seen:
     stateful = any(True for _ in module.parameters()) or any(True for _ in module.buffers())
     name = _public_name(module)
     kind = name or f"{type(module).__module__}.{type(module).__qualname__}"
-    return Seen(kind, stateful, _fresh(module), returned)
+    if module._forward_hooks or module._forward_pre_hooks or "forward" in vars(module):
+        # what it returns is not its class's: only its calls say
+        return Seen(f"{kind} (hooked)", stateful, False, returned, ran)
+    return Seen(kind, stateful, _fresh(module), returned, ran)
+
+
+def calls(model: torch.nn.Module, inputs: Callable[[bool], tuple]) -> dict[int, str]:
+    """What each module's calls return (`Seen.calls`) when a copy of `model` runs once in each
+    mode on `inputs(training)`, without gradients and with the random state put back; by the
+    id of the module in `model`. A mode whose run fails adds nothing, nor does a model that
+    cannot be copied."""
+    try:
+        twin = copy.deepcopy(model)
+    except Exception:  # noqa: BLE001 - a model that cannot be copied only proves less
+        return {}
+    originals = dict(zip(map(id, twin.modules()), map(id, model.modules()), strict=True))
+    found: dict[int, set[str]] = {}
+    for mode in MODES:
+        seen: dict[int, set[str]] = {}
+
+        def hook(module, args, kwargs, output, mode=mode, seen=seen) -> None:
+            kind = _call_kind(module, args, kwargs, output)
+            seen.setdefault(id(module), set()).add(f"{mode}:{kind}")
+
+        handles = [m.register_forward_hook(hook, with_kwargs=True) for m in twin.modules()]
+        try:
+            twin.train(mode == "train")
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                twin(*inputs(mode == "train"))
+        except Exception:  # noqa: BLE001 - a mode that does not run proves nothing
+            seen.clear()
+        finally:
+            for handle in handles:
+                handle.remove()
+        for key, kinds in seen.items():
+            found.setdefault(originals[key], set()).update(kinds)
+    return {key: ",".join(sorted(kinds)) for key, kinds in found.items()}
+
+
+def _call_kind(module: torch.nn.Module, args: tuple, kwargs: dict, output) -> str:
+    """`Seen.calls`' kind of one call: 'new', 'input', 'alias' or 'other'."""
+    if not isinstance(output, torch.Tensor) or module._forward_pre_hooks:
+        return "other"  # a pre-hook may have replaced what the caller passed
+    held = [*args[1:], *kwargs.values(), *module.parameters(), *module.buffers()]
+    for sub in module.modules():
+        for value in vars(sub).values():
+            held += _tensors(value)
+    made = _memory(output)
+    if made is None or any(_memory(t) in (made, None) for t in _flat(held)):
+        return "alias"
+    first = args[0] if args else None
+    if isinstance(first, torch.Tensor) and _memory(first) in (made, None):
+        return "input"
+    return "new"
+
+
+def _tensors(value) -> list:
+    """The tensors `value` is or directly holds (a list, tuple or dict of them)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+def _flat(values: list) -> list[torch.Tensor]:
+    return [t for v in values for t in _tensors(v)]
+
+
+def _memory(tensor: torch.Tensor) -> int | None:
+    """The address of the memory `tensor` views (None: it has none to compare)."""
+    try:
+        address = tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+    return address or None
 
 
 def returns(module: torch.nn.Module, known: dict[int, str]) -> str:

@@ -13,43 +13,181 @@ _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contig
 Parents = dict[int, tuple[ast.AST, list[ast.stmt]]]
 """id(statement) -> (the node holding it, the block it is in): `block_parents`."""
 
+Made = Callable[[ast.expr], "bool | ast.expr"]
+"""What a value is made by: True for a call that returns a new tensor nothing else sees; for a
+call that returns that or (a view of) its first input (`self.drop_path(x)`, an `nn.Identity`),
+the expression of that input: the value is as fresh as it when nothing reads it afterwards;
+False otherwise."""
+
+Place = tuple[int, int]
+"""(line, column) of a node."""
+
+_Step = tuple[str, "Place | str | None"]
+"""('safe', where the fresh value is assigned: the last such place when branches assign it),
+('open', None): not decided by the statements walked, look further back; ('unsafe', why)."""
+
 
 def inplace_unsafe(
     method: ast.FunctionDef,
     target: ast.expr,
     stmt: ast.stmt,
-    fresh: Callable[[ast.expr], bool],
+    made: Made,
     parents: Parents,
 ) -> str | None:
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
     assignment of the current value, which must allocate a new tensor that nothing else
-    has read since; a loop it walks out of carries the value round, so nothing else in its
-    body may read it either. `parents`: `block_parents(method)`."""
+    has read since (in each branch of an `if` that may assign it); a loop it walks out of
+    carries the value round, so nothing else in its body may read it either. A value passed
+    through a module that may return its input is as fresh as that input, when nothing reads
+    the input afterwards. `parents`: `block_parents(method)`."""
     if not isinstance(target, ast.Name):
         return "only a local name can be rebound"
-    name = target.id
-    for prior, header_only in _statements_before(method, stmt, parents):
-        if header_only:
-            if _shares(prior, name, headers_only=True):
-                return "the value is read before, so it may be shared"
-            if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _used_elsewhere(
-                prior, name, stmt
-            ):
-                return (
-                    "the loop around it also reads or assigns it: what that holds would "
-                    "see the next iteration's op"
-                )
-            continue
+    summed = isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Mult))
+    walk = _Walk(method, made, parents, summed)
+    return walk.back(target.id, stmt, stmt)[1]
+
+
+class _Walk:
+    """The walk back of one in-place op."""
+
+    def __init__(
+        self, method: ast.FunctionDef, made: Made, parents: Parents, augmented: bool
+    ) -> None:
+        self.method = method
+        self.made = made
+        self.parents = parents
+        self.augmented = augmented
+        """The op is `x += y` or `x *= y`: on a number it rebinds `x` whatever the rewrite
+        (and every toolkit's module takes a number first there)."""
+
+    def back(self, name: str, start: ast.stmt, op: ast.stmt | None) -> tuple[Place | None, str]:
+        """(where `name` was assigned its fresh value, '') walking back from `start`, or
+        (None, why not). `op`: the in-place op, whose own uses of `name` a loop around it may
+        hold (None: every use in such a loop counts)."""
+        for prior, header_only in _statements_before(self.method, start, self.parents):
+            if header_only:
+                if _shares(prior, name, headers_only=True):
+                    return None, "the value is read before, so it may be shared"
+                if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _used_elsewhere(
+                    prior, name, op
+                ):
+                    return None, (
+                        "the loop around it also reads or assigns it: what that holds would "
+                        "see the next iteration's op"
+                    )
+                continue
+            verdict, found = self.step(prior, name, op)
+            if verdict == "safe":
+                assert isinstance(found, tuple)
+                return found, ""
+            if verdict == "unsafe":
+                return None, str(found)
+        return None, "its value is not assigned in this method"
+
+    def step(self, prior: ast.stmt, name: str, op: ast.stmt | None) -> _Step:
+        """What one statement before the op, run as a whole, tells of `name`'s value."""
         if _assigns(prior, name):
-            if isinstance(prior.value, ast.BinOp) or fresh(prior.value):
-                return None
-            return "its value does not provably come from an op that allocates a new tensor"
+            assert isinstance(prior, ast.Assign)
+            return self.value(prior, prior.value, name)
         if _mutates(prior, name):
-            continue  # an in-place op on the same tensor keeps it unshared
+            return "open", None  # an in-place op on the same tensor keeps it unshared
+        if isinstance(prior, ast.If) and not _shares(prior.test, name):
+            return self.branches(prior, name, op)
         if _shares(prior, name):
-            return "the value is read or assigned before, so it may be shared"
-    return "its value is not assigned in this method"
+            return "unsafe", "the value is read or assigned before, so it may be shared"
+        return "open", None
+
+    def branches(self, stmt: ast.If, name: str, op: ast.stmt | None) -> _Step:
+        """An `if` before the op: safe when every branch proves the value fresh, open when
+        the others leave it as it was."""
+        places = []
+        for body in (stmt.body, stmt.orelse):
+            verdict: _Step = ("open", None)
+            for prior in reversed(body):
+                verdict = self.step(prior, name, op)
+                if verdict[0] != "open":
+                    break
+            if verdict[0] == "unsafe":
+                return verdict
+            if isinstance(verdict[1], tuple):
+                places.append(verdict[1])
+        return ("safe", max(places)) if len(places) == 2 else ("open", None)
+
+    def value(self, stmt: ast.Assign, value: ast.expr, name: str) -> _Step:
+        """`name = value`: safe when it allocates; a module that may return its input passes
+        on that input's freshness."""
+        if isinstance(value, ast.BinOp) or (self.augmented and _number(value)):
+            return "safe", _place(stmt)
+        made = value if isinstance(value, ast.Name) else self.made(value)  # `y = x`: as `x`
+        if made is True:
+            return "safe", _place(stmt)
+        if not isinstance(made, ast.expr):
+            return "unsafe", (
+                "its value does not provably come from an op that allocates a new tensor"
+            )
+        if not isinstance(made, ast.Name):
+            return self.value(stmt, made, name)
+        if made.id == name:
+            return "open", None  # `x = self.drop_path(x)`: as fresh as `x` was
+        found, why = self.back(made.id, stmt, None)
+        if found is None:
+            return "unsafe", f"it may be `{made.id}` itself, for which {why[:1].lower()}{why[1:]}"
+        if read := _read_after(self.method, made, stmt, found, self.parents):
+            return "unsafe", f"it may be `{made.id}` itself, which {read}"
+        return "safe", _place(stmt)
+
+
+def _number(value: ast.expr) -> bool:
+    """An int or float literal (`acc = 0` before `acc += m(x)` in a loop)."""
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
+
+
+def _place(node: ast.stmt | ast.expr) -> Place:
+    return node.lineno, node.col_offset
+
+
+def _read_after(
+    method: ast.FunctionDef,
+    passed: ast.Name,
+    stmt: ast.stmt,
+    assigned: Place,
+    parents: Parents,
+) -> str | None:
+    """Why the tensor `passed` names may be read after `stmt` passes it on (None: it cannot):
+    every other use of the name must come before `stmt` in the text, in no nested function,
+    and within a loop around `stmt` not before `assigned`, where it was set."""
+    loops = []
+    current: ast.AST = stmt
+    while id(current) in parents and current is not method:
+        current = parents[id(current)][0]
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+            if (
+                not _place(current)
+                <= assigned
+                <= (current.end_lineno or 0, current.end_col_offset or 0)
+            ):
+                return "a loop around it passes on again"
+            loops.append({id(n) for n in ast.walk(current)})
+    at = _place(stmt)
+    nested = {
+        id(n)
+        for scope in ast.walk(method)
+        if scope is not method
+        and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        for n in ast.walk(scope)
+    }
+    for node in ast.walk(method):
+        if not isinstance(node, ast.Name) or node.id != passed.id or node is passed:
+            continue
+        if id(node) in nested:
+            return "a nested function reads"
+        where = _place(node)
+        if where >= at:
+            return "is read again after"
+        if where < assigned and any(id(node) in loop for loop in loops):
+            return "a loop around it reads before assigning it again"
+    return None
 
 
 def _assigns(stmt: ast.stmt, name: str) -> bool:
@@ -113,10 +251,13 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
     return False
 
 
-def _used_elsewhere(loop: ast.For | ast.AsyncFor | ast.While, name: str, stmt: ast.stmt) -> bool:
+def _used_elsewhere(
+    loop: ast.For | ast.AsyncFor | ast.While, name: str, stmt: ast.stmt | None
+) -> bool:
     """Whether the body of `loop`, which carries the value of `name` from one iteration to
-    the next, uses `name` anywhere but in `stmt` (the in-place op) and to look at its shape."""
-    own = {id(n) for n in ast.walk(stmt)}
+    the next, uses `name` anywhere but in `stmt` (the in-place op, if given) and to look at
+    its shape."""
+    own = {id(n) for n in ast.walk(stmt)} if stmt is not None else set()
     for part in loop.body:
         parents = {id(c): p for p in ast.walk(part) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(part):

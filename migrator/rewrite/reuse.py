@@ -125,7 +125,7 @@ class ReusedModules:
         between = [c for c in family.ancestors(cls) if c is not base]
         other = next((c.name for c in [cls, *between] if _assigns_in(c.node, attr)), None)
         if other is None:
-            other = self._reassigned_below(attr)
+            other = self.reassigned_below(attr)
         if other is not None:
             raise Refusal(
                 "MIG104",
@@ -165,10 +165,14 @@ class ReusedModules:
         self.ctx.module_ref("copy.deepcopy")
         return shown, proof
 
-    def _reassigned_below(self, attr: str) -> str | None:
+    def reassigned_below(self, attr: str) -> str | None:
         """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
         none); run-time evidence about the attribute includes its instances, but a copy made
         in this class's `__init__` would not follow its value."""
+        return next((sub.name for sub in self.below() if assigns_attr(sub, attr)), None)
+
+    def below(self) -> list[ClassInfo]:
+        """The class's subclasses, in this file or the package."""
         family, cls = self.attributes.family, self.attributes.cls
         below = family.subclasses_elsewhere(cls)
         todo = [cls, *below]
@@ -177,7 +181,7 @@ class ReusedModules:
                 if sub not in below:
                     below.append(sub)
                     todo.append(sub)
-        return next((sub.name for sub in below if _assigns(sub, attr)), None)
+        return below
 
     def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
         """The label of the module a reused attribute holds, and the targets whose run-time
@@ -209,7 +213,7 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        if (verdict or proof) and (sub := self._reassigned_below(attr)):
+        if (verdict or proof) and (sub := self.reassigned_below(attr)):
             raise Refusal(
                 "MIG104",
                 f"{where} but subclass `{sub}` assigns `self.{attr}` again: a copy built in "
@@ -300,7 +304,7 @@ def _assigns_in(scope: ast.AST, attr: str) -> bool:
     return False
 
 
-def _assigns(cls: ClassInfo, attr: str) -> bool:
+def assigns_attr(cls: ClassInfo, attr: str) -> bool:
     """Whether a method of `cls` assigns `self.<attr>`."""
     return any(
         isinstance(node, ast.Attribute)

@@ -22,7 +22,7 @@ from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
-from migrator.rewrite.reuse import ReusedModules
+from migrator.rewrite.reuse import ReusedModules, assigns_attr
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, all_nodes, header_lines
@@ -77,6 +77,8 @@ class Scanner:
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
+        self._passed_proof = False
+        """Whether that evidence proved a module to return a new tensor or its input."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -379,10 +381,10 @@ class Scanner:
     ) -> None:
         """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
         current value is a fresh tensor that nothing else can see."""
-        self._fresh_proof = []
+        self._fresh_proof, self._passed_proof = [], False
         if self._parents is None:
             self._parents = block_parents(self.method)
-        reason = inplace_unsafe(self.method, target, visit.stmt, self._fresh, self._parents)
+        reason = inplace_unsafe(self.method, target, visit.stmt, self._made, self._parents)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         if _starred(args, [k.arg for k in keywords]):
@@ -402,37 +404,130 @@ class Scanner:
             "MIG002",
             label,
             kind="augassign" if augmented else "inplace",
-            note=(
-                f"; `{self.ctx.text(target)}` is fresh: in every model built from "
-                f"{proved_by(self._fresh_proof)}, the module that made it returns a new tensor"
-                if self._fresh_proof
-                else ""
-            ),
+            note=self._fresh_note(target),
         )
 
-    def _fresh(self, value: ast.expr) -> bool:
-        """Whether `value` is a call of a module, or of a catalog op (which `fix` turns into
-        that module), known to return a new tensor nothing else sees (`catalog.fresh_output`,
-        which the runtime preparer asks too). Ops and their modules answer alike, so a second
-        `fix` decides as the first did."""
+    def _fresh_note(self, target: ast.expr) -> str:
+        """The end of a finding for an in-place op whose tensor run-time evidence proved
+        fresh."""
+        if not self._fresh_proof:
+            return ""
+        made = (
+            "the modules it comes from return a new tensor or their input, read by nothing else"
+            if self._passed_proof
+            else "the module that made it returns a new tensor"
+        )
+        return (
+            f"; `{self.ctx.text(target)}` is fresh: in every model built from "
+            f"{proved_by(self._fresh_proof)}, {made}"
+        )
+
+    def _made(self, value: ast.expr) -> bool | ast.expr:
+        """`inplace.Made`: True when `value` is a call of a module, or of a catalog op (which
+        `fix` turns into that module), known to return a new tensor nothing else sees
+        (`catalog.output_kind`, which the run-time evidence asks too); its first input when
+        it returns that or its input. Ops and their modules answer alike, so a second `fix`
+        decides as the first did."""
         if not isinstance(value, ast.Call):
             return False
         func = value.func
+        first = value.args[0] if value.args else None
         if self_attr(func):
-            info = self.attrs.get(func.attr)
-            if info and isinstance(info.value, ast.Call):
-                cls = self.ctx.info.names.resolve(info.value.func)
-                if cls and catalog.fresh_output(cls, _inplace_flag(cls, info.value)):
-                    return True
-            owner = self.owner
-            proof = self.ctx.project.evidence.fresh(str(owner.file.path), owner.name, func.attr)
-            self._fresh_proof = sorted(set(self._fresh_proof) | set(proof))
-            return bool(proof)
-        qualname = self.ctx.info.names.resolve(func, self.shadowed)
-        op, receiver = (catalog.by_function(qualname) if qualname else None), []
-        if op is None and isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
-            op, receiver = catalog.by_method(func.attr), [func.value]
-        return op is not None and catalog.fresh_output(op.module, _op_inplace(op, value, receiver))
+            kind = self._attr_output(func.attr)
+            if kind != "fresh" and not self._changed_later(func.attr):
+                owner = self.owner
+                found, proof = self.ctx.project.evidence.output(
+                    str(owner.file.path), owner.name, func.attr
+                )
+                if found == "fresh" or (found and not kind):
+                    kind = found
+                    self._fresh_proof = sorted(set(self._fresh_proof) | set(proof))
+                    self._passed_proof |= found == "input"
+        else:
+            qualname = self.ctx.info.names.resolve(func, self.shadowed)
+            op, receiver = (catalog.by_function(qualname) if qualname else None), []
+            if (
+                op is None
+                and isinstance(func, ast.Attribute)
+                and self.tensors.is_tensor(func.value)
+            ):
+                op, receiver = catalog.by_method(func.attr), [func.value]
+            if op is None:
+                return False
+            kind = catalog.output_kind(op.module, _op_inplace(op, value, receiver))
+            if kind == "input" and op.args[0].role is not Role.INPUT:
+                return False  # what it passes on is not its first argument (einsum)
+            first = receiver[0] if receiver else first
+        if kind == "input" and first is not None and not isinstance(first, ast.Starred):
+            return first
+        return kind == "fresh"
+
+    def _attr_output(self, attr: str) -> str:
+        """What the modules `__init__` assigns to `self.<attr>` return, statically, as the arms
+        of a conditional expression (`_built_output`; '' when not known, or when another
+        method, a base or a subclass assigns it too, or the class or one of them may change
+        what it holds)."""
+        attributes = self.sites.attributes
+        init = attributes.init
+        if attr not in self.attrs or attr in attributes.assigned_elsewhere or init is None:
+            return ""
+        assigns = [
+            node
+            for node in ast.walk(init)
+            if isinstance(node, ast.Assign)
+            and any(self_attr(t) and t.attr == attr for t in node.targets)
+        ]
+        family = self._family()
+        if any(assigns_attr(c, attr) for c in family) or any(
+            _changes(method, attr, assigns)
+            for c in [self.owner, *family]
+            for method in c.methods().values()
+        ):
+            return ""
+        return self._either([a.value for a in assigns])
+
+    def _family(self) -> list[ClassInfo]:
+        """The class's bases and subclasses that can be found."""
+        return [*self.sites.attributes.family.ancestors(self.owner), *self.sites.below()]
+
+    def _changed_later(self, attr: str) -> bool:
+        """Whether a method other than an `__init__`, of the class, a base or a subclass, may
+        change what `self.<attr>` holds: run-time evidence sees the models as built."""
+        return attr in self.sites.attributes.assigned_elsewhere or any(
+            _changes(method, attr, [])
+            for c in [self.owner, *self._family()]
+            for name, method in c.methods().items()
+            if name != "__init__"
+        )
+
+    def _either(self, values: list[ast.expr]) -> str:
+        """What a module built by one of `values` returns (one that is None is never
+        called): 'fresh' when each is, 'input' when each is that or 'input'."""
+        kinds = {self._built_output(v) for v in values if not _is_none(v)}
+        if not kinds or "" in kinds:
+            return ""
+        return "fresh" if kinds == {"fresh"} else "input"
+
+    def _built_output(self, value: ast.expr) -> str:
+        """What a module built by `value` returns: each arm of a conditional expression (one
+        that is None is never called); an `nn.Sequential` what its last module returns, or
+        its input when every module passes it on."""
+        if isinstance(value, ast.IfExp):
+            return self._either([value.body, value.orelse])
+        if not isinstance(value, ast.Call):
+            return ""
+        cls = self.ctx.info.names.resolve(value.func)
+        if not cls:
+            return ""
+        if cls == "torch.nn.Sequential":
+            if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
+                return ""
+            for module in reversed(value.args):
+                kind = self._built_output(module)
+                if kind != "input":
+                    return kind
+            return "input" if value.args else ""
+        return catalog.output_kind(cls, _inplace_flag(cls, value))
 
     def _typed_note(self, values: list[ast.expr]) -> str:
         """The end of a finding for an op whose tensors run-time evidence alone proves (every
@@ -755,3 +850,41 @@ def _inplace_at(call: ast.Call, position: int, leading: list[ast.expr]) -> bool 
     if not given:
         return False
     return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+_READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})
+"""Builtins that only look at what they are given."""
+
+
+def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> bool:
+    """Whether `method` may change the module `self.<attr>` holds, other than by calling it:
+    a method called on it (`self.blocks.append(m)`), an item stored or deleted, the module
+    handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`), or an assignment other
+    than those `assigned`."""
+    parents = {id(c): p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(method):
+        if not (self_attr(node) and node.attr == attr):
+            continue
+        parent = parents.get(id(node))
+        if not isinstance(node.ctx, ast.Load):
+            if not any(parent is a for a in assigned):
+                return True
+        elif isinstance(parent, ast.Attribute):  # `self.proj.fc = ...`, `self.proj.append(m)`
+            above = parents.get(id(parent))
+            if not isinstance(parent.ctx, ast.Load) or (
+                isinstance(above, ast.Call) and above.func is parent
+            ):
+                return True
+        elif isinstance(parent, ast.Subscript):
+            if not isinstance(parent.ctx, ast.Load):
+                return True
+        elif isinstance(parent, ast.Call) and parent.func is not node:
+            if not (isinstance(parent.func, ast.Name) and parent.func.id in _READERS):
+                return True
+        elif isinstance(parent, (ast.keyword, ast.Starred)):
+            return True
+    return False
