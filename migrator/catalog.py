@@ -685,8 +685,8 @@ def _build() -> tuple[Op, ...]:
         _x(),
         _h("size", None, at_call=True),
         _h("scale_factor", None, at_call=True),
-        _h("mode", "nearest"),
-        _h("align_corners", None),
+        _h("mode", "nearest", at_call=True),
+        _h("align_corners", None, at_call=True),
         _h("recompute_scale_factor", None),
     )
     ops.append(
@@ -719,9 +719,9 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 Arg("grid", Role.INPUT),
-                _h("mode", "bilinear"),
-                _h("padding_mode", "zeros"),
-                _h("align_corners", None),
+                _h("mode", "bilinear", at_call=True),
+                _h("padding_mode", "zeros", at_call=True),
+                _h("align_corners", None, at_call=True),
             ),
             (F + "grid_sample",),
             observed=SHARE,

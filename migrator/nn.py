@@ -682,9 +682,9 @@ class Pad(torch.nn.Module):
 
 class Interpolate(torch.nn.Module):
     """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor,
-    antialias)``: ``nn.Upsample`` with ``antialias``, whose ``size``, ``scale_factor`` and
-    ``antialias`` may also be given at call time (``self.interpolate(x, size=y.shape[-2:])``),
-    each then replacing the constructor's."""
+    antialias)``: ``nn.Upsample`` with ``antialias``, whose ``size``, ``scale_factor``,
+    ``mode``, ``align_corners`` and ``antialias`` may also be given at call time
+    (``self.interpolate(x, size=y.shape[-2:])``), each then replacing the constructor's."""
 
     def __init__(
         self,
@@ -708,9 +708,14 @@ class Interpolate(torch.nn.Module):
         x: torch.Tensor,
         size: Optional[List[int]] = None,
         scale_factor: Optional[List[float]] = None,
+        mode: Optional[str] = None,
+        align_corners: Optional[bool] = None,
         antialias: Optional[bool] = None,
     ) -> torch.Tensor:
-        mode, corners, recompute = self.mode, self.align_corners, self.recompute_scale_factor
+        recompute = self.recompute_scale_factor
+        if mode is None:
+            mode = self.mode
+        corners = self.align_corners if align_corners is None else align_corners
         smooth = self.antialias if antialias is None else antialias
         if size is None and scale_factor is None:
             return F.interpolate(x, self.size, self.scale_factor, mode, corners, recompute, smooth)
@@ -969,7 +974,8 @@ class Normalize(torch.nn.Module):
 
 
 class GridSample(torch.nn.Module):
-    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``."""
+    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``; each setting may also be
+    given at call time, then replacing the constructor's."""
 
     def __init__(
         self,
@@ -982,8 +988,20 @@ class GridSample(torch.nn.Module):
         self.padding_mode = padding_mode
         self.align_corners = align_corners
 
-    def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
-        return F.grid_sample(x, grid, self.mode, self.padding_mode, self.align_corners)
+    def forward(
+        self,
+        x: torch.Tensor,
+        grid: torch.Tensor,
+        mode: Optional[str] = None,
+        padding_mode: Optional[str] = None,
+        align_corners: Optional[bool] = None,
+    ) -> torch.Tensor:
+        if mode is None:
+            mode = self.mode
+        if padding_mode is None:
+            padding_mode = self.padding_mode
+        corners = self.align_corners if align_corners is None else align_corners
+        return F.grid_sample(x, grid, mode, padding_mode, corners)
 
     def extra_repr(self) -> str:
         return (

@@ -630,6 +630,20 @@ CASES = [
         lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True),
     ),
     Case(
+        "interpolate_mode_at_call",
+        lambda: mnn.Interpolate(size=(4, 9)),
+        _x(),
+        lambda m, x: m(x, mode="bilinear", align_corners=True),
+        lambda x: F.interpolate(x, (4, 9), mode="bilinear", align_corners=True),
+    ),
+    Case(
+        "grid_sample_at_call",
+        mnn.GridSample,
+        lambda: (_randn(2, 3, 5, 5, seed=1), _randn(2, 4, 4, 2, seed=2).tanh()),
+        lambda m, x, g: m(x, g, mode="nearest", padding_mode="border", align_corners=True),
+        lambda x, g: F.grid_sample(x, g, "nearest", "border", True),
+    ),
+    Case(
         "interpolate_antialias_at_call",
         lambda: mnn.Interpolate(mode="bicubic"),
         _x(),
