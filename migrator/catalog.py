@@ -1434,7 +1434,7 @@ def markdown_table() -> str:
                 a.ctor_name + (" (or at call)" if _at_call(op, a, module) else "")
                 for op in ops
                 for a in op.args
-                if a.role is Role.HYPER
+                if a.role is Role.HYPER and (module == op.call_module or not a.call_only)
             }
             | {a.gate for op in ops for a in op.args if a.gate}
         )
