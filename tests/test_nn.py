@@ -1128,6 +1128,8 @@ ONNX_CASES = {
             "pad_value_at_call",
             "interpolate_antialias",
             "interpolate_antialias_at_call",
+            "interpolate_mode_at_call",
+            "grid_sample_at_call",
             "max_pool1d_indices",
             "avg_pool1d_at_call",
         )
