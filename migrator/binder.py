@@ -59,8 +59,9 @@ class Bound(Generic[V]):
 
     inputs: tuple[Input[V], ...]
     ctor: tuple[tuple[str, object], ...]
-    """Constructor keywords in catalog order: hyper-parameters the call passes (world values),
-    defaults the module does not share, then `Op.ctor_extra` (plain values)."""
+    """Constructor keywords: `Op.call_extra` when the call becomes `Op.call_module`, then in
+    catalog order hyper-parameters the call passes (world values) and defaults the module does
+    not share, then `Op.ctor_extra` (plain values)."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
     module: str
@@ -114,6 +115,7 @@ def bind(
     # the first hyper-parameter not fixed at `__init__` time: reported unless an argument
     # that no value of it would make convertible is found too
     unfixed: Refusal | None = None
+    own = False  # a hyper-parameter only `op.call_module` takes is passed
     module_defaults = dict(op.module_defaults)
     for arg in op.args:
         passed = arg.name in values
@@ -139,17 +141,27 @@ def bind(
                     ctor += [(arg.ctor_name, gated), (cast(str, arg.gate), True)]
                     given.add(arg.ctor_name)
                     continue
+                if arg.call_only and _is_default(arg, value, predicates):
+                    continue
                 reason = predicates.unfixed(value)
-                if reason and arg.at_call:
+                held = predicates.held(value) if reason and arg.tensor else None
+                if reason and arg.at_call and not held:
                     call.append((arg.name, value))
+                    own = own or arg.call_only
                     continue
                 if reason:
+                    if held:
+                        reason += (
+                            f"; and it {held[1]}: passed at call time, it would be observed "
+                            "as an activation"
+                        )
                     unfixed = unfixed or Refusal(
                         "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
                     )
                     continue
                 ctor.append((arg.ctor_name, value))
                 given.add(arg.ctor_name)
+                own = own or arg.call_only
             elif module_defaults.get(arg.ctor_name, value) != value:
                 ctor.append((arg.ctor_name, value))
         elif arg.role is Role.TRAINING:
@@ -188,15 +200,26 @@ def bind(
             weight = value
     if unfixed is not None:
         return unfixed
-    module, key = op.module_for(bool(call))
+    module, key = op.module_for(bool(call) or own)
+    extra = op.call_extra if module == op.call_module else ()
     return Bound(
         tuple(inputs),
-        tuple(ctor) + op.ctor_extra,
+        extra + tuple(ctor) + op.ctor_extra,
         frozenset(given),
         module,
         key,
         tuple(call),
         weight,
+    )
+
+
+def _is_default(arg: Arg, value: V, predicates: Predicates[V]) -> bool:
+    """Whether `value` is the argument's default, as a constant."""
+    constant = predicates.constant(value)
+    return (
+        constant is not NOT_CONSTANT
+        and type(constant) is type(arg.default)
+        and (constant == arg.default)
     )
 
 

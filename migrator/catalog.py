@@ -132,6 +132,12 @@ class Arg:
     learned: bool = False
     """For a FIXED argument: it takes a learned tensor (a norm's weight or bias), so a parameter
     passed there is one the module cannot take without moving it (MIG106)."""
+    call_only: bool = False
+    """A HYPER argument only `Op.call_module` takes (`antialias`: nn.Upsample has none): a call
+    passing another value than the default becomes `call_module`."""
+    tensor: bool = False
+    """A HYPER argument that may be a tensor (clamp's bounds): a parameter or buffer passed there
+    is not passed at call time, where it would be observed as an activation."""
 
     @property
     def ctor_name(self) -> str:
@@ -172,6 +178,8 @@ class Op:
     (`Arg.at_call`) that `module` cannot take (`nn.Upsample` takes no `size` in forward)."""
     call_key: str | None = None
     """`key` for `call_module`."""
+    call_extra: tuple[tuple[str, object], ...] = ()
+    """Constructor keywords `call_module` always takes, with their values (`dims=2`)."""
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -244,8 +252,12 @@ def _h(
     kw: bool = False,
     at_call: bool = False,
     gate: str | None = None,
+    call_only: bool = False,
+    tensor: bool = False,
 ) -> Arg:
-    return Arg(name, Role.HYPER, default, ctor, kw, at_call, gate)
+    return Arg(
+        name, Role.HYPER, default, ctor, kw, at_call, gate, call_only=call_only, tensor=tensor
+    )
 
 
 def _inplace() -> Arg:
@@ -315,31 +327,46 @@ def _dim_op(key: str, cls: str, observed: Observation) -> list[Op]:
 
 
 def _pool(kind: str, n: int) -> Op:
+    """`F.<kind>_pool<n>d`. A kernel size, stride, padding or output size known only at run
+    time is passed at call time to migrator's pool of that kind (`dims=n`): torch.nn's pools
+    take them only in their constructor."""
     key = f"{kind}_pool{n}d"
     args: tuple[Arg, ...]
+    window = (
+        _x(),
+        _h("kernel_size", at_call=True),
+        _h("stride", None, at_call=True),
+        _h("padding", 0, at_call=True),
+    )
+    dims = (("dims", n),)
     if kind == "max":
-        args = (
-            _x(),
-            _h("kernel_size"),
-            _h("stride", None),
-            _h("padding", 0),
+        args = window + (
             _h("dilation", 1),
             _h("ceil_mode", False),
             _h("return_indices", False),
         )
-        return Op(key, f"{NN}MaxPool{n}d", args, (F + key,), observed=SHARE)
-    if kind == "avg":
-        args = (
-            _x(),
-            _h("kernel_size"),
-            _h("stride", None),
-            _h("padding", 0),
-            _h("ceil_mode", False),
-            _h("count_include_pad", True),
+        return Op(
+            key,
+            f"{NN}MaxPool{n}d",
+            args,
+            (F + key,),
+            observed=SHARE,
+            call_module=OPS + "MaxPool",
+            call_extra=dims,
         )
+    if kind == "avg":
+        args = window + (_h("ceil_mode", False), _h("count_include_pad", True))
         if n > 1:
             args += (_h("divisor_override", None),)
-        return Op(key, f"{NN}AvgPool{n}d", args, (F + key,), observed=OWN)
+        return Op(
+            key,
+            f"{NN}AvgPool{n}d",
+            args,
+            (F + key,),
+            observed=OWN,
+            call_module=OPS + "AvgPool",
+            call_extra=dims,
+        )
     if kind == "lp":
         args = (
             _x(),
@@ -349,12 +376,26 @@ def _pool(kind: str, n: int) -> Op:
             _h("ceil_mode", False),
         )
         return Op(key, f"{NN}LPPool{n}d", args, (F + key,), observed=OWN)
+    output_size = _h("output_size", at_call=True)
     if kind == "adaptive_avg":
         return Op(
-            key, f"{NN}AdaptiveAvgPool{n}d", (_x(), _h("output_size")), (F + key,), observed=OWN
+            key,
+            f"{NN}AdaptiveAvgPool{n}d",
+            (_x(), output_size),
+            (F + key,),
+            observed=OWN,
+            call_module=OPS + "AdaptiveAvgPool",
+            call_extra=dims,
         )
-    args = (_x(), _h("output_size"), _h("return_indices", False))
-    return Op(key, f"{NN}AdaptiveMaxPool{n}d", args, (F + key,), observed=SHARE)
+    return Op(
+        key,
+        f"{NN}AdaptiveMaxPool{n}d",
+        (_x(), output_size, _h("return_indices", False)),
+        (F + key,),
+        observed=SHARE,
+        call_module=OPS + "AdaptiveMaxPool",
+        call_extra=dims,
+    )
 
 
 def _dropout(key: str, cls: str, training_default: bool) -> Op:
@@ -584,7 +625,7 @@ def _build() -> tuple[Op, ...]:
     ops.append(_dropout("alpha_dropout", "AlphaDropout", False))
     ops.append(_dropout("feature_alpha_dropout", "FeatureAlphaDropout", False))
     # Shape ops.
-    flatten = (_x(), _h("start_dim", 0), _h("end_dim", -1))
+    flatten = (_x(), _h("start_dim", 0, at_call=True), _h("end_dim", -1, at_call=True))
     ops.append(
         Op(
             "flatten",
@@ -595,6 +636,7 @@ def _build() -> tuple[Op, ...]:
             module_defaults=(("start_dim", 1),),
             aliases=True,
             observed=SHARE,
+            call_module=OPS + "Flatten",
         )
     )
     ops.append(
@@ -612,9 +654,10 @@ def _build() -> tuple[Op, ...]:
         Op(
             "pixel_shuffle",
             NN + "PixelShuffle",
-            (_x(), _h("upscale_factor")),
+            (_x(), _h("upscale_factor", at_call=True)),
             (F + "pixel_shuffle", "torch.pixel_shuffle"),
             observed=SHARE,
+            call_module=OPS + "PixelShuffle",
         )
     )
     ops.append(
@@ -636,20 +679,21 @@ def _build() -> tuple[Op, ...]:
         )
     )
     # A size or scale factor known only at run time (read from another tensor) is passed to
-    # migrator's Interpolate at call time: nn.Upsample takes it only in its constructor.
+    # migrator's Interpolate at call time: nn.Upsample takes it only in its constructor, and
+    # has no antialias at all.
     resize = (
         _x(),
         _h("size", None, at_call=True),
         _h("scale_factor", None, at_call=True),
-        _h("mode", "nearest"),
-        _h("align_corners", None),
+        _h("mode", "nearest", at_call=True),
+        _h("align_corners", None, at_call=True),
         _h("recompute_scale_factor", None),
     )
     ops.append(
         Op(
             "upsample",
             NN + "Upsample",
-            resize + (Arg("antialias", Role.FIXED, False),),
+            resize + (_h("antialias", False, at_call=True, call_only=True),),
             (F + "interpolate",),
             observed=SHARE,
             call_module=OPS + "Interpolate",
@@ -675,9 +719,9 @@ def _build() -> tuple[Op, ...]:
             (
                 _x(),
                 Arg("grid", Role.INPUT),
-                _h("mode", "bilinear"),
-                _h("padding_mode", "zeros"),
-                _h("align_corners", None),
+                _h("mode", "bilinear", at_call=True),
+                _h("padding_mode", "zeros", at_call=True),
+                _h("align_corners", None, at_call=True),
             ),
             (F + "grid_sample",),
             observed=SHARE,
@@ -687,7 +731,12 @@ def _build() -> tuple[Op, ...]:
         Op(
             "pad",
             OPS + "Pad",
-            (_x(), _h("pad", at_call=True), _h("mode", "constant"), _h("value", None)),
+            (
+                _x(),
+                _h("pad", at_call=True),
+                _h("mode", "constant"),
+                _h("value", None, at_call=True),
+            ),
             (F + "pad",),
             observed=SHARE,
         )
@@ -855,7 +904,11 @@ def _build() -> tuple[Op, ...]:
         Op(
             "clamp",
             OPS + "Clamp",
-            (_x(), _h("min", None), _h("max", None)),
+            (
+                _x(),
+                _h("min", None, at_call=True, tensor=True),
+                _h("max", None, at_call=True, tensor=True),
+            ),
             ("torch.clamp", "torch.clip"),
             ("clamp", "clip"),
             inplace_methods=("clamp_", "clip_"),
@@ -1407,7 +1460,7 @@ def markdown_table() -> str:
                 a.ctor_name + (" (or at call)" if _at_call(op, a, module) else "")
                 for op in ops
                 for a in op.args
-                if a.role is Role.HYPER
+                if a.role is Role.HYPER and (module == op.call_module or not a.call_only)
             }
             | {a.gate for op in ops for a in op.args if a.gate}
         )

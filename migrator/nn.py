@@ -32,6 +32,11 @@ TorchScript's static typing:
   ``_modules`` in place); the twin computes the same thing, up to 8 tensors.
 * Hyper-parameters given at call time (``self.pad(x, pad=p)``) are typed as lists there
   (``pad``, ``size``, ``dim``): a scripted caller passes lists, not tuples.
+* ``MaxPool`` and ``AvgPool`` do not compile: a size may be an int or a list, from the
+  constructor or the call, which TorchScript cannot hold in one variable. migrator creates them
+  only where a call passes a size at run time (``torch.nn``'s pools take constants).
+  ``AdaptiveAvgPool`` and ``AdaptiveMaxPool`` compile as migrator builds them (without
+  ``output_size``, which the call gives).
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
@@ -77,6 +82,12 @@ __all__ = [
     "ScaledDotProductAttention",
     "Pad",
     "Interpolate",
+    "MaxPool",
+    "AvgPool",
+    "AdaptiveAvgPool",
+    "AdaptiveMaxPool",
+    "PixelShuffle",
+    "Flatten",
     "GroupNorm",
     "Normalize",
     "GridSample",
@@ -424,15 +435,25 @@ class CumSum(torch.nn.Module):
 
 
 class Clamp(torch.nn.Module):
-    """``torch.clamp(x, min, max)`` (also ``x.clamp``, ``torch.clip``)."""
+    """``torch.clamp(x, min, max)`` (also ``x.clamp``, ``torch.clip``); ``min`` and ``max`` may
+    also be given at call time (``self.clamp(x, min=lo)``), each then replacing the
+    constructor's."""
 
     def __init__(self, min: Optional[float] = None, max: Optional[float] = None) -> None:
         super().__init__()
         self.min = min
         self.max = max
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(x, self.min, self.max)
+    def forward(
+        self, x: torch.Tensor, min: Optional[float] = None, max: Optional[float] = None
+    ) -> torch.Tensor:
+        if min is None and max is None:
+            return torch.clamp(x, self.min, self.max)
+        if min is None:
+            return torch.clamp(x, self.min, max)
+        if max is None:
+            return torch.clamp(x, min, self.max)
+        return torch.clamp(x, min, max)
 
     def extra_repr(self) -> str:
         return f"min={self.min!r}, max={self.max!r}"
@@ -630,8 +651,9 @@ class ScaledDotProductAttention(torch.nn.Module):
 
 
 class Pad(torch.nn.Module):
-    """``F.pad(x, pad, mode, value)``; ``pad`` may also be given at call time
-    (``self.pad(x, pad=p)``, a padding computed from the input's size)."""
+    """``F.pad(x, pad, mode, value)``; ``pad`` and ``value`` may also be given at call time
+    (``self.pad(x, pad=p)``, a padding computed from the input's size), each then replacing the
+    constructor's."""
 
     def __init__(
         self,
@@ -644,20 +666,24 @@ class Pad(torch.nn.Module):
         self.mode = mode
         self.value = value
 
-    def forward(self, x: torch.Tensor, pad: Optional[List[int]] = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, pad: Optional[List[int]] = None, value: Optional[float] = None
+    ) -> torch.Tensor:
+        fill = self.value if value is None else value
         if pad is not None:
-            return F.pad(x, pad, self.mode, self.value)
+            return F.pad(x, pad, self.mode, fill)
         own = self.pad
         assert own is not None, "Pad built without `pad` takes it at call time"
-        return F.pad(x, own, self.mode, self.value)
+        return F.pad(x, own, self.mode, fill)
 
     def extra_repr(self) -> str:
         return f"pad={self.pad!r}, mode={self.mode!r}, value={self.value!r}"
 
 
 class Interpolate(torch.nn.Module):
-    """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor)``:
-    ``nn.Upsample`` whose ``size`` and ``scale_factor`` may also be given at call time
+    """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor,
+    antialias)``: ``nn.Upsample`` with ``antialias``, whose ``size``, ``scale_factor``,
+    ``mode``, ``align_corners`` and ``antialias`` may also be given at call time
     (``self.interpolate(x, size=y.shape[-2:])``), each then replacing the constructor's."""
 
     def __init__(
@@ -667,6 +693,7 @@ class Interpolate(torch.nn.Module):
         mode: str = "nearest",
         align_corners: Optional[bool] = None,
         recompute_scale_factor: Optional[bool] = None,
+        antialias: bool = False,
     ) -> None:
         super().__init__()
         self.size = size
@@ -674,28 +701,245 @@ class Interpolate(torch.nn.Module):
         self.mode = mode
         self.align_corners = align_corners
         self.recompute_scale_factor = recompute_scale_factor
+        self.antialias = antialias
 
     def forward(
         self,
         x: torch.Tensor,
         size: Optional[List[int]] = None,
         scale_factor: Optional[List[float]] = None,
+        mode: Optional[str] = None,
+        align_corners: Optional[bool] = None,
+        antialias: Optional[bool] = None,
     ) -> torch.Tensor:
-        mode, corners, recompute = self.mode, self.align_corners, self.recompute_scale_factor
+        recompute = self.recompute_scale_factor
+        if mode is None:
+            mode = self.mode
+        corners = self.align_corners if align_corners is None else align_corners
+        smooth = self.antialias if antialias is None else antialias
         if size is None and scale_factor is None:
-            return F.interpolate(x, self.size, self.scale_factor, mode, corners, recompute)
+            return F.interpolate(x, self.size, self.scale_factor, mode, corners, recompute, smooth)
         if scale_factor is None:
-            return F.interpolate(x, size, self.scale_factor, mode, corners, recompute)
+            return F.interpolate(x, size, self.scale_factor, mode, corners, recompute, smooth)
         if size is None:
-            return F.interpolate(x, self.size, scale_factor, mode, corners, recompute)
-        return F.interpolate(x, size, scale_factor, mode, corners, recompute)
+            return F.interpolate(x, self.size, scale_factor, mode, corners, recompute, smooth)
+        return F.interpolate(x, size, scale_factor, mode, corners, recompute, smooth)
 
     def extra_repr(self) -> str:
         return (
             f"size={self.size!r}, scale_factor={self.scale_factor!r}, mode={self.mode!r}, "
             f"align_corners={self.align_corners!r}, "
             f"recompute_scale_factor={self.recompute_scale_factor!r}"
+            + (", antialias=True" if self.antialias else "")
         )
+
+
+# ------------------------------------------------- settings given at call time
+#
+# torch.nn's pools, PixelShuffle and Flatten take their settings only in their constructor;
+# these take them at call time as well (a size computed from the input), each then replacing
+# the constructor's. `dims` picks the function of that many spatial dimensions. MaxPool and
+# AvgPool do not compile with TorchScript (see the module docstring). torch's type stubs take
+# narrower sizes than the functions do (`return_indices` a literal): hence the ignores.
+
+
+_Size = Union[int, List[int], Tuple[int, ...]]
+"""A pool's kernel size, stride, padding or dilation: one int, or one per dimension."""
+
+
+class MaxPool(torch.nn.Module):
+    """``F.max_pool<dims>d(x, kernel_size, stride, padding, dilation, ceil_mode,
+    return_indices)``; ``kernel_size``, ``stride`` and ``padding`` may be given at call time."""
+
+    __constants__ = ("dims", "return_indices")
+
+    def __init__(
+        self,
+        dims: int,
+        kernel_size: Optional[_Size] = None,
+        stride: Optional[_Size] = None,
+        padding: _Size = 0,
+        dilation: _Size = 1,
+        ceil_mode: bool = False,
+        return_indices: bool = False,
+    ) -> None:
+        super().__init__()
+        self.dims = dims
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.ceil_mode = ceil_mode
+        self.return_indices = return_indices
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        kernel_size: Optional[List[int]] = None,
+        stride: Optional[List[int]] = None,
+        padding: Optional[List[int]] = None,
+    ):
+        kernel = self.kernel_size if kernel_size is None else kernel_size
+        assert kernel is not None, "MaxPool built without `kernel_size` takes it at call time"
+        step = self.stride if stride is None else stride
+        pad = self.padding if padding is None else padding
+        dilation, ceil, indices = self.dilation, self.ceil_mode, self.return_indices
+        if self.dims == 1:
+            return F.max_pool1d(x, kernel, step, pad, dilation, ceil, indices)  # type: ignore[call-overload]
+        if self.dims == 2:
+            return F.max_pool2d(x, kernel, step, pad, dilation, ceil, indices)  # type: ignore[call-overload]
+        return F.max_pool3d(x, kernel, step, pad, dilation, ceil, indices)  # type: ignore[call-overload]
+
+    def extra_repr(self) -> str:
+        return (
+            f"dims={self.dims}, kernel_size={self.kernel_size!r}, stride={self.stride!r}, "
+            f"padding={self.padding!r}, dilation={self.dilation!r}, "
+            f"ceil_mode={self.ceil_mode!r}, return_indices={self.return_indices!r}"
+        )
+
+
+class AvgPool(torch.nn.Module):
+    """``F.avg_pool<dims>d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    divisor_override)``; ``kernel_size``, ``stride`` and ``padding`` may be given at call time
+    (``divisor_override`` is not taken for ``dims=1``, as ``F.avg_pool1d`` has none)."""
+
+    def __init__(
+        self,
+        dims: int,
+        kernel_size: Optional[_Size] = None,
+        stride: Optional[_Size] = None,
+        padding: _Size = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        self.dims = dims
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        kernel_size: Optional[List[int]] = None,
+        stride: Optional[List[int]] = None,
+        padding: Optional[List[int]] = None,
+    ) -> torch.Tensor:
+        kernel = self.kernel_size if kernel_size is None else kernel_size
+        assert kernel is not None, "AvgPool built without `kernel_size` takes it at call time"
+        step = self.stride if stride is None else stride
+        pad = self.padding if padding is None else padding
+        ceil, count = self.ceil_mode, self.count_include_pad
+        if self.dims == 1:
+            return F.avg_pool1d(x, kernel, step, pad, ceil, count)  # type: ignore[arg-type]
+        if self.dims == 2:
+            return F.avg_pool2d(x, kernel, step, pad, ceil, count, self.divisor_override)
+        return F.avg_pool3d(x, kernel, step, pad, ceil, count, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return (
+            f"dims={self.dims}, kernel_size={self.kernel_size!r}, stride={self.stride!r}, "
+            f"padding={self.padding!r}, ceil_mode={self.ceil_mode!r}, "
+            f"count_include_pad={self.count_include_pad!r}, "
+            f"divisor_override={self.divisor_override!r}"
+        )
+
+
+class AdaptiveAvgPool(torch.nn.Module):
+    """``F.adaptive_avg_pool<dims>d(x, output_size)``; ``output_size`` may be given at call
+    time."""
+
+    def __init__(
+        self, dims: int, output_size: Optional[Union[int, Sequence[Optional[int]]]] = None
+    ) -> None:
+        super().__init__()
+        self.dims = dims
+        self.output_size = output_size
+
+    def forward(self, x: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
+        size = self.output_size if output_size is None else output_size
+        assert size is not None, "AdaptiveAvgPool built without `output_size` takes it at call"
+        if self.dims == 1:
+            return F.adaptive_avg_pool1d(x, size)  # type: ignore[arg-type]
+        if self.dims == 2:
+            return F.adaptive_avg_pool2d(x, size)  # type: ignore[arg-type]
+        return F.adaptive_avg_pool3d(x, size)  # type: ignore[arg-type]
+
+    def extra_repr(self) -> str:
+        return f"dims={self.dims}, output_size={self.output_size!r}"
+
+
+class AdaptiveMaxPool(torch.nn.Module):
+    """``F.adaptive_max_pool<dims>d(x, output_size, return_indices)``; ``output_size`` may be
+    given at call time."""
+
+    __constants__ = ("dims", "return_indices")
+
+    def __init__(
+        self,
+        dims: int,
+        output_size: Optional[Union[int, Sequence[Optional[int]]]] = None,
+        return_indices: bool = False,
+    ) -> None:
+        super().__init__()
+        self.dims = dims
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, x: torch.Tensor, output_size: Optional[List[int]] = None):
+        size = self.output_size if output_size is None else output_size
+        assert size is not None, "AdaptiveMaxPool built without `output_size` takes it at call"
+        if self.dims == 1:
+            return F.adaptive_max_pool1d(x, size, self.return_indices)  # type: ignore[call-overload]
+        if self.dims == 2:
+            return F.adaptive_max_pool2d(x, size, self.return_indices)  # type: ignore[call-overload]
+        return F.adaptive_max_pool3d(x, size, self.return_indices)  # type: ignore[call-overload]
+
+    def extra_repr(self) -> str:
+        return (
+            f"dims={self.dims}, output_size={self.output_size!r}, "
+            f"return_indices={self.return_indices!r}"
+        )
+
+
+class PixelShuffle(torch.nn.Module):
+    """``F.pixel_shuffle(x, upscale_factor)``; ``upscale_factor`` may be given at call time."""
+
+    def __init__(self, upscale_factor: Optional[int] = None) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x: torch.Tensor, upscale_factor: Optional[int] = None) -> torch.Tensor:
+        factor = self.upscale_factor if upscale_factor is None else upscale_factor
+        assert factor is not None, "PixelShuffle built without `upscale_factor` takes it at call"
+        return F.pixel_shuffle(x, factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor!r}"
+
+
+class Flatten(torch.nn.Module):
+    """``x.flatten(start_dim, end_dim)`` (``nn.Flatten``'s defaults); ``start_dim`` and
+    ``end_dim`` may be given at call time."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(
+        self, x: torch.Tensor, start_dim: Optional[int] = None, end_dim: Optional[int] = None
+    ) -> torch.Tensor:
+        start = self.start_dim if start_dim is None else start_dim
+        end = self.end_dim if end_dim is None else end_dim
+        return x.flatten(start, end)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim!r}, end_dim={self.end_dim!r}"
 
 
 class GroupNorm(torch.nn.Module):
@@ -730,7 +974,8 @@ class Normalize(torch.nn.Module):
 
 
 class GridSample(torch.nn.Module):
-    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``."""
+    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)``; each setting may also be
+    given at call time, then replacing the constructor's."""
 
     def __init__(
         self,
@@ -743,8 +988,20 @@ class GridSample(torch.nn.Module):
         self.padding_mode = padding_mode
         self.align_corners = align_corners
 
-    def forward(self, x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
-        return F.grid_sample(x, grid, self.mode, self.padding_mode, self.align_corners)
+    def forward(
+        self,
+        x: torch.Tensor,
+        grid: torch.Tensor,
+        mode: Optional[str] = None,
+        padding_mode: Optional[str] = None,
+        align_corners: Optional[bool] = None,
+    ) -> torch.Tensor:
+        if mode is None:
+            mode = self.mode
+        if padding_mode is None:
+            padding_mode = self.padding_mode
+        corners = self.align_corners if align_corners is None else align_corners
+        return F.grid_sample(x, grid, mode, padding_mode, corners)
 
     def extra_repr(self) -> str:
         return (

@@ -45,13 +45,22 @@ def test_signatures_match_torch(op):
 
 @pytest.mark.parametrize("op", catalog.CATALOG, ids=lambda op: f"{op.key}:{op.module_name}")
 def test_hyper_parameters_are_constructor_arguments(op):
-    cls = _resolve(op.module)
-    accepted = inspect.signature(cls.__init__).parameters
+    """Every hyper-parameter is a constructor argument of the module, or of `call_module` only
+    (`Arg.call_only`), which takes `call_extra` too and shares the module's defaults."""
+    accepted = inspect.signature(_resolve(op.module).__init__).parameters
+    called = inspect.signature(_resolve(op.module_for(True)[0]).__init__).parameters
     for arg in op.args:
         if arg.role is catalog.Role.HYPER:
-            assert arg.ctor_name in accepted, (op.module, arg.ctor_name)
+            assert arg.ctor_name in (called if arg.call_only else accepted), arg.ctor_name
+            assert arg.ctor_name in called, (op.call_module, arg.ctor_name)
+        if arg.call_only:
+            assert op.call_module and arg.at_call and arg.role is catalog.Role.HYPER
     for name, _ in op.ctor_extra + op.module_defaults:
-        assert name in accepted
+        assert name in accepted and name in called
+    for name, value in op.call_extra:
+        assert called[name].default is inspect.Parameter.empty, (op.call_module, name)
+    for name, default in op.module_defaults:
+        assert accepted[name].default == called[name].default == default, name
 
 
 def test_stateless_modules_hold_no_state():

@@ -71,6 +71,9 @@ CTOR: dict[str, dict] = {
     "migrator.nn.Pad": {"pad": (1, 1)},
     "migrator.nn.Interpolate": {"scale_factor": 2},
     "migrator.nn.GroupNorm": {"num_groups": 2},
+    **{f"migrator.nn.{kind}Pool": {"dims": 2, "kernel_size": 2} for kind in ("Max", "Avg")},
+    **{f"migrator.nn.Adaptive{kind}Pool": {"dims": 2, "output_size": 2} for kind in ("Max", "Avg")},
+    "migrator.nn.PixelShuffle": {"upscale_factor": 2},
 }
 """Constructor arguments the catalog rows have no default for (or classes without a row)."""
 
@@ -127,7 +130,11 @@ def _ctor_kwargs(module: str) -> dict:
     ]
     kwargs = {}
     if rows:
-        hyper = [a for a in rows[0].args if a.role is Role.HYPER and a.default is not REQUIRED]
+        hyper = [
+            a
+            for a in rows[0].args
+            if a.role is Role.HYPER and a.default is not REQUIRED and not a.call_only
+        ]
         kwargs = {a.ctor_name: a.default for a in hyper}
         kwargs |= dict(rows[0].module_defaults) | dict(rows[0].ctor_extra)
     return kwargs | CTOR.get(module, {})

@@ -179,6 +179,62 @@ def test_hyper_parameters_computed_while_tracing_are_passed_at_call_time():
     assert _equal(model, gm, x, y)
 
 
+def test_sizes_computed_while_tracing_go_to_migrators_modules_at_call_time():
+    """A kernel size, an output size, a factor or a dim computed from the input's size: torch.nn's
+    classes take none in forward, so migrator's pool, PixelShuffle and Flatten take them; the
+    same settings as constants keep torch.nn's classes."""
+    from migrator.nn import AdaptiveAvgPool, Flatten, MaxPool, PixelShuffle
+
+    def pools(x):
+        h, w = x.shape[-2:]
+        a = F.max_pool2d(x, kernel_size=(h // 4, w // 4), stride=1, padding=(h // 8, w // 8))
+        b = F.adaptive_avg_pool2d(x, (h // 2, w // 2)) + F.adaptive_avg_pool2d(x, 4)
+        c = F.pixel_shuffle(x, x.shape[1] // 2).flatten(0, x.dim() - 2)
+        return a.sum() + b.sum() + c.sum() + F.max_pool2d(x, 3).sum()
+
+    x = torch.randn(2, 4, 8, 8)
+    model = Fn(pools)
+    gm = _prepared(model, x)
+    calls = {n.target: n for n in gm.graph.nodes if n.op == "call_module"}
+    [max_pool] = _created(gm, MaxPool).items()
+    assert (max_pool[1].dims, max_pool[1].stride, max_pool[1].kernel_size) == (2, 1, None)
+    assert set(calls[max_pool[0]].kwargs) == {"kernel_size", "padding"}
+    [adaptive] = _created(gm, AdaptiveAvgPool)
+    assert set(calls[adaptive].kwargs) == {"output_size"}
+    [shuffle] = _created(gm, PixelShuffle)
+    assert set(calls[shuffle].kwargs) == {"upscale_factor"}
+    [flatten] = _created(gm, Flatten)
+    assert gm.get_submodule(flatten).start_dim == 0 and set(calls[flatten].kwargs) == {"end_dim"}
+    assert [m.kernel_size for m in _created(gm, nn.MaxPool2d).values()] == [3]
+    assert [m.output_size for m in _created(gm, nn.AdaptiveAvgPool2d).values()] == [4]
+    assert _equal(model, gm, x)
+
+
+def test_clamp_bound_held_by_the_module_stays_a_function():
+    """A bound that is a buffer would be a forward input of Clamp, observed as an activation:
+    left (as `fix` leaves it, MIG101); a bound that is an input is passed at call time."""
+
+    class Bounded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("low", torch.tensor(-0.5))
+
+        def forward(self, x, high):
+            return torch.clamp(x, self.low) + torch.clamp(x, max=high)
+
+    from migrator.nn import Clamp
+
+    model = Bounded()
+    x, high = torch.randn(2, 3), torch.tensor(0.25)
+    gm = _prepared(model, x, high)
+    [left] = prepare_report(gm).left
+    assert "is a buffer of the module" in left.reason and "observed as an activation" in left.reason
+    [clamp] = _created(gm, Clamp)
+    call = next(n for n in gm.graph.nodes if n.op == "call_module" and n.target == clamp)
+    assert set(call.kwargs) == {"max"}
+    assert _equal(model, gm, x, high)
+
+
 def test_silu_stays_silu():
     model = Fn(lambda x: F.silu(x))
     x = torch.randn(64, 64) * 10

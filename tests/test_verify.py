@@ -259,13 +259,17 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "loops_range",
         "loops_enumerate",
         "loops_nested",
+        "run_time_traced",
+        "interpolate_antialias",
+        "inherited_settings",
     ],
 )
 def test_fixture_rewrites_verify(name):
     """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
     nn.PReLU owning a weight, return pooling indices, pass attn_mask by keyword, spread
-    einsum's operand list, pass a table or statistics as forward inputs, or index an
-    nn.ModuleList of copies by a loop (fx unrolls it: one module an iteration either way)."""
+    einsum's operand list, pass a table or statistics as forward inputs, index an
+    nn.ModuleList of copies by a loop (fx unrolls it: one module an iteration either way), or
+    pass settings known at run time at call time (sizes, dims, bounds, antialias)."""
     from fixture_cases import expected_after
 
     case = FIXTURE_CASES / f"{name}.before.py"

@@ -23,7 +23,8 @@ import torch
 from torch import fx
 from torch.fx.node import map_arg
 
-from migrator.catalog import CATALOG, Op
+from migrator.catalog import CATALOG, Op, Role
+from migrator.prove.ops import resolve
 from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import prepare_graph, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
@@ -262,6 +263,10 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
             args, kwargs = _bound(module, args, kwargs)
             qualname = _class_name(type(module))
             hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs)
+            canonical = _as_module(qualname, hyper)
+            if canonical is not None:  # its inputs, left in `kwargs`, rebound to its forward
+                qualname, hyper = _class_name(type(canonical)), _hyper_parameters(canonical)
+                args, kwargs = _bound(canonical, tuple(kwargs.values()), {})
             target: Any = (qualname, hyper, tuple(sorted(held.get(node.target, ()))))
         else:
             target = _fx_target(gm, node, names)
@@ -295,6 +300,46 @@ def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: d
                 if value is not None:
                     hyper[arg.ctor_name] = _plain(value)
     return tuple(sorted(hyper.items()))
+
+
+def _as_module(qualname: str, hyper: tuple) -> torch.nn.Module | None:
+    """The `op.module` a `call_module` (`Op.call_module`) stands for when its settings, those
+    given at call time included, are all constants that module takes (None: they are not):
+    `MaxPool(dims=2)` called with `kernel_size=3` is `nn.MaxPool2d(3)`, as the preparer makes
+    of a size it sees as a constant."""
+    for op in _ops_by_call_module().get(qualname, ()):
+        values = dict(hyper)
+        if any(values.pop(name, None) != value for name, value in op.call_extra):
+            continue
+        names = {a.ctor_name for a in op.args if a.role is Role.HYPER and not a.call_only}
+        only = [a for a in op.args if a.call_only]
+        if any(values.pop(a.ctor_name, a.default) != a.default for a in only):
+            return None
+        if any(v is not None for k, v in values.items() if k not in names) or _holds_ref(values):
+            return None
+        try:
+            return resolve(op.module)(**{k: v for k, v in values.items() if k in names})
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _holds_ref(value: Any) -> bool:
+    if isinstance(value, _Ref):
+        return True
+    if isinstance(value, dict):
+        return any(map(_holds_ref, value.values()))
+    return isinstance(value, (tuple, list)) and any(map(_holds_ref, value))
+
+
+@cache
+def _ops_by_call_module() -> dict[str, list[Op]]:
+    """Qualified `Op.call_module` name -> the ops whose `module` it stands in for."""
+    ops: dict[str, list[Op]] = {}
+    for op in CATALOG:
+        if op.call_module and op.call_module != op.module:
+            ops.setdefault(op.call_module, []).append(op)
+    return ops
 
 
 @cache
