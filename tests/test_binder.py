@@ -151,7 +151,7 @@ def test_training_gated_dropout(value, ctor, call):
 
 
 def test_hyper_parameter_without_call_form_still_refused():
-    refusal = _bind("torch.nn.functional.interpolate", "x", mode=COMPUTED)
+    refusal = _bind("torch.nn.functional.softmax", "x", dim=COMPUTED)
     assert isinstance(refusal, Refusal) and refusal.code == "MIG101"
 
 
