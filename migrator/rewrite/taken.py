@@ -91,7 +91,7 @@ def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
     kept = _NAMES.get(path)
     if kept is None or kept[0] != file.source:
         kept = _NAMES[path] = (file.source, {})
-    key = (cls.name, cls.node.lineno)
+    key = (cls.name, cls.lineno)
     if key not in kept[1]:
         kept[1][key] = frozenset(_names_defined(cls.node, walk))
     return kept[1][key]
