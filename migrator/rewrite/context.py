@@ -81,7 +81,7 @@ class FileContext:
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
     inferred_returns: dict[int, ast.expr | None] = field(default_factory=dict)
     """What each function without a return annotation is proven to return, by id (held)."""
-    made_tensors: dict[int, set[str]] = field(default_factory=dict)
+    made_tensors: dict[int, frozenset[str]] = field(default_factory=dict)
     """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
