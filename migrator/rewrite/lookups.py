@@ -106,7 +106,7 @@ def check(
                 in_roots.add(folder)
                 roots.append(folder)
         again = first_file(Path(*module.split(".")), roots)
-        if again is None or _real(again) != real:
+        if again is None or (again != path and _real(again) != real):
             return None  # looked up by name later, the module would be another file
         loaded[module] = was
     return roots, [module for module, was in loaded.items() if was is None]
@@ -115,12 +115,13 @@ def check(
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:
     """(real path, module name, import root, text) of a file, read once a project."""
     if path not in project.on_disk:
-        name, _, root = module_name(path)
+        real = _real(path)
+        name, _, root = module_name(Path(real), resolved=True)
         try:
             text: str | None = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
             text = None
-        project.on_disk[path] = (_real(path), name, root, text)
+        project.on_disk[path] = (real, name, root, text)
     return project.on_disk[path]
 
 

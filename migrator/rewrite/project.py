@@ -150,9 +150,10 @@ def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     return None
 
 
-def module_name(path: Path) -> tuple[str, bool, Path]:
-    """(dotted module name, is a package `__init__`, import root) of a source file."""
-    path = path.resolve()
+def module_name(path: Path, resolved: bool = False) -> tuple[str, bool, Path]:
+    """(dotted module name, is a package `__init__`, import root) of a source file (`resolved`:
+    `path` is already its real path)."""
+    path = path if resolved else path.resolve()
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
     folder = path.parent
