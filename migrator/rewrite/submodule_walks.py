@@ -62,8 +62,8 @@ def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]
     with what it touches."""
     walks: list[Walk] = []
     for cls in classes:
-        if not class_fact("views", cls, partial(_reads_views, cls)):
-            continue  # no walk without a view (in a large package, most subclasses elsewhere)
+        if cls.file.source is not None and not class_fact("views", cls, partial(_reads_views, cls)):
+            continue  # a file loaded (in a large package, most subclasses elsewhere): no view
         for method in cls.methods().values():
             if method.name == "__init__":
                 continue
