@@ -51,6 +51,56 @@ def test_names_a_subclass_elsewhere_takes_follow_its_text_in_one_process(tmp_pat
     assert "self.gelu_1" not in base_text()
 
 
+def test_a_subclass_elsewhere_follows_its_bases_text_in_one_process(tmp_path):
+    """What a file read in a search summarizes (its classes and their bases) is kept a process
+    by its text: a class that stops deriving from the base no longer protects its names, and
+    protects them again once it derives from it again."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    net = pkg / "net.py"
+    subclass = CLASHING.replace("from pkg.base", "from .base")
+    net.write_text(subclass)
+
+    def base_text() -> str:
+        [outcome] = run([str(pkg / "base.py")], Settings(), rewrite=True)
+        return outcome.new_text
+
+    assert "self.gelu_1 = nn.GELU()" in base_text()
+    net.write_text(subclass.replace("class Net(Base):", "class Net(nn.Module):"))
+    assert "self.gelu = nn.GELU()" in base_text()
+    net.write_text(subclass)
+    assert "self.gelu_1 = nn.GELU()" in base_text()
+
+
+def test_a_walk_a_subclass_elsewhere_gains_refuses_the_next_run_in_one_process(tmp_path):
+    """Whether a class of another file walks its submodules is kept a process by its file's
+    text: once the subclass goes through `self.modules()`, the base makes no module."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    net = pkg / "net.py"
+    quiet = CLASHING.replace("from pkg.base", "from .base").replace("self.gelu", "self.act")
+    net.write_text(quiet)
+
+    def base_outcome():
+        [outcome] = run([str(pkg / "base.py")], Settings(), rewrite=True)
+        return outcome
+
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+    walking = "    def show(self):\n        for m in self.modules():\n            print(m)\n"
+    net.write_text(quiet + "\n" + walking)
+    outcome = base_outcome()
+    assert not outcome.changed
+    assert [
+        (f.code, "`Net.show` goes through `self.modules`" in f.message) for f in outcome.findings
+    ] == [("MIG109", True)]
+    net.write_text(quiet)
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+
+
 def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
     for name in ("pkg", "app"):
         (tmp_path / name).mkdir()

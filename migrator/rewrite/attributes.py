@@ -6,8 +6,10 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import partial
 
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.tensors import NOT_TENSOR_TORCH
@@ -226,11 +228,15 @@ class ClassAttributes:
         `__init__` does not assign."""
         found: set[str] = set()
         for base in self.family.ancestors(self.cls):
-            if id(base.node) not in self.ctx.made_tensors:
-                self.ctx.hold(base.node)
-                self.ctx.made_tensors[id(base.node)] = _made_tensors(base)
-            found |= self.ctx.made_tensors[id(base.node)]
+            found |= class_fact("tensors", base, partial(self._made_by, base))
         return found - set(self.attrs)
+
+    def _made_by(self, base: ClassInfo) -> frozenset[str]:
+        """`_made_tensors` of `base`, once an analysis by node."""
+        if id(base.node) not in self.ctx.made_tensors:
+            self.ctx.hold(base.node)
+            self.ctx.made_tensors[id(base.node)] = frozenset(_made_tensors(base))
+        return self.ctx.made_tensors[id(base.node)]
 
     def inherited_modules(self) -> dict[str, ClassInfo]:
         """Module attributes a base class creates in its `__init__` and this class does not

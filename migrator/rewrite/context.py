@@ -84,7 +84,7 @@ class FileContext:
     plain_results: dict[int, bool] = field(default_factory=dict)
     """Whether each function returns no tensor when given none (`helpers.plain_result`), by id
     (held)."""
-    made_tensors: dict[int, set[str]] = field(default_factory=dict)
+    made_tensors: dict[int, frozenset[str]] = field(default_factory=dict)
     """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)

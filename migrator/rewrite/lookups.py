@@ -51,7 +51,7 @@ class Lookups:
             self.usable = False
         else:
             seen = Seen(
-                _real(found.path),
+                found.real_path,
                 _TEXTS.setdefault(found.text, found.text),
                 found is self._asking,
                 found is self._searched,
@@ -74,6 +74,7 @@ def check(
     (the folders the files it would load add to the project's, the modules it would find
     missing); None otherwise. Files not registered in `project` are read from disk."""
     roots = list(project.roots)
+    in_roots = set(roots)
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""
     for (kind, key), was in seen.items():
@@ -101,10 +102,11 @@ def check(
         if real != was.path or name != module or text is None or text != was.text:
             return None
         for folder in (root, Path(real).parent):
-            if folder not in roots:
+            if folder not in in_roots:
+                in_roots.add(folder)
                 roots.append(folder)
         again = first_file(Path(*module.split(".")), roots)
-        if again is None or _real(again) != real:
+        if again is None or (again != path and _real(again) != real):
             return None  # looked up by name later, the module would be another file
         loaded[module] = was
     return roots, [module for module, was in loaded.items() if was is None]
@@ -113,12 +115,13 @@ def check(
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:
     """(real path, module name, import root, text) of a file, read once a project."""
     if path not in project.on_disk:
-        name, _, root = module_name(path)
+        real = _real(path)
+        name, _, root = module_name(Path(real), resolved=True)
         try:
             text: str | None = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
             text = None
-        project.on_disk[path] = (_real(path), name, root, text)
+        project.on_disk[path] = (real, name, root, text)
     return project.on_disk[path]
 
 
@@ -130,7 +133,7 @@ def _same(now: FileInfo | None, was: Seen | None, asking: FileInfo, searched: Fi
         and now.text == was.text
         and (now is asking) == was.asking
         and (now is searched) == was.searched
-        and _real(now.path) == was.path
+        and now.real_path == was.path
     )
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import os
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
@@ -48,12 +49,28 @@ class RunSettings:
 class ClassInfo:
     """A class of a parsed file. It refers to its file weakly (the project that registered the
     file keeps it), so a file and its classes hold no reference cycle and are freed by
-    reference counting: no garbage collection has to walk their trees."""
+    reference counting: no garbage collection has to walk their trees. A class of a file read
+    from disk knows its bases from the file's summary (`summarized`), and reads its node from
+    the file's tree, parsed when first needed."""
 
-    def __init__(self, name: str, qualname: str, node: ast.ClassDef, file: FileInfo) -> None:
+    def __init__(
+        self,
+        name: str,
+        qualname: str,
+        node: ast.ClassDef | None,
+        file: FileInfo,
+        *,
+        index: int = -1,
+        line: int = 0,
+        bases: tuple[str | None, ...] | None = None,
+    ) -> None:
         self.name = name
         self.qualname = qualname
-        self.node = node
+        self._node = node
+        self._index = index
+        """The position of its statement in the file's body (when `node` is not given)."""
+        self._line = line
+        self._bases = bases
         self._file = weakref.ref(file)
 
     def __repr__(self) -> str:
@@ -66,7 +83,22 @@ class ClassInfo:
         return file
 
     @property
+    def node(self) -> ast.ClassDef:
+        if self._node is None:
+            stmt = self.file.tree.body[self._index]
+            assert isinstance(stmt, ast.ClassDef)
+            self._node = stmt
+        return self._node
+
+    @property
+    def lineno(self) -> int:
+        """The line of its `class` statement."""
+        return self._line if self._node is None else self._node.lineno
+
+    @property
     def bases(self) -> list[str | None]:
+        if self._bases is not None:
+            return list(self._bases)
         return [self.file.names.resolve(b) for b in self.node.bases]
 
     def methods(self) -> dict[str, ast.FunctionDef]:
@@ -76,13 +108,24 @@ class ClassInfo:
 @dataclass(eq=False)
 class FileInfo:
     path: Path | None
-    tree: ast.Module
+    parsed: ast.Module | None
+    """Its tree; None until first needed, for a file read from disk (`tree`)."""
     names: ModuleNames
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     source: str | None = None
     """The text, for files loaded from disk (so their own rewrite can be worked out)."""
     text: str | None = None
     """The text the tree was parsed from, when it was given (`Project.add`)."""
+
+    @property
+    def tree(self) -> ast.Module:
+        """The file's tree, parsed once the first time it is needed (and kept: its nodes are
+        the same objects whoever asks)."""
+        if self.parsed is None:
+            assert self.text is not None, "a file registered without its tree has its text"
+            self.parsed = parse_cached(self.text)
+            read_type_comments(self.parsed, self.text)
+        return self.parsed
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
@@ -119,6 +162,12 @@ class FileInfo:
             stored[name] = stored.get(name, 0) + 1
         return {name: value for name, value in candidates.items() if stored.get(name) == 1}
 
+    @functools.cached_property
+    def real_path(self) -> str:
+        """`os.path.realpath` of its path, worked out once (a project's lookups ask often)."""
+        assert self.path is not None
+        return os.path.realpath(self.path)
+
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     """The file of the module at `rel` under the first of `roots` that holds one."""
@@ -131,9 +180,10 @@ def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     return None
 
 
-def module_name(path: Path) -> tuple[str, bool, Path]:
-    """(dotted module name, is a package `__init__`, import root) of a source file."""
-    path = path.resolve()
+def module_name(path: Path, resolved: bool = False) -> tuple[str, bool, Path]:
+    """(dotted module name, is a package `__init__`, import root) of a source file (`resolved`:
+    `path` is already its real path)."""
+    path = path if resolved else path.resolve()
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
     folder = path.parent
@@ -163,6 +213,7 @@ class Project:
         self._modules: dict[Path, str] = {}
         """Path -> its module name, worked out once (each looks for `__init__.py` files)."""
         self._roots: list[Path] = []
+        self._root_set: set[Path] = set()
         self._stateless: dict[str, bool | None] = {}
         self.created: dict[str, set[str]] = {}
         """Class qualname -> attribute names the rewrite creates in it (across files)."""
@@ -184,10 +235,7 @@ class Project:
         if source is not None:
             read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
-        if path is not None and root is not None:
-            for folder in (root, path.resolve().parent):
-                if folder not in self._roots:
-                    self._roots.append(folder)
+        self._add_roots(path, root)
         info = FileInfo(path, tree, collect(tree, module, is_package), text=source)
         self._files.append(info)
         for stmt in tree.body:
@@ -198,6 +246,32 @@ class Project:
             self._by_module[module] = info
         return info
 
+    def _add_read(self, path: Path, source: str) -> FileInfo:
+        """Register a file read from disk, as `add` would, from its summary (`summarized`;
+        raises SyntaxError as the parse does): its tree is parsed only when needed."""
+        module, is_package, root = module_name(path)
+        summary, tree = summarized(source, module, is_package)
+        self.generation += 1
+        self._add_roots(path, root)
+        info = FileInfo(path, tree, summary.names, source=summary.text, text=summary.text)
+        self._files.append(info)
+        for name, index, line, bases in summary.classes:
+            qual = f"{module}.{name}" if module else name
+            info.classes[name] = ClassInfo(
+                name, qual, None, info, index=index, line=line, bases=bases
+            )
+        if module:
+            self._by_module[module] = info
+        return info
+
+    def _add_roots(self, path: Path | None, root: Path | None) -> None:
+        """Add a registered file's import root and folder to the folders searched."""
+        if path is not None and root is not None:
+            for folder in (root, path.resolve().parent):
+                if folder not in self._root_set:
+                    self._root_set.add(folder)
+                    self._roots.append(folder)
+
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
         if path not in self._modules:
@@ -206,13 +280,11 @@ class Project:
         if module in self._by_module:
             return self._seen(("file", path), self._by_module[module])
         try:
-            source = path.read_text(encoding="utf-8")
-            info = self.add(parse_cached(source), path, source)
+            info = self._add_read(path, path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError):
             if self.lookups is not None:
                 self.lookups.usable = False  # another process may read it otherwise
             return None
-        info.source = source
         return self._seen(("file", path), info)
 
     def _seen(self, key: tuple[str, str | Path], found: FileInfo | None) -> FileInfo | None:
@@ -249,15 +321,11 @@ class Project:
         if candidate is None:
             return None
         try:
-            source = candidate.read_text(encoding="utf-8")
-            tree = parse_cached(source)
+            return self._add_read(candidate, candidate.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError):
             if self.lookups is not None:
                 self.lookups.usable = False  # another process may read it otherwise
             return None
-        info = self.add(tree, candidate, source)
-        info.source = source
-        return info
 
     @property
     def roots(self) -> list[Path]:
@@ -273,6 +341,7 @@ class Project:
         """Take the state a search would have left (`lookups.check`): the folders its files
         would have added, and the modules it found missing (never looked for again)."""
         self._roots = roots
+        self._root_set = set(roots)
         for module in not_found:
             self._by_module.setdefault(module, None)
 
@@ -477,3 +546,46 @@ def parse_cached(source: str, *, at_hand: bool = False) -> ast.Module:
         total -= len(oldest)
         del _PARSED[oldest]
     return tree
+
+
+class Summary(NamedTuple):
+    """What registering a file read from disk takes from its tree."""
+
+    text: str
+    """The text summarized (one copy, shared by every project that reads the file)."""
+    names: ModuleNames
+    """Its module-level bindings (`names.collect`; read only)."""
+    classes: tuple[tuple[str, int, int, tuple[str | None, ...]], ...]
+    """(name, position in the body, line, resolved bases) of each class of the module body, by name
+    as `Project.add` registers them (a later class of the same name replaces the earlier)."""
+
+
+_SUMMARIES: OrderedDict[tuple[str, str, bool], Summary] = OrderedDict()
+"""(text, module name, is a package) -> its summary, most recently used last: in a large
+package each file of a run reads most of the package in its searches, and a summary depends on
+nothing else. Bounded by `_SUMMARY_CHARS`."""
+_SUMMARY_CHARS = 64_000_000
+_summary_chars = 0
+
+
+def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast.Module | None]:
+    """The summary of a file's text under its module name, from one parse (raises what
+    `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept)."""
+    global _summary_chars
+    key = (source, module, is_package)
+    summary, tree = _SUMMARIES.pop(key, None), None
+    if summary is None:
+        tree = parse_cached(source)
+        read_type_comments(tree, source)
+        names = collect(tree, module, is_package)
+        classes: dict[str, tuple[int, int, tuple[str | None, ...]]] = {}
+        for index, stmt in enumerate(tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                bases = tuple(names.resolve(b) for b in stmt.bases)
+                classes[stmt.name] = (index, stmt.lineno, bases)
+        summary = Summary(source, names, tuple((n, *rest) for n, rest in classes.items()))
+        _summary_chars += len(source)
+    _SUMMARIES[key] = summary
+    while _summary_chars > _SUMMARY_CHARS and len(_SUMMARIES) > 1:
+        _summary_chars -= len(_SUMMARIES.popitem(last=False)[0][0])
+    return summary, tree

@@ -6,9 +6,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.facts import class_fact
 from migrator.rewrite.project import ClassInfo, FileInfo
 
 # Reading these in a method means the class's behaviour may depend on its set of submodules.
@@ -60,12 +62,25 @@ def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]
     with what it touches."""
     walks: list[Walk] = []
     for cls in classes:
+        if cls.file.source is not None and not class_fact("views", cls, partial(_reads_views, cls)):
+            continue  # a file loaded (in a large package, most subclasses elsewhere): no view
         for method in cls.methods().values():
             if method.name == "__init__":
                 continue
             label = method.name if cls is owner else f"{cls.name}.{method.name}"
             walks += _walks_in(ctx, cls.file, method, label)
     return walks
+
+
+def _reads_views(cls: ClassInfo) -> bool:
+    """Whether a method of `cls` other than `__init__` reads a view of `self`'s submodules
+    (`self.modules`, ...), which every walk does."""
+    return any(
+        _self_view(node)
+        for method in cls.methods().values()
+        if method.name != "__init__"
+        for node in ast.walk(method)
+    )
 
 
 def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef, label: str) -> list[Walk]:

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.walk import walk
@@ -74,27 +75,11 @@ class TakenNames:
         return name
 
 
-_NAMES: dict[str, tuple[str, dict[tuple[str, int], frozenset[str]]]] = {}
-"""Path -> (its text, (class name, line) -> `_names_defined`) for the files loaded from disk:
-each file of a run asks for the names of the same subclasses in its package (in a large
-package, most of it), and they depend only on the text. An entry is replaced when the text
-differs."""
-
-
 def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
-    """`_names_defined` of `cls`, kept a process by its file's path and text when the file was
-    loaded from disk (the file at hand's classes are asked once per analysis)."""
-    file = cls.file
-    if file.source is None or file.path is None:
-        return frozenset(_names_defined(cls.node, visits))
-    path = str(file.path)
-    kept = _NAMES.get(path)
-    if kept is None or kept[0] != file.source:
-        kept = _NAMES[path] = (file.source, {})
-    key = (cls.name, cls.node.lineno)
-    if key not in kept[1]:
-        kept[1][key] = frozenset(_names_defined(cls.node, walk))
-    return kept[1][key]
+    """`_names_defined` of `cls`, kept a process (`facts.class_fact`); the analysis's walks
+    (`visits`) serve the classes of the files it analyses, not those of files loaded."""
+    visit = visits if cls.file.source is None else walk
+    return class_fact("names", cls, lambda: frozenset(_names_defined(cls.node, visit)))
 
 
 def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
