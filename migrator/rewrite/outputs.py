@@ -45,7 +45,6 @@ _UNSEEN = frozenset(
         "register_module",
         "_modules",
         "__dict__",
-        "__class__",
         "setattr",
         "delattr",
     }
@@ -234,7 +233,10 @@ def _hooked(cls: ClassInfo) -> bool:
     for node in ast.walk(cls.node):
         if isinstance(node, ast.Attribute) and (
             node.attr in _UNSEEN
-            or (node.attr in ("forward", "__call__") and not isinstance(node.ctx, ast.Load))
+            or (
+                node.attr in ("forward", "__call__", "__class__")
+                and not isinstance(node.ctx, ast.Load)
+            )
         ):
             return True
         if isinstance(node, ast.Name) and node.id in _UNSEEN:
