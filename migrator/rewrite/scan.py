@@ -20,6 +20,7 @@ from migrator.rewrite.inplace import Parents, block_parents, inplace_unsafe
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
+from migrator.rewrite.outputs import OutputKinds, op_inplace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules, assigns_attr
@@ -79,6 +80,8 @@ class Scanner:
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
         self._passed_proof = False
         """Whether that evidence proved a module to return a new tensor or its input."""
+        self._outputs = OutputKinds(self.ctx.project)
+        """What the modules `__init__` builds return (`catalog.output_kind`, project classes)."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -454,7 +457,7 @@ class Scanner:
                 op, receiver = catalog.by_method(func.attr), [func.value]
             if op is None:
                 return False
-            kind = catalog.output_kind(op.module, _op_inplace(op, value, receiver))
+            kind = catalog.output_kind(op.module, op_inplace(op, value, receiver))
             if kind == "input" and op.args[0].role is not Role.INPUT:
                 return False  # what it passes on is not its first argument (einsum)
             first = receiver[0] if receiver else first
@@ -464,7 +467,7 @@ class Scanner:
 
     def _attr_output(self, attr: str) -> str:
         """What the modules `__init__` assigns to `self.<attr>` return, statically, as the arms
-        of a conditional expression (`_built_output`; '' when not known, or when another
+        of a conditional expression (`OutputKinds.built`; '' when not known, or when another
         method, a base or a subclass assigns it too, or the class or one of them may change
         what it holds)."""
         attributes = self.sites.attributes
@@ -484,7 +487,7 @@ class Scanner:
             for method in c.methods().values()
         ):
             return ""
-        return self._either([a.value for a in assigns])
+        return self._outputs.either([a.value for a in assigns], self.ctx.info)
 
     def _family(self) -> list[ClassInfo]:
         """The class's bases and subclasses that can be found."""
@@ -499,35 +502,6 @@ class Scanner:
             for name, method in c.methods().items()
             if name != "__init__"
         )
-
-    def _either(self, values: list[ast.expr]) -> str:
-        """What a module built by one of `values` returns (one that is None is never
-        called): 'fresh' when each is, 'input' when each is that or 'input'."""
-        kinds = {self._built_output(v) for v in values if not _is_none(v)}
-        if not kinds or "" in kinds:
-            return ""
-        return "fresh" if kinds == {"fresh"} else "input"
-
-    def _built_output(self, value: ast.expr) -> str:
-        """What a module built by `value` returns: each arm of a conditional expression (one
-        that is None is never called); an `nn.Sequential` what its last module returns, or
-        its input when every module passes it on."""
-        if isinstance(value, ast.IfExp):
-            return self._either([value.body, value.orelse])
-        if not isinstance(value, ast.Call):
-            return ""
-        cls = self.ctx.info.names.resolve(value.func)
-        if not cls:
-            return ""
-        if cls == "torch.nn.Sequential":
-            if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
-                return ""
-            for module in reversed(value.args):
-                kind = self._built_output(module)
-                if kind != "input":
-                    return kind
-            return "input" if value.args else ""
-        return catalog.output_kind(cls, _inplace_flag(cls, value))
 
     def _typed_note(self, values: list[ast.expr]) -> str:
         """The end of a finding for an op whose tensors run-time evidence alone proves (every
@@ -822,38 +796,6 @@ def _input(item: Input, ref: InputRef, sole: bool) -> tuple[InputRef, str | None
         spread: RefKind = "elements" if literal_list else "star"
         return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
-
-
-def _op_inplace(op: Op, call: ast.Call, receiver: list[ast.expr]) -> bool | None:
-    """Whether a call of `op` works in place (`F.relu(x, inplace=True)`, `F.relu_(x)`): None
-    when that is not known statically."""
-    if dict(op.ctor_extra).get("inplace"):
-        return True
-    names = [a.name for a in op.args]
-    return _inplace_at(call, names.index("inplace"), receiver) if "inplace" in names else False
-
-
-def _inplace_flag(cls: str, ctor: ast.Call) -> bool | None:
-    """The `inplace` a module is built with by `ctor` (a call of `cls`): False when it cannot be
-    in place, None when that is not known statically."""
-    position = catalog.inplace_position(cls)
-    return False if position is None else _inplace_at(ctor, position, [])
-
-
-def _inplace_at(call: ast.Call, position: int, leading: list[ast.expr]) -> bool | None:
-    """The `inplace` argument of `call`, by keyword or at `position` among `leading` and the
-    positional arguments: False when not given, its truth when a literal, else None."""
-    if _starred(call.args, [k.arg for k in call.keywords]):
-        return None
-    given = [k.value for k in call.keywords if k.arg == "inplace"]
-    given += [*leading, *call.args][position : position + 1]
-    if not given:
-        return False
-    return bool(ast.literal_eval(given[0])) if literal(given[0]) else None
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 _READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})
