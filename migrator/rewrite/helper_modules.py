@@ -26,6 +26,7 @@ from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
+from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -118,12 +119,15 @@ class HelperModules:
         `elsewhere`, also another file's helper that has a twin), with a tensor (or `self`)
         first: as after the rewrite, it counts as a module call (tensors in and out). The
         helper each call runs is looked up once, and again only when the lookup may find
-        otherwise: a file was registered since (`Project.generation`) or a helper's analysis
-        started or ended (`in_twin`); what its first argument is is asked each time."""
-        found: dict[int, tuple[ast.Call, tuple[int, bool], _Helper]] = {}
+        otherwise: a file was registered since (`Project.generation`), a helper's analysis
+        started or ended (`in_twin`), or the project records its lookups for another search
+        (`Project.lookups`: each is then made and recorded); what its first argument is is
+        asked each time."""
+        found: dict[int, tuple[ast.Call, tuple[int, bool, Lookups | None], _Helper]] = {}
 
         def helper_call(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bool:
-            state = (self.ctx.project.generation, self.in_twin)
+            project = self.ctx.project
+            state = (project.generation, self.in_twin, project.lookups)
             entry = found.get(id(call))
             if entry is None or entry[1] != state:
                 entry = found[id(call)] = (
