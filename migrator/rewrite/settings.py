@@ -29,6 +29,7 @@ class SubmoduleSettings:
         self._known: dict[tuple[str, str], bool] = {}
         self._made: dict[str, tuple[str, ...]] = {}
         self._alone: dict[str, bool] = {}
+        self._family: tuple[int, list[ClassInfo]] | None = None
 
     def plain(self, node: ast.Attribute) -> bool:
         """Whether `node`, `self.<module>.<setting>`, and its items hold no tensor."""
@@ -92,15 +93,24 @@ class SubmoduleSettings:
         assert self.attributes.init is not None  # `_made_by` returns first without one
         return _assignments([v.node for v in self.ctx.visits(self.attributes.init)])
 
+    def _related(self) -> list[ClassInfo]:
+        """The other classes of the family: ancestors, subclasses in this file and elsewhere in
+        the package; found again when a file was registered since (`Project.generation`)."""
+        generation = self.ctx.project.generation
+        if self._family is None or self._family[0] != generation:
+            cls, family = self.attributes.cls, self.attributes.family
+            related = [
+                *family.ancestors(cls),
+                *family.subclasses_in_file(cls),
+                *family.subclasses_elsewhere(cls),
+            ]
+            self._family = (generation, related)
+        return self._family[1]
+
     def _alone_in_family(self, owner: str) -> bool:
         """Whether no class of the family but this one assigns `self.<owner>`, and none
         assigns anything of it."""
-        cls, family = self.attributes.cls, self.attributes.family
-        related = [
-            *family.ancestors(cls),
-            *family.subclasses_in_file(cls),
-            *family.subclasses_elsewhere(cls),
-        ]
+        cls, related = self.attributes.cls, self._related()
         return not any(_assigns(each.node, owner, whole=True) for each in related) and not any(
             _assigns(each.node, owner, whole=False) for each in [cls, *related]
         )
