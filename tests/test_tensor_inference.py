@@ -275,3 +275,30 @@ def test_helper_result_given_sizes(call, expected):
         if f.code in ("MIG002", "MIG114")
     )
     assert found == sorted(expected)
+
+
+def test_helper_call_asked_again_as_its_argument_is_typed():
+    """A helper call whose first argument is proven a tensor only by a later pass of the
+    fixpoint (`z`, bound after the call) counts as a module call then: what it returns is a
+    tensor, so `y - 1` converts (the helper each call runs is looked up once, its argument asked
+    each time)."""
+    source = textwrap.dedent(
+        """
+        import torch.nn as nn
+
+
+        def double(t):
+            return t * 2
+
+
+        class M(nn.Module):
+            def forward(self, x):
+                for i in range(2):
+                    if i:
+                        y = double(z)
+                    z = x.relu()
+                return y - 1
+        """
+    )
+    found = [(f.line, f.code) for f in check_text(source, "m.py", Project()) if f.line in (13, 15)]
+    assert found == [(13, "MIG004"), (15, "MIG002")]

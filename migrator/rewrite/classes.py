@@ -143,10 +143,7 @@ class ClassAnalysis:
         modules = self.ctx.helper_modules
         if modules is None or "MIG004" in self.ctx.disable:
             return None
-        methods = self.attributes.methods
-        return lambda call, is_tensor: modules.helper_call(
-            call, is_tensor, method, methods, elsewhere=True
-        )
+        return modules.helper_calls(method, self.attributes.methods, elsewhere=True)
 
     def _evident(self, attrs: set[str]) -> dict[str, tuple[str, list[str]]]:
         """What calling each of `attrs` (modules of classes not known statically) returns, with

@@ -26,12 +26,17 @@ from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
+from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import header_lines
+
+_Helper = tuple[ast.FunctionDef | None, tuple[FileInfo, ast.FunctionDef, str] | None]
+"""(a helper of this file, or another file's helper with its file and twin class) a call
+runs."""
 
 
 class ProjectWork(WorksOut, Protocol):
@@ -106,34 +111,72 @@ class HelperModules:
         running: calls of another file's helpers stay (as the first run left them)."""
         return bool(self._running) or self.in_earlier
 
-    def helper_call(
+    def helper_calls(
+        self, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef], elsewhere: bool = False
+    ) -> Callable[[ast.Call, Callable[[ast.expr], bool]], bool]:
+        """`TensorNames.helper_call` for the calls in `caller` (a method of a class with
+        `methods`): whether a call runs a helper of this file that may become a module (with
+        `elsewhere`, also another file's helper that has a twin), with a tensor (or `self`)
+        first: as after the rewrite, it counts as a module call (tensors in and out). The
+        helper each call runs is looked up once, and again only when the lookup may find
+        otherwise: a file was registered since (`Project.generation`), a helper's analysis
+        started or ended (`in_twin`), or the project records its lookups for another search
+        (`Project.lookups`: each is then made and recorded); what its first argument is is
+        asked each time."""
+        found: dict[int, tuple[ast.Call, tuple[int, bool, Lookups | None], _Helper]] = {}
+
+        def helper_call(call: ast.Call, is_tensor: Callable[[ast.expr], bool]) -> bool:
+            project = self.ctx.project
+            state = (project.generation, self.in_twin, project.lookups)
+            entry = found.get(id(call))
+            if entry is None or entry[1] != state:
+                entry = found[id(call)] = (
+                    call,
+                    state,
+                    self._helper(call, caller, methods, elsewhere),
+                )
+            function, twin = entry[2]
+            if function is None:
+                return twin is not None and first_is_tensor(call, is_tensor, twin[1])
+            if not first_is_tensor(call, is_tensor, function):
+                return False
+            return self.refusal(function, function in methods.values()) is None
+
+        return helper_call
+
+    def _helper(
         self,
         call: ast.Call,
-        is_tensor: Callable[[ast.expr], bool],
         caller: ast.FunctionDef,
         methods: dict[str, ast.FunctionDef],
-        elsewhere: bool = False,
-    ) -> bool:
-        """Whether `call` (in `caller`, a method of a class with `methods`) runs a helper of
-        this file that may become a module (with `elsewhere`, also another file's helper that
-        has a twin), with a tensor (or `self`) first: as after the rewrite, it counts as a
-        module call (tensors in and out)."""
-        function = self.target(call, caller, methods)
-        if function is None:
-            twin = self.twin_elsewhere(call, caller, methods) if elsewhere else None
-            return twin is not None and first_is_tensor(call, is_tensor, twin[1])
-        if not first_is_tensor(call, is_tensor, function):
-            return False
-        return self.refusal(function, function in methods.values()) is None
+        elsewhere: bool,
+    ) -> _Helper:
+        """(the helper of this file `call` runs, else the other file's helper with a twin it
+        runs when `elsewhere`); None where there is none."""
+        found = target_of(self.ctx, self.ctx.info, call, caller, methods)
+        if found is not None and found[0] is self.ctx.info:
+            return found[1], None
+        return None, self._twin(found) if elsewhere and self._twins_run else None
 
     def twin_elsewhere(
         self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
     ) -> tuple[FileInfo, ast.FunctionDef, str] | None:
         """(file, helper, its twin class) when `call` runs a public helper of another file
         that has (or gets in this run) a twin; never inside a twin's own analysis."""
-        if self.in_twin or "MIG004" in self.ctx.disable:
+        if not self._twins_run:
             return None
-        found = target_of(self.ctx, self.ctx.info, call, caller, methods)
+        return self._twin(target_of(self.ctx, self.ctx.info, call, caller, methods))
+
+    @property
+    def _twins_run(self) -> bool:
+        """Whether calls of other files' helpers may become calls of their twins: not inside a
+        twin's own analysis, nor with MIG004 disabled."""
+        return not self.in_twin and "MIG004" not in self.ctx.disable
+
+    def _twin(
+        self, found: tuple[FileInfo, ast.FunctionDef] | None
+    ) -> tuple[FileInfo, ast.FunctionDef, str] | None:
+        """`twin_elsewhere` of the helper a call runs (`target_of`)."""
         if found is None or found[0] is self.ctx.info or found[1].name.startswith("_"):
             return None
         twins = self.analysis.twins_of(found[0])
@@ -336,7 +379,7 @@ class HelperModules:
             self.ctx.info.names.resolve,
             set(),
             set(),
-            helper_call=lambda call, is_tensor: self.helper_call(call, is_tensor, function, {}),
+            helper_call=self.helper_calls(function, {}),
             returns=lambda call: return_annotation(self.ctx, call, function, {}),
         )
         nested = {

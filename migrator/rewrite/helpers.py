@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 from migrator import catalog
 from migrator.rewrite.annotations import annotation_kind
@@ -182,7 +182,7 @@ def return_annotation(
         return function.returns
     if id(function) not in ctx.inferred_returns:
         ctx.hold(function)
-        ctx.inferred_returns[id(function)] = _inferred_return(info, function)
+        ctx.inferred_returns[id(function)] = _kept(_RETURNS, info, function, _inferred_return)
     return ctx.inferred_returns[id(function)]
 
 
@@ -308,24 +308,40 @@ def unbound(method: ast.FunctionDef) -> bool:
     )
 
 
-_LABELS: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
-"""(path, text, line, column) of a function in a file read from disk -> the labels of its ops,
-oldest first: every file of a run that calls the helper of another file or uses its class asks
-the same. Bounded by `_LABELS_KEPT`."""
-_LABELS_KEPT = 4096
+_Key = tuple[str, str, int, int]
+"""(path, text, line, column) of a function in a file read from disk."""
+_LABELS: dict[_Key, tuple[str, ...]] = {}
+"""The labels of a function's ops (`op_labels`), oldest first: every file of a run that calls
+the helper of another file or uses its class asks the same. Bounded by `_KEPT`."""
+_RETURNS: dict[_Key, ast.expr | None] = {}
+"""What a function without a return annotation is proven to return (`_inferred_return`),
+oldest first: every file of a run that calls it asks the same. Bounded by `_KEPT`."""
+_KEPT = 4096
+_T = TypeVar("_T")
+
+
+def _kept(
+    kept: dict[_Key, _T],
+    info: FileInfo,
+    function: ast.FunctionDef,
+    work: Callable[[FileInfo, ast.FunctionDef], _T],
+) -> _T:
+    """`work(info, function)`, worked out once a process, in `kept`, for a function of a file
+    read from disk (it depends on the file's text alone)."""
+    if info.source is None or info.path is None:
+        return work(info, function)
+    key = (str(info.path), info.source, function.lineno, function.col_offset)
+    if key not in kept:
+        kept[key] = work(info, function)
+        while len(kept) > _KEPT:
+            del kept[next(iter(kept))]
+    return kept[key]
 
 
 def op_labels(info: FileInfo, function: ast.FunctionDef) -> tuple[str, ...]:
     """The labels of `ops_in(info, function)`, worked out once a process for a file read from
     disk (they depend on its text alone)."""
-    if info.source is None or info.path is None:
-        return tuple(label for label, _ in ops_in(info, function))
-    key = (str(info.path), info.source, function.lineno, function.col_offset)
-    if key not in _LABELS:
-        _LABELS[key] = tuple(label for label, _ in ops_in(info, function))
-        while len(_LABELS) > _LABELS_KEPT:
-            del _LABELS[next(iter(_LABELS))]
-    return _LABELS[key]
+    return _kept(_LABELS, info, function, lambda i, f: tuple(label for label, _ in ops_in(i, f)))
 
 
 def ops_in(

@@ -306,11 +306,13 @@ class Project:
         if module in self._by_module:
             return self._by_module[module]
         rel = Path(*module.split("."))
-        if rel.parts[0] == "torch":  # torch's sources do not change: keep the last few parsed
-            if module not in _TORCH_FILES:
+        if rel.parts[0] == "torch":  # torch's sources do not change: keep the last few used
+            if module in _TORCH_FILES:
+                _TORCH_FILES.move_to_end(module)
+            else:
                 _TORCH_FILES[module] = Project()._read(module, rel, [_torch_root()])
                 while len(_TORCH_FILES) > _TORCH_FILES_KEPT:
-                    _TORCH_FILES.pop(next(iter(_TORCH_FILES)))
+                    _TORCH_FILES.popitem(last=False)
             self._by_module[module] = _TORCH_FILES[module]
             return _TORCH_FILES[module]
         self._by_module[module] = None
@@ -506,10 +508,10 @@ def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
     return frozenset(plain)
 
 
-_TORCH_FILES: dict[str, FileInfo | None] = {}
-"""torch's own source files most recently needed (for the attributes of its classes), oldest
-first: a bounded cache, so memory stays flat however many files a run reads."""
-_TORCH_FILES_KEPT = 16
+_TORCH_FILES: OrderedDict[str, FileInfo | None] = OrderedDict()
+"""torch's own source files most recently needed (for the attributes of its classes), least
+recently used first: a bounded cache, so memory stays flat however many files a run reads."""
+_TORCH_FILES_KEPT = 32
 
 
 @functools.cache

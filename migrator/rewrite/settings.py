@@ -17,7 +17,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import walk
+from migrator.rewrite.walk import all_nodes, walk
 
 
 class SubmoduleSettings:
@@ -29,6 +29,7 @@ class SubmoduleSettings:
         self._known: dict[tuple[str, str], bool] = {}
         self._made: dict[str, tuple[str, ...]] = {}
         self._alone: dict[str, bool] = {}
+        self._family: tuple[int, list[ClassInfo]] | None = None
 
     def plain(self, node: ast.Attribute) -> bool:
         """Whether `node`, `self.<module>.<setting>`, and its items hold no tensor."""
@@ -70,7 +71,7 @@ class SubmoduleSettings:
         if owner in self.attributes.assigned_elsewhere:
             return ()
         made = set()
-        values = list(_assignments([v.node for v in self.ctx.visits(init)], owner))
+        values = self._init_assignments.get(owner, [])
         while any(isinstance(v, ast.IfExp) for v in values):  # `A(...) if c else B(...)`
             values = [
                 part
@@ -86,15 +87,30 @@ class SubmoduleSettings:
             made.add(found)
         return tuple(sorted(made))
 
+    @functools.cached_property
+    def _init_assignments(self) -> dict[str, list[ast.expr | None]]:
+        """`_assignments` of `__init__` (which `_made_by` has)."""
+        assert self.attributes.init is not None  # `_made_by` returns first without one
+        return _assignments([v.node for v in self.ctx.visits(self.attributes.init)])
+
+    def _related(self) -> list[ClassInfo]:
+        """The other classes of the family: ancestors, subclasses in this file and elsewhere in
+        the package; found again when a file was registered since (`Project.generation`)."""
+        generation = self.ctx.project.generation
+        if self._family is None or self._family[0] != generation:
+            cls, family = self.attributes.cls, self.attributes.family
+            related = [
+                *family.ancestors(cls),
+                *family.subclasses_in_file(cls),
+                *family.subclasses_elsewhere(cls),
+            ]
+            self._family = (generation, related)
+        return self._family[1]
+
     def _alone_in_family(self, owner: str) -> bool:
         """Whether no class of the family but this one assigns `self.<owner>`, and none
         assigns anything of it."""
-        cls, family = self.attributes.cls, self.attributes.family
-        related = [
-            *family.ancestors(cls),
-            *family.subclasses_in_file(cls),
-            *family.subclasses_elsewhere(cls),
-        ]
+        cls, related = self.attributes.cls, self._related()
         return not any(_assigns(each.node, owner, whole=True) for each in related) and not any(
             _assigns(each.node, owner, whole=False) for each in [cls, *related]
         )
@@ -123,7 +139,7 @@ def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
             nodes = [v.node for v in walk(method)]
             if any(isinstance(n, ast.Name) and n.id == "setattr" for n in nodes):
                 return False
-            values = list(_assignments(nodes, setting))
+            values = _assignments(nodes).get(setting, [])
             if not values:
                 continue
             if any(value is None for value in values):
@@ -139,22 +155,24 @@ def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
     return found
 
 
-def _assignments(nodes: list[ast.AST], setting: str):
-    """The value of each assignment of `self.<setting>` among `nodes` (None when it is not
-    assigned whole: `self.x += 1`, `self.x, self.y = ...`)."""
+def _assignments(nodes: list[ast.AST]) -> dict[str, list[ast.expr | None]]:
+    """`self.<setting>` -> the value of each assignment of it among `nodes`, in their order
+    (None when it is not assigned whole: `self.x += 1`, `self.x, self.y = ...`)."""
+    found: dict[str, list[ast.expr | None]] = {}
     for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if self_attr(target) and target.attr == setting:
-                    yield node.value
-                elif isinstance(target, (ast.Tuple, ast.List)) and any(
-                    self_attr(n) and n.attr == setting for n in ast.walk(target)
-                ):
-                    yield None
+                if self_attr(target):
+                    found.setdefault(target.attr, []).append(node.value)
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    for setting in dict.fromkeys(n.attr for n in ast.walk(target) if self_attr(n)):
+                        found.setdefault(setting, []).append(None)
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             target = node.target
-            if self_attr(target) and target.attr == setting:
-                yield node.value if isinstance(node, ast.AnnAssign) else None
+            if self_attr(target):
+                value = node.value if isinstance(node, ast.AnnAssign) else None
+                found.setdefault(target.attr, []).append(value)
+    return found
 
 
 def _assigns(cls: ast.ClassDef, owner: str, whole: bool) -> bool:
@@ -168,7 +186,7 @@ def _assigned(cls: ast.ClassDef) -> tuple[frozenset[str], frozenset[str]]:
     assignment's target), and those an attribute of which they assign (`self.attn.x = ...`)."""
     whole: set[str] = set()
     inner: set[str] = set()
-    for node in ast.walk(cls):
+    for node in all_nodes(cls):
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]

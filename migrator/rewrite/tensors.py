@@ -113,6 +113,8 @@ class TensorNames:
         """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
         self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
         self._bindings = [b for node in nodes if type(node) in _BINDING for b in _bindings(node)]
+        self._stored = [s for node in nodes if type(node) in _STORING for s in _stored_items(node)]
+        """(name, what is stored) of each item stored into a named container (`_stored_items`)."""
         self._returned: dict[int, Kind | None] = {}
         """The kind each call returns, by its annotation (worked out once per call)."""
         self._counts: dict[str, int] = {}
@@ -201,9 +203,8 @@ class TensorNames:
             if value is not None
         ]
         stored: dict[str, list[ast.expr | None]] = {}
-        for node in nodes:
-            for name, value in _stored_items(node) if type(node) in _STORING else ():
-                stored.setdefault(name, []).append(value)
+        for name, value in self._stored:
+            stored.setdefault(name, []).append(value)
         bound: dict[str, list[ast.expr | None]] = {}
         for name, value in self._bindings:
             if name in stored:
@@ -335,9 +336,8 @@ class TensorNames:
                 bindings[a.arg] = [None]
         for name, value in self._bindings:
             bindings.setdefault(name, []).append(value)
-        for node in nodes:
-            for name, value in _stored_items(node) if type(node) in _STORING else ():
-                bindings.setdefault(name, []).append(value)
+        for name, value in self._stored:
+            bindings.setdefault(name, []).append(value)
         for name, values in self._passed_values.items():
             bindings.setdefault(name, []).extend(values)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
@@ -376,6 +376,9 @@ class TensorNames:
         only ever called here (its name bound by its `def` alone, never read but as what a call
         calls): parameter -> the arguments (or defaults) it takes, None for what a starred
         argument passes."""
+        self._scoped: dict[int, str] = {}
+        if not self._nested:
+            return {}
         defs: dict[str, int] = {}
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -388,7 +391,6 @@ class TensorNames:
             if isinstance(n, ast.Name) and (id(n) not in called or not isinstance(n.ctx, ast.Load))
         }
         passed: dict[str, list[ast.expr | None]] = {}
-        self._scoped: dict[int, str] = {}
         for name, nested in self._nested.items():
             if defs.get(name) != 1 or self._counts.get(name) or name in escaping:
                 continue
