@@ -332,41 +332,6 @@ def _pool(kind: str, n: int) -> Op:
     take them only in their constructor."""
     key = f"{kind}_pool{n}d"
     args: tuple[Arg, ...]
-    window = (
-        _x(),
-        _h("kernel_size", at_call=True),
-        _h("stride", None, at_call=True),
-        _h("padding", 0, at_call=True),
-    )
-    dims = (("dims", n),)
-    if kind == "max":
-        args = window + (
-            _h("dilation", 1),
-            _h("ceil_mode", False),
-            _h("return_indices", False),
-        )
-        return Op(
-            key,
-            f"{NN}MaxPool{n}d",
-            args,
-            (F + key,),
-            observed=SHARE,
-            call_module=OPS + "MaxPool",
-            call_extra=dims,
-        )
-    if kind == "avg":
-        args = window + (_h("ceil_mode", False), _h("count_include_pad", True))
-        if n > 1:
-            args += (_h("divisor_override", None),)
-        return Op(
-            key,
-            f"{NN}AvgPool{n}d",
-            args,
-            (F + key,),
-            observed=OWN,
-            call_module=OPS + "AvgPool",
-            call_extra=dims,
-        )
     if kind == "lp":
         args = (
             _x(),
@@ -376,25 +341,34 @@ def _pool(kind: str, n: int) -> Op:
             _h("ceil_mode", False),
         )
         return Op(key, f"{NN}LPPool{n}d", args, (F + key,), observed=OWN)
+    window = (
+        _x(),
+        _h("kernel_size", at_call=True),
+        _h("stride", None, at_call=True),
+        _h("padding", 0, at_call=True),
+    )
     output_size = _h("output_size", at_call=True)
-    if kind == "adaptive_avg":
-        return Op(
-            key,
-            f"{NN}AdaptiveAvgPool{n}d",
-            (_x(), output_size),
-            (F + key,),
-            observed=OWN,
-            call_module=OPS + "AdaptiveAvgPool",
-            call_extra=dims,
-        )
+    if kind == "max":
+        name, observed = "MaxPool", SHARE
+        args = window + (_h("dilation", 1), _h("ceil_mode", False), _h("return_indices", False))
+    elif kind == "avg":
+        name, observed = "AvgPool", OWN
+        args = window + (_h("ceil_mode", False), _h("count_include_pad", True))
+        if n > 1:
+            args += (_h("divisor_override", None),)
+    elif kind == "adaptive_avg":
+        name, observed, args = "AdaptiveAvgPool", OWN, (_x(), output_size)
+    else:
+        name, observed = "AdaptiveMaxPool", SHARE
+        args = (_x(), output_size, _h("return_indices", False))
     return Op(
         key,
-        f"{NN}AdaptiveMaxPool{n}d",
-        (_x(), output_size, _h("return_indices", False)),
+        f"{NN}{name}{n}d",
+        args,
         (F + key,),
-        observed=SHARE,
-        call_module=OPS + "AdaptiveMaxPool",
-        call_extra=dims,
+        observed=observed,
+        call_module=OPS + name,
+        call_extra=(("dims", n),),
     )
 
 

@@ -141,6 +141,14 @@ def _visit(
                     assigned.setdefault(node.id, []).append(None)
 
 
+def parameter_defaults(args: ast.arguments) -> dict[str, ast.expr]:
+    """Parameter name -> its default, for the parameters that have one."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    defaults = dict(zip(reversed(positional), reversed(args.defaults)))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults
+
+
 def function_locals(
     func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
     nodes: Iterable[ast.AST] | None = None,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
-from migrator.rewrite.names import ModuleNames, collect, literal
+from migrator.rewrite.names import ModuleNames, collect, literal, parameter_defaults
 from migrator.rewrite.type_comments import read_type_comments
 
 if TYPE_CHECKING:
@@ -495,11 +495,7 @@ def _plain_parameters(method: ast.FunctionDef) -> frozenset[str]:
     """Parameters that hold plain values: a literal default or a scalar annotation."""
     args = method.args
     positional = [*args.posonlyargs, *args.args]
-    defaults = dict(
-        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults)
-    )
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    plain = {name for name, default in defaults.items() if literal(default)}
+    plain = {name for name, default in parameter_defaults(args).items() if literal(default)}
     plain |= {
         a.arg
         for a in (*positional, *args.kwonlyargs)

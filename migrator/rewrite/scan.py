@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from typing import TypeGuard
 
@@ -23,7 +24,7 @@ from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.outputs import OutputKinds, op_inplace
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
-from migrator.rewrite.reuse import ReusedModules, assigns_attr
+from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, all_nodes, header_lines
@@ -82,6 +83,8 @@ class Scanner:
         """Whether that evidence proved a module to return a new tensor or its input."""
         self._outputs = OutputKinds(self.ctx.project)
         """What the modules `__init__` builds return (`catalog.output_kind`, project classes)."""
+        self._later: dict[str, bool] = {}
+        """`_changed_later` of each attribute asked about."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -470,9 +473,8 @@ class Scanner:
         of a conditional expression (`OutputKinds.built`; '' when not known, or when another
         method, a base or a subclass assigns it too, or the class or one of them may change
         what it holds)."""
-        attributes = self.sites.attributes
-        init = attributes.init
-        if attr not in self.attrs or attr in attributes.assigned_elsewhere or init is None:
+        init = self.sites.attributes.init
+        if attr not in self.attrs or init is None or self._changed_later(attr):
             return ""
         assigns = [
             node
@@ -480,15 +482,14 @@ class Scanner:
             if isinstance(node, ast.Assign)
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         ]
-        family = self._family()
-        if any(assigns_attr(c, attr) for c in family) or any(
-            _changes(method, attr, assigns)
-            for c in [self.owner, *family]
-            for method in c.methods().values()
+        inits = [c.methods().get("__init__") for c in self._family]
+        if _changes(init, attr, assigns) or any(
+            _changes(other, attr, []) for other in inits if other is not None
         ):
             return ""
         return self._outputs.either([a.value for a in assigns], self.ctx.info)
 
+    @functools.cached_property
     def _family(self) -> list[ClassInfo]:
         """The class's bases and subclasses that can be found."""
         return [*self.sites.attributes.family.ancestors(self.owner), *self.sites.below()]
@@ -496,12 +497,14 @@ class Scanner:
     def _changed_later(self, attr: str) -> bool:
         """Whether a method other than an `__init__`, of the class, a base or a subclass, may
         change what `self.<attr>` holds: run-time evidence sees the models as built."""
-        return attr in self.sites.attributes.assigned_elsewhere or any(
-            _changes(method, attr, [])
-            for c in [self.owner, *self._family()]
-            for name, method in c.methods().items()
-            if name != "__init__"
-        )
+        if attr not in self._later:
+            self._later[attr] = attr in self.sites.attributes.assigned_elsewhere or any(
+                _changes(method, attr, [])
+                for c in [self.owner, *self._family]
+                for name, method in c.methods().items()
+                if name != "__init__"
+            )
+        return self._later[attr]
 
     def _typed_note(self, values: list[ast.expr]) -> str:
         """The end of a finding for an op whose tensors run-time evidence alone proves (every

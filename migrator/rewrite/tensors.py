@@ -23,6 +23,7 @@ from migrator.rewrite.annotations import (
     item_kind,
     plainish,
 )
+from migrator.rewrite.names import parameter_defaults
 
 # Tensor methods and attributes whose result is not a tensor.
 TUPLE_METHODS = frozenset("chunk split unbind tensor_split split_with_sizes".split())
@@ -311,13 +312,7 @@ class TensorNames:
         defaulted as one), and those whose items are plain too."""
         bindings: dict[str, list[ast.expr | None]] = {}
         params = _parameters(func)
-        positional = params[
-            : len(func.args.posonlyargs) + len(func.args.args) - (1 if _has_self(func) else 0)
-        ]
-        defaults = dict(zip(reversed([p.arg for p in positional]), reversed(func.args.defaults)))
-        defaults.update(
-            {a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None}
-        )
+        defaults = parameter_defaults(func.args)
         holders: set[str] = set()
         """Parameters declared containers of tensors: no tensor, but their items may be."""
         for param in params:
@@ -396,8 +391,7 @@ class TensorNames:
                 continue
             args = nested.args
             positional = [*args.posonlyargs, *args.args]
-            defaults = dict(zip(reversed(positional), reversed(args.defaults)))
-            defaults.update({a: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
+            defaults = parameter_defaults(args)
             params = [p for p in (*positional, *args.kwonlyargs) if p.annotation is None]
             keys = {p.arg: self._scope(nested, p) for p in params}
             for call in nodes:
@@ -413,7 +407,7 @@ class TensorNames:
                 given: dict[str, ast.expr] = {p.arg: a for p, a in zip(positional, call.args)}
                 given.update({k.arg: k.value for k in call.keywords if k.arg is not None})
                 for param in params:
-                    value = None if unpacked else given.get(param.arg, defaults.get(param))
+                    value = None if unpacked else given.get(param.arg, defaults.get(param.arg))
                     passed.setdefault(keys[param.arg], []).append(value)
         return passed
 
@@ -792,11 +786,6 @@ _SCALAR_BUILTINS = frozenset(
     "range len int float bool str round isinstance hasattr id callable repr format hash any all".split()
 )
 _PLAIN_MODULES = frozenset("math numbers typing warnings logging collections itertools".split())
-
-
-def _has_self(func: ast.FunctionDef) -> bool:
-    args = [*func.args.posonlyargs, *func.args.args]
-    return bool(args) and args[0].arg == "self"
 
 
 def _parameters(func: ast.FunctionDef) -> list[ast.arg]:

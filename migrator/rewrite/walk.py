@@ -65,8 +65,7 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
         children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
         if kind not in _LOOPING:  # most nodes: their children in field order, pushed last first
             inner = other or (node if kind in _REPEATING else None)
-            fields = _FIELDS.get(kind)
-            for field in reversed(_node_fields(kind) if fields is None else fields):
+            for field in reversed(_FIELDS[kind]):
                 value = getattr(node, field, None)
                 if value.__class__ is list:
                     for child in reversed(value):
@@ -130,22 +129,24 @@ _LEAF_FIELDS = frozenset(
     {"ctx", "id", "attr", "arg", "name", "module", "level", "type_comment", "kind", "conversion"}
 )
 """Fields that never hold a node (names, numbers, strings, Load/Store markers)."""
-_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _node_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node class that may hold nodes."""
-    if kind not in _FIELDS:
+class _Fields(dict[type, tuple[str, ...]]):
+    """Node class -> its fields that may hold nodes, worked out at the first lookup."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
         leaves = _LEAF_FIELDS | ({"value"} if kind is ast.Constant else set())
-        _FIELDS[kind] = tuple(f for f in kind._fields if f not in leaves)  # type: ignore[attr-defined]
-    return _FIELDS[kind]
+        fields = self[kind] = tuple(f for f in kind._fields if f not in leaves)  # type: ignore[attr-defined]
+        return fields
+
+
+_FIELDS = _Fields()
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`ast.iter_child_nodes(node)` without the Load/Store markers, as a list (faster)."""
     children: list[ast.AST] = []
-    fields = _FIELDS.get(type(node))
-    for field in _node_fields(type(node)) if fields is None else fields:
+    for field in _FIELDS[type(node)]:
         value = getattr(node, field, None)
         if isinstance(value, list):
             children += [c for c in value if isinstance(c, ast.AST)]
@@ -159,9 +160,7 @@ def all_nodes(root: ast.AST) -> list[ast.AST]:
     fast)."""
     found = [root]
     for node in found:  # grows while it is read: breadth first, as `ast.walk`
-        kind = type(node)
-        fields = _FIELDS.get(kind)
-        for field in _node_fields(kind) if fields is None else fields:
+        for field in _FIELDS[type(node)]:
             value = getattr(node, field, None)
             if value.__class__ is list:
                 found += [c for c in value if isinstance(c, ast.AST)]
