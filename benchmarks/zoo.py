@@ -16,11 +16,13 @@ the fix:
 - files changed by the first fix, and by a second fix on the migrated copy (must be 0).
 
     python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--jobs 2] [--evidence]
+        [--left]
 
 `--models N` takes the first N of the fixed sample, then a seeded random sample of the zoo's
 other models (their default input sizes); `all` every model the zoo lists. Default: the fixed
 sample. `--evidence` builds the sampled models from the copy first and gives `fix` their run-time
-evidence, as `fix --evidence` does with verify targets.
+evidence, as `fix --evidence` does with verify targets. `--left` also lists, site by site, the
+convertible calls the first fix left on lines the sampled models run.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import zoo  # noqa: E402  (tests/zoo.py, not this script)
 
-from migrator.findings import CODES  # noqa: E402
+from migrator.findings import CODES, Finding  # noqa: E402
 
 NOTICES = frozenset({"MIG111", "MIG113", "MIG201"})
 """Refusal codes not about one call (an attribute name, a walk of children, a dict forward)."""
@@ -81,7 +83,7 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
         label = f"  {code} {CODES[code]}" + (" (not a call)" if code in NOTICES else "")
         left = str(after[code]) + (f" ({converted[code]} converted)" if code < "MIG100" else "")
         rows[label] = (str(before[code]), left)
-    rows.update(_run_lines_rows(run, comparable))
+    rows.update(_run_lines_rows(run))
     rows.update(_prepare_rows(comparable))
     rows["  of those, with no finding at their source lines (silent skips)"] = (
         "-",
@@ -94,18 +96,37 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
     return rows
 
 
-def _run_lines_rows(run: zoo.ZooRun, models: list[zoo.ModelResult]) -> dict[str, tuple[str, str]]:
-    """The first fix's convertible calls: all, and those on lines the models' forwards ran."""
+def _on_run_lines(run: zoo.ZooRun, calls: list[Finding]) -> list[Finding]:
+    """Those of `calls` on lines the comparable sampled models' forwards ran."""
     ran = {
         (path, line)
-        for m in models
+        for m in run.models
+        if m.comparable
         for path, lines in m.original.get("lines", {}).items()
         for line in lines
     }
+    root = run.package.parent.resolve()
+    return [
+        f for f in calls if (Path(f.path).resolve().relative_to(root).as_posix(), f.line) in ran
+    ]
+
+
+def left_on_run_lines(run: zoo.ZooRun) -> list[str]:
+    """`path:line:col: CODE message` for each convertible call the first fix left on run lines."""
+    root = run.package.parent.resolve()
+    left = _on_run_lines(run, [f for f in run.first.left if f.code not in NOTICES])
+    return sorted(
+        f"{Path(f.path).resolve().relative_to(root).as_posix()}:{f.line}:{f.col}: "
+        f"{f.code} {f.message}"
+        for f in left
+    )
+
+
+def _run_lines_rows(run: zoo.ZooRun) -> dict[str, tuple[str, str]]:
+    """The first fix's convertible calls: all, and those on lines the models' forwards ran."""
     calls = [f for f in run.first.fixed + run.first.left if f.code not in NOTICES]
     done = {id(f) for f in run.first.fixed if f.code not in NOTICES}
-    root = run.package.parent.resolve()
-    on = [f for f in calls if (Path(f.path).resolve().relative_to(root).as_posix(), f.line) in ran]
+    on = _on_run_lines(run, calls)
     converted = sum(id(f) in done for f in on)
     left = Counter(f.code for f in on if id(f) not in done)
     return {
@@ -210,6 +231,11 @@ def main() -> None:
         action="store_true",
         help="give fix the run-time evidence of the sampled models (as `fix --evidence`)",
     )
+    parser.add_argument(
+        "--left",
+        action="store_true",
+        help="list the convertible calls left on lines the sampled models run, site by site",
+    )
     args = parser.parse_args()
     runs, seconds = [], []
     for name in args.zoo or list(zoo.ZOOS):
@@ -236,6 +262,13 @@ def main() -> None:
             f"{run.zoo}: {total:.1f} s wall ({steps}: both sides built, run and compared, "
             f"while the second fix ran)"
         )
+    if args.left:
+        for run in runs:
+            print(
+                f"\n{run.zoo}: left on lines the sampled models run:",
+                *left_on_run_lines(run),
+                sep="\n",
+            )
     problems = [line for run in runs for line in failures(run)]
     print(
         "\n".join(

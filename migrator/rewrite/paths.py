@@ -15,12 +15,13 @@ class _Wanted:
     of those lines holds none of them, so it is not walked (one count costs the statements of
     the function and the parts around the wanted nodes, not every node of it)."""
 
-    def __init__(self, nodes: list[ast.AST]) -> None:
-        self.ids = {id(n) for n in nodes}
+    def __init__(self, nodes: list[ast.AST], weights: dict[int, int] | None = None) -> None:
+        self.ids = weights or dict.fromkeys((id(n) for n in nodes), 1)
         self.lines = sorted({getattr(n, "lineno", 0) for n in nodes})
 
-    def __contains__(self, node_id: int) -> bool:
-        return node_id in self.ids
+    def weight(self, node: ast.AST) -> int:
+        """How much `node` counts (0: not wanted)."""
+        return self.ids.get(id(node), 0)
 
     def may_hold(self, node: ast.AST) -> bool:
         """Whether a wanted node may be `node` or below it."""
@@ -34,10 +35,13 @@ class _Wanted:
         return i < len(self.lines) and self.lines[i] <= (getattr(node, "end_lineno", None) or start)
 
 
-def most_runs(func: ast.FunctionDef, nodes: list[ast.AST]) -> int:
+def most_runs(
+    func: ast.FunctionDef, nodes: list[ast.AST], weights: dict[int, int] | None = None
+) -> int:
     """The most of `nodes` that run on any one path through `func` (a node inside a loop or
-    a nested function counts once: callers treat those as repeated anyway)."""
-    through, ended = _block(func.body, _Wanted(nodes))
+    a nested function counts once: callers treat those as repeated anyway), each counting as
+    its weight in `weights` (by id; default 1)."""
+    through, ended = _block(func.body, _Wanted(nodes, weights))
     return max(through or 0, ended or 0)
 
 
@@ -64,7 +68,9 @@ def _block(stmts: list[ast.stmt], wanted: _Wanted) -> tuple[int | None, int | No
             ended = _most(ended, through + _expr(stmt, wanted))
             through = None
         elif isinstance(stmt, _COMPOUND):  # every node counted, as if each part ran
-            through += sum(id(n) in wanted for n in all_nodes(stmt)) if wanted.may_hold(stmt) else 0
+            through += (
+                sum(wanted.weight(n) for n in all_nodes(stmt)) if wanted.may_hold(stmt) else 0
+            )
         else:
             through += _expr(stmt, wanted)
     return through, ended
@@ -88,7 +94,7 @@ def _expr(node: ast.AST, wanted: _Wanted) -> int:
         return 0
     if isinstance(node, ast.IfExp):
         return _expr(node.test, wanted) + max(_expr(node.body, wanted), _expr(node.orelse, wanted))
-    return (id(node) in wanted) + sum(_expr(c, wanted) for c in child_nodes(node))
+    return wanted.weight(node) + sum(_expr(c, wanted) for c in child_nodes(node))
 
 
 def _most(current: int | None, *values: int) -> int | None:

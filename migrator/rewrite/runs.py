@@ -10,6 +10,11 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.walk import Visit
+
+CALLS_ONCE = frozenset({"torch.utils.checkpoint.checkpoint"})
+"""Functions that call the function handed to them first once per call (torch's checkpoint
+runs it once in forward; its recomputation in backward replays the same calls)."""
 
 
 def reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
@@ -154,10 +159,52 @@ def _counts(
                 continue
             if callee and callee != key:
                 nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
-                calls[callee][key] = ([*nodes, node], repeated or visit.repeated)
+                again = visit.repeated and not _once_in_nested(ctx, function, visit)
+                calls[callee][key] = ([*nodes, node], repeated or again)
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
-    return {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
+    runs = {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
+    for name, times in runs.items():
+        if 1 < times < MANY and entry is not None:  # callers' exclusive branches may not add up
+            by_caller: dict[Method, dict[Method, list[ast.AST]]] = {}
+            for callee, callers in calls.items():
+                for caller, (nodes, _) in callers.items():
+                    by_caller.setdefault(caller, {})[callee] = nodes
+            exact = _per_call(entry, ("own", name), (), by_caller, functions, {})
+            runs[name] = min(times, exact)
+    return runs
+
+
+def _once_in_nested(ctx: FileContext, function: ast.FunctionDef, visit: Visit) -> bool:
+    """Whether `visit`'s node, repeated only by being in a function nested in `function`, runs
+    once per call of `function`: not repeated in the nested function, whose name `function`
+    uses once, as the first argument of a call of one of `CALLS_ONCE` that runs once."""
+    nested = visit.repeater
+    if visit.loops or not isinstance(nested, ast.FunctionDef):
+        return False
+    if any(v.node is visit.node and v.repeated for v in ctx.visits(nested)):
+        return False
+    named = [
+        v
+        for v in ctx.visits(function)
+        if (isinstance(v.node, ast.Name) and v.node.id == nested.name)
+        or (
+            isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and v.node.name == nested.name
+        )
+    ]
+    uses = [v.node for v in named if isinstance(v.node, ast.Name)]
+    if len(named) != 2 or len(uses) != 1:
+        return False
+    shadowed = ctx.locals_of(function)
+    return any(
+        isinstance(v.node, ast.Call)
+        and not v.repeated
+        and v.node.args
+        and v.node.args[0] is uses[0]
+        and ctx.info.names.resolve(v.node.func, shadowed) in CALLS_ONCE
+        for v in ctx.visits(function)
+    )
 
 
 def _count(
@@ -184,6 +231,34 @@ def _count(
                 total += times * most_runs(functions[caller], nodes)
         counts[key] = min(total, MANY)
     return counts[key]
+
+
+def _per_call(
+    method: Method,
+    key: Method,
+    stack: tuple,
+    calls: dict[Method, dict[Method, list[ast.AST]]],
+    functions: dict[Method, ast.FunctionDef],
+    memo: dict[Method, int],
+) -> int:
+    """How many times `key` runs per call of `method`, on its most running path: a call of a
+    method counts as the times `key` runs per call of that one, so calls in exclusive branches
+    of `method` never add up, however deep `key` is below them (`calls`: by caller, the call
+    nodes of each callee, none repeated; recursion counts as many)."""
+    if method == key:
+        return 1
+    if method in stack:
+        return MANY
+    if method not in memo:
+        weights: dict[int, int] = {}
+        nodes: list[ast.AST] = []
+        for callee, called in calls.get(method, {}).items():
+            times = _per_call(callee, key, stack + (method,), calls, functions, memo)
+            if times:
+                nodes += called
+                weights.update(dict.fromkeys(map(id, called), times))
+        memo[method] = min(most_runs(functions[method], nodes, weights), MANY) if nodes else 0
+    return memo[method]
 
 
 def _overrides(cls: ClassInfo, sub: ClassInfo, family: Family) -> dict[str, ast.FunctionDef]:
