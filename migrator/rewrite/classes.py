@@ -16,6 +16,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import plain_result, report_helper_ops, return_annotation
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
+from migrator.rewrite.object_methods import report_object_methods
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
@@ -107,6 +108,7 @@ class ClassAnalysis:
             scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
+            report_object_methods(self.ctx, [methods[name] for name in reached], self.settings)
         reused.split()
         if place:
             placement.place(creator.registrations)

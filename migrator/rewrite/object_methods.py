@@ -1,0 +1,92 @@
+"""Ops that forward runs through a method of an object the class holds: `self.box_coder.decode(
+...)` of a plain class, `self.transform.postprocess(...)` of a module whose own forward never
+runs it. Neither class rewrites them, so one finding at each such call on the forward path
+(MIG115) names them: none is skipped in silence.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.helpers import op_labels, target_of
+from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.settings import SubmoduleSettings
+
+
+def report_object_methods(
+    ctx: FileContext, reached: list[ast.FunctionDef], settings: SubmoduleSettings
+) -> None:
+    """Report each call `self.<attr>.<method>(...)` in the forward-path `reached` methods, where
+    `__init__` alone builds `self.<attr>` from classes found outside torch, whose `<method>` (not
+    `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls."""
+    for method in reached:
+        for call in ctx.calls_in(method):
+            func = call.func
+            if (
+                not isinstance(func, ast.Attribute)
+                or not self_attr(func.value)
+                or func.attr == "forward"
+                or func.attr.startswith("__")
+                or id(call) in ctx.helpers_seen
+            ):
+                continue
+            made = settings.made_by(func.value.attr, lambda _: True)
+            classes = [
+                ctx.project.find_class(name, ctx.info)
+                for name in made
+                if name.split(".")[0] != "torch"  # eager-mode `FloatFunctional`: a module's own
+            ]
+            found = [label for cls in classes if cls for label in _ops_of(ctx, cls, func.attr)]
+            if not found:
+                continue
+            ctx.helpers_seen.add(id(call))
+            owners = ", ".join(f"`{c.name}`" for c in classes if c)
+            labels = ", ".join(sorted(set(found)))
+            ctx.report(
+                call,
+                "MIG115",
+                f"`{ctx.text(func)}` (a method of {owners}) runs {len(found)} op(s) forward "
+                f"reaches ({labels}): a method of another object stays a call of that object; "
+                "left as is",
+            )
+
+
+def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
+    """The labels of the ops the method `name` of `cls` (or of a base) runs: its own, those of
+    the methods of the class it calls on `self` and of the helper functions it calls."""
+    found: list[str] = []
+    todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]] = []
+    seen: set[int] = set()
+    method = _method(ctx, cls, name)
+    if method is not None:
+        todo.append((cls, method[0].file, method[1]))
+    while todo:
+        owner, info, function = todo.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        found += op_labels(info, function)
+        for node in ctx.calls_in(function):
+            target = target_of(ctx, info, node, function, {})
+            if target is not None:
+                todo.append((None, *target))
+            elif owner is not None and self_attr(node.func):
+                inner = _method(ctx, owner, node.func.attr)
+                if inner is not None:
+                    todo.append((owner, inner[0].file, inner[1]))
+    return found
+
+
+def _method(
+    ctx: FileContext, cls: ClassInfo, name: str, depth: int = 0
+) -> tuple[ClassInfo, ast.FunctionDef] | None:
+    """The method `name` of `cls` or of its first base of the project defining it."""
+    if name in cls.methods():
+        return cls, cls.methods()[name]
+    for base in cls.bases if depth < 8 else []:
+        found = ctx.project.find_class(base, cls.file)
+        inner = _method(ctx, found, name, depth + 1) if found else None
+        if inner:
+            return inner
+    return None
