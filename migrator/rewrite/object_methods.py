@@ -7,6 +7,7 @@ runs it. Neither class rewrites them, so one finding at each such call on the fo
 from __future__ import annotations
 
 import ast
+from functools import partial
 
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.helpers import op_labels, target_of
@@ -31,17 +32,14 @@ def report_object_methods(
                 or id(call) in ctx.helpers_seen
             ):
                 continue
-            made = settings.made_by(func.value.attr, lambda _: True)
-            classes = [
-                ctx.project.find_class(name, ctx.info)
-                for name in made
-                if name.split(".")[0] != "torch"  # eager-mode `FloatFunctional`: a module's own
-            ]
-            found = [label for cls in classes if cls for label in _ops_of(ctx, cls, func.attr)]
+            name = func.attr
+            made = settings.made_by(func.value.attr, partial(_defines, ctx, name))
+            classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+            found = [label for cls in classes for label in _ops_of(ctx, cls, name)]
             if not found:
                 continue
             ctx.helpers_seen.add(id(call))
-            owners = ", ".join(f"`{c.name}`" for c in classes if c)
+            owners = ", ".join(f"`{c.name}`" for c in classes)
             labels = ", ".join(sorted(set(found)))
             ctx.report(
                 call,
@@ -50,6 +48,15 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object; "
                 "left as is",
             )
+
+
+def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
+    """Whether the class `qualname` is found outside torch (an eager-mode `FloatFunctional`'s
+    methods are a module's own ops) and has the method `name`."""
+    if qualname.split(".")[0] == "torch":
+        return False
+    found = ctx.project.find_class(qualname, ctx.info)
+    return found is not None and _method(ctx, found, name) is not None
 
 
 def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
