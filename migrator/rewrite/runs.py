@@ -164,12 +164,13 @@ def _counts(
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}
     runs = {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
+    by_caller: dict[Method, dict[Method, list[ast.AST]]] = {}
     for name, times in runs.items():
         if 1 < times < MANY and entry is not None:  # callers' exclusive branches may not add up
-            by_caller: dict[Method, dict[Method, list[ast.AST]]] = {}
-            for callee, callers in calls.items():
-                for caller, (nodes, _) in callers.items():
-                    by_caller.setdefault(caller, {})[callee] = nodes
+            if not by_caller:
+                for callee, callers in calls.items():
+                    for caller, (nodes, _) in callers.items():
+                        by_caller.setdefault(caller, {})[callee] = nodes
             exact = _per_call(entry, ("own", name), (), by_caller, functions, {})
             runs[name] = min(times, exact)
     return runs
