@@ -178,12 +178,16 @@ def _counts(
 
 def _once_in_nested(ctx: FileContext, function: ast.FunctionDef, visit: Visit) -> bool:
     """Whether `visit`'s node, repeated only by being in a function nested in `function`, runs
-    once per call of `function`: not repeated in the nested function, whose name `function`
-    uses once, as the first argument of a call of one of `CALLS_ONCE` that runs once."""
+    once per call of `function`: not repeated in the nested function (undecorated, no
+    generator), whose name `function` uses once, as the first argument of a call of one of
+    `CALLS_ONCE` that runs once."""
     nested = visit.repeater
-    if visit.loops or not isinstance(nested, ast.FunctionDef):
-        return False
-    if any(v.node is visit.node and v.repeated for v in ctx.visits(nested)):
+    if visit.loops or not isinstance(nested, ast.FunctionDef) or nested.decorator_list:
+        return False  # a decorator's wrapper may call it any number of times
+    inner = ctx.visits(nested)
+    if any(isinstance(v.node, (ast.Yield, ast.YieldFrom)) for v in inner):
+        return False  # a generator runs when iterated, not when called
+    if any(v.node is visit.node and v.repeated for v in inner):
         return False
     named = [
         v
