@@ -91,6 +91,10 @@ class Evidence:
             return "", []
         return found.pop(), sorted(set().union(*kinds.values()))
 
+    def classes(self, path: str, cls: str, attr: str) -> list[str]:
+        """The run-time classes built at `cls.attr` (None aside)."""
+        return sorted({seen.cls for seen in self._kinds(path, cls, attr)})
+
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})

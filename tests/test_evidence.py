@@ -301,3 +301,55 @@ def test_fix_verify_uses_the_evidence_and_proves_the_rewrite(project, capsys):
     assert (project / "pkg" / "blocks.py").read_text(encoding="utf-8") == AFTER.read_text(
         encoding="utf-8"
     )
+
+
+HELD = """import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def loss(self, x):
+        return torch.relu(x).sum()
+
+
+class Net(nn.Module):
+    def __init__(self, head=None):
+        super().__init__()
+        self.head = head if head is not None else Head()
+
+    def forward(self, x):
+        return self.head.loss(self.head(x))
+"""
+
+
+def test_a_method_of_a_module_the_built_models_hold_is_reported(tmp_path):
+    """`self.head.loss(...)` of a module whose class only the built models know: without
+    evidence its ops are not followed; with it, the call is reported with the ops it runs."""
+    from migrator import runner
+    from migrator.config import Settings
+
+    source = tmp_path / "net.py"
+    source.write_text(HELD, encoding="utf-8")
+
+    def findings(evidence: Evidence) -> list[str]:
+        (outcome,) = runner.run([str(source)], Settings(), rewrite=False, evidence=evidence)
+        return [f"{f.line}:{f.col + 1}: {f.code} {f.message}" for f in outcome.findings]
+
+    assert not [f for f in findings(Evidence()) if "MIG115" in f]
+    evidence = Evidence()
+    evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Head", True, False), "t")
+    expected = (
+        "23:16: MIG115 `self.head.loss` (a method of `Head`, as every built model holds) runs "
+        "2 op(s) forward reaches (.sum(), torch.relu): a method of another object stays a call "
+        "of that object; left as is"
+    )
+    assert findings(evidence) == [expected]
+    evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Other", True, False), "u")
+    assert not [f for f in findings(evidence) if "MIG115" in f]  # a class not found

@@ -108,7 +108,9 @@ class ClassAnalysis:
             scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
-            report_object_methods(self.ctx, [methods[name] for name in reached], self.settings)
+            report_object_methods(
+                self.ctx, self.cls, [methods[name] for name in reached], self.settings
+            )
         reused.split()
         if place:
             placement.place(creator.registrations)

@@ -16,10 +16,11 @@ from migrator.rewrite.settings import SubmoduleSettings
 
 
 def report_object_methods(
-    ctx: FileContext, reached: list[ast.FunctionDef], settings: SubmoduleSettings
+    ctx: FileContext, owner: ClassInfo, reached: list[ast.FunctionDef], settings: SubmoduleSettings
 ) -> None:
-    """Report each call `self.<attr>.<method>(...)` in the forward-path `reached` methods, where
-    `__init__` alone builds `self.<attr>` from classes found outside torch, whose `<method>` (not
+    """Report each call `self.<attr>.<method>(...)` in the forward-path `reached` methods of
+    `owner`, where `__init__` alone builds `self.<attr>` from classes found outside torch (or,
+    else, every module the run-time evidence saw there is of such a class), whose `<method>` (not
     `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls."""
     for method in reached:
         for call in ctx.calls_in(method):
@@ -34,6 +35,12 @@ def report_object_methods(
                 continue
             name = func.attr
             made = settings.made_by(func.value.attr, partial(_defines, ctx, name))
+            source = ""
+            if not made:
+                path = str(owner.file.path)
+                held = ctx.project.evidence.classes(path, owner.name, func.value.attr)
+                if held and all(_defines(ctx, name, each) for each in held):
+                    made, source = tuple(held), ", as every built model holds"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
             found = [label for cls in classes for label in _ops_of(ctx, cls, name)]
             if not found:
@@ -44,7 +51,7 @@ def report_object_methods(
             ctx.report(
                 call,
                 "MIG115",
-                f"`{ctx.text(func)}` (a method of {owners}) runs {len(found)} op(s) forward "
+                f"`{ctx.text(func)}` (a method of {owners}{source}) runs {len(found)} op(s) forward "
                 f"reaches ({labels}): a method of another object stays a call of that object; "
                 "left as is",
             )
