@@ -1,0 +1,285 @@
+"""Stores into `self` attributes: every place a class's methods may change what `self.<attr>`
+holds or something reachable from it. One finder for every decision that a value stays as
+`__init__` left it (splits of reused modules, hyper-parameters, settings, in-place proofs)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from migrator.rewrite.family import Family
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.walk import all_nodes
+
+
+class Store(NamedTuple):
+    """One store into `self.<attr>` (attr None: a name known only at run time, any of them)."""
+
+    attr: str | None
+    kind: str
+    """"bound" (the attribute itself assigned or deleted), "inner" (something of it:
+    `self.drop.p = p`, `self.pad[0] = 1`) or "called" (a method called on it or on something of
+    it that may change it: `self.act.register_forward_hook(fn)`, `self.sizes.append(n)`)."""
+    part: str | None
+    """For "inner" and "called": the attribute of `self.<attr>` the store goes through (`p` of
+    `self.drop.p = p`; None: the attribute itself, an item, or a name known only at run
+    time)."""
+    call: str | None
+    """For "called": the method called."""
+    method: str
+    line: int
+    node: ast.AST
+    plain: bool
+    """A plain assignment `self.<attr> = value` (or annotated with a value): what
+    `ClassAttributes` records of `__init__`."""
+    prefix: str = ""
+    """For attr None: how every name it may store into starts (`setattr(self, f"pos{i}", v)`)."""
+
+    def describe(self, cls: ClassInfo) -> str:
+        """What the store does and where, for a finding: "`Sub.__init__` stores into
+        `self.act.inplace` (line 12)"."""
+        shown = f"self.{self.attr}"
+        if self.attr is None:
+            what = "sets `self` attributes by a name known only at run time"
+        elif self.kind == "bound":
+            what = f"{'deletes' if _deletes(self.node) else 'assigns'} `{shown}`"
+        elif self.kind == "called":
+            what = f"calls `{shown}{'.' + self.part if self.part else ''}.{self.call}(...)`"
+        else:
+            what = f"stores into `{shown}{'.' + self.part if self.part else ''}`"
+        return f"`{cls.name}.{self.method}` {what} (line {self.line})"
+
+
+READS = frozenset(
+    (
+        "forward",
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "children",
+        "named_children",
+        "modules",
+        "named_modules",
+        "state_dict",
+        "extra_repr",
+        "size",
+        "dim",
+        "numel",
+        "item",
+        "tolist",
+        "keys",
+        "values",
+        "items",
+        "get",
+        "index",
+        "count",
+        "copy",
+        "startswith",
+        "endswith",
+        "format",
+        "lower",
+        "upper",
+        "strip",
+        "split",
+        "join",
+        "replace",
+    )
+)
+"""Methods whose call changes nothing of what they are called on."""
+
+_SETTERS = frozenset({"setattr", "delattr"})
+_SELF_SETTERS = frozenset(
+    {
+        "__setattr__",
+        "__delattr__",
+        "add_module",
+        "register_module",
+        "register_buffer",
+        "register_parameter",
+    }
+)
+"""Methods of `self` binding the attribute their first argument names."""
+
+
+def stores_of(cls: ClassInfo, attr: str) -> list[Store]:
+    """The stores of `cls`'s methods that may touch `self.<attr>` (also those into a name known
+    only at run time), in source order."""
+    return [
+        s
+        for s in class_stores(cls.node)
+        if s.attr == attr or (s.attr is None and attr.startswith(s.prefix))
+    ]
+
+
+def first_change(
+    classes: Iterable[ClassInfo], attr: str, counts: Callable[[Store], bool] | None = None
+) -> str | None:
+    """Where a method of `classes` may change `self.<attr>`, described for a finding (None:
+    nowhere): its first store that `counts` (every one when not given), but a call of a method
+    of `READS`, which changes nothing. torch's own classes are not read: their methods set what
+    the code calling them asks for (`nn.Sequential.__setitem__`)."""
+    for cls in classes:
+        if cls.qualname.startswith("torch."):
+            continue
+        for store in stores_of(cls, attr):
+            if store.kind == "called" and store.call in READS:
+                continue
+            if counts is None or counts(store):
+                return store.describe(cls)
+    return None
+
+
+def changed_after_init(family: Family, cls: ClassInfo, attr: str) -> str | None:
+    """Where something may change what `cls`'s `__init__` assigned to `self.<attr>` (None:
+    nowhere), described for a finding: a store into it or into something of it in `cls` (but
+    the plain assignments its `__init__` makes, which `ClassAttributes` counts), in a method
+    of a base other than its `__init__` (which runs before), or in a subclass (in this file or
+    the package)."""
+    return (
+        first_change([cls], attr, beside_init_plain)
+        or first_change(family.ancestors(cls), attr, after_init)
+        or first_change(subclasses_below(family, cls), attr)
+    )
+
+
+def subclasses_below(family: Family, cls: ClassInfo) -> list[ClassInfo]:
+    """The subclasses of `cls`, in this file or the package."""
+    below = family.subclasses_elsewhere(cls)
+    todo = [cls, *below]
+    while todo:
+        for sub in family.subclasses_in_file(todo.pop()):
+            if sub not in below:
+                below.append(sub)
+                todo.append(sub)
+    return below
+
+
+def after_init(store: Store) -> bool:
+    """A store a method other than `__init__` makes."""
+    return store.method != "__init__"
+
+
+def beside_init_plain(store: Store) -> bool:
+    """A store other than a plain assignment in `__init__` (which `ClassAttributes` judges)."""
+    return not (store.plain and store.method == "__init__")
+
+
+@functools.lru_cache(maxsize=1024)
+def class_stores(node: ast.ClassDef) -> tuple[Store, ...]:
+    """Every store into a `self` attribute in the methods of a class statement."""
+    found: list[Store] = []
+    for method in node.body:
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += _method_stores(method)
+    return tuple(found)
+
+
+def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
+    name = method.name
+    plain = {
+        id(t)
+        for n in all_nodes(method)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and (isinstance(n, ast.Assign) or n.value is not None)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+    }
+    found: list[Store] = []
+    for node in all_nodes(method):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            root = _root(node)
+            if root is not None:
+                attr, part, whole = root
+                kind = "bound" if whole else "inner"
+                is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
+                found.append(Store(attr, kind, part, None, name, node.lineno, node, is_plain))
+        elif isinstance(node, ast.Call):
+            store = _call_store(node, name)
+            if store is not None:
+                found.append(store)
+    found.sort(key=lambda s: (s.line, getattr(s.node, "col_offset", 0)))
+    return found
+
+
+def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
+    """(attr, part, whole) when `node` is `self.<attr>` or reached from it through attributes
+    and items (`self.__dict__[...]`: any attribute); None otherwise."""
+    chain: list[ast.expr] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        chain.append(node)
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            break
+        node = node.value
+    else:
+        return None
+    top = chain[-1]
+    assert isinstance(top, ast.Attribute)  # the loop ended on `self.<attr>`
+    if top.attr == "__dict__":
+        if len(chain) == 1:
+            return None, None, True
+        below = chain[-2]
+        key = below.slice if isinstance(below, ast.Subscript) else None
+        return (_literal(key) if key is not None else None), None, True
+    if len(chain) == 1:
+        return top.attr, None, True
+    below = chain[-2]
+    part = below.attr if isinstance(below, ast.Attribute) else None
+    return top.attr, part, False
+
+
+def _call_store(call: ast.Call, method: str) -> Store | None:
+    """The store a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
+    `self.add_module(name, m)`, or a method called on `self.<attr>` or something of it."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _SETTERS and len(call.args) >= 2:
+        owner, key = call.args[0], call.args[1]
+        if _is_self(owner):
+            return _named(key, method, call)
+        root = _root(owner) if isinstance(owner, (ast.Attribute, ast.Subscript)) else None
+        if root is None:
+            return None
+        attr, part, whole = root
+        if whole and attr is not None:  # `setattr(self.act, "inplace", False)`
+            part = _literal(key)
+        return Store(attr, "inner", part, None, method, call.lineno, call, False)
+    if not isinstance(func, ast.Attribute):
+        return None
+    if _is_self(func.value):
+        if func.attr in _SELF_SETTERS and call.args:
+            return _named(call.args[0], method, call)
+        return None
+    root = _root(func.value) if isinstance(func.value, (ast.Attribute, ast.Subscript)) else None
+    if root is None:
+        return None
+    attr, part, whole = root
+    if attr is None:  # `self.__dict__.update(...)`
+        return Store(None, "bound", None, None, method, call.lineno, call, False)
+    return Store(attr, "called", part, func.attr, method, call.lineno, call, False)
+
+
+def _named(key: ast.expr, method: str, call: ast.Call) -> Store:
+    """`self.<key>` bound by a call: any attribute when `key` is known only at run time, or
+    those whose name starts with the literal start of an f-string."""
+    prefix = ""
+    if isinstance(key, ast.JoinedStr) and key.values:
+        prefix = _literal(key.values[0]) or ""
+    return Store(_literal(key), "bound", None, None, method, call.lineno, call, False, prefix)
+
+
+def _literal(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_self(node: object) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _deletes(node: ast.AST) -> bool:
+    """`del self.x`, `delattr(self, "x")`, `self.__delattr__("x")`."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        return name in ("delattr", "__delattr__")
+    return isinstance(getattr(node, "ctx", None), ast.Del)
