@@ -16,6 +16,7 @@ from migrator.rewrite.stores import (
     beside_init_plain,
     changed_after_init,
     first_change,
+    plain_value,
     subclasses_below,
 )
 from migrator.rewrite.taken import class_level_names
@@ -150,7 +151,7 @@ class HyperParameters:
         """`changed_after_init` of `self.<attr>`, once per attribute."""
         if attr not in self._changes:
             cls, family = self.attributes.cls, self.attributes.family
-            self._changes[attr] = changed_after_init(family, cls, attr)
+            self._changes[attr] = changed_after_init(family, cls, attr, plain_value)
         return self._changes[attr]
 
     def _inherited_setting(self, node: ast.Attribute) -> bool:
@@ -177,7 +178,7 @@ class HyperParameters:
             for each in lineage + subclasses_below(family, cls)
             if not each.qualname.startswith("torch.")
         ]
-        return not first_change(related, node.attr) and not any(
+        return not first_change(related, node.attr, plain_value) and not any(
             node.attr in class_level_names(each.node) for each in related
         )
 

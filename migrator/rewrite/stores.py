@@ -36,6 +36,15 @@ class Store(NamedTuple):
     `ClassAttributes` records of `__init__`."""
     prefix: str = ""
     """For attr None: how every name it may store into starts (`setattr(self, f"pos{i}", v)`)."""
+    modules_only: bool = False
+    """Only a module, a parameter or a buffer can be bound so (`self.add_module(name, m)` raises
+    on a name that holds anything else): no plain value changes."""
+
+    @property
+    def deletes(self) -> bool:
+        """`del self.x`, `delattr(self, "x")`, `self.__delattr__("x")`: afterwards reading the
+        attribute fails, in the original as in the migrated model."""
+        return _deletes(self.node)
 
     def describe(self, cls: ClassInfo) -> str:
         """What the store does and where, for a finding: "`Sub.__init__` stores into
@@ -44,7 +53,7 @@ class Store(NamedTuple):
         if self.attr is None:
             what = "sets `self` attributes by a name known only at run time"
         elif self.kind == "bound":
-            what = f"{'deletes' if _deletes(self.node) else 'assigns'} `{shown}`"
+            what = f"{'deletes' if self.deletes else 'assigns'} `{shown}`"
         elif self.kind == "called":
             what = f"calls `{shown}{'.' + self.part if self.part else ''}.{self.call}(...)`"
         else:
@@ -132,17 +141,25 @@ def first_change(
     return None
 
 
-def changed_after_init(family: Family, cls: ClassInfo, attr: str) -> str | None:
+def changed_after_init(
+    family: Family, cls: ClassInfo, attr: str, counts: Callable[[Store], bool] | None = None
+) -> str | None:
     """Where something may change what `cls`'s `__init__` assigned to `self.<attr>` (None:
-    nowhere), described for a finding: a store into it or into something of it in `cls` (but
-    the plain assignments its `__init__` makes, which `ClassAttributes` counts), in a method
-    of a base other than its `__init__` (which runs before), or in a subclass (in this file or
-    the package)."""
+    nowhere), described for a finding: a store that `counts` (every one when not given) into
+    it or into something of it in `cls` (but the plain assignments its `__init__` makes, which
+    `ClassAttributes` counts), in a method of a base other than its `__init__` (which runs
+    before), or in a subclass (in this file or the package)."""
+    keep = counts or (lambda store: True)
     return (
-        first_change([cls], attr, beside_init_plain)
-        or first_change(family.ancestors(cls), attr, after_init)
-        or first_change(subclasses_below(family, cls), attr)
+        first_change([cls], attr, lambda s: beside_init_plain(s) and keep(s))
+        or first_change(family.ancestors(cls), attr, lambda s: after_init(s) and keep(s))
+        or first_change(subclasses_below(family, cls), attr, keep)
     )
+
+
+def plain_value(store: Store) -> bool:
+    """A store that may change an attribute holding a plain value (not `add_module`'s)."""
+    return not store.modules_only
 
 
 def subclasses_below(family: Family, cls: ClassInfo) -> list[ClassInfo]:
@@ -179,15 +196,17 @@ def class_stores(node: ast.ClassDef) -> tuple[Store, ...]:
 
 def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
     name = method.name
+    nodes = all_nodes(method)
     plain = {
         id(t)
-        for n in all_nodes(method)
+        for n in nodes
         if isinstance(n, (ast.Assign, ast.AnnAssign))
         and (isinstance(n, ast.Assign) or n.value is not None)
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
     }
+    names = _loop_names(nodes)
     found: list[Store] = []
-    for node in all_nodes(method):
+    for node in nodes:
         if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
             root = _root(node)
             if root is not None:
@@ -196,11 +215,54 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
                 found.append(Store(attr, kind, part, None, name, node.lineno, node, is_plain))
         elif isinstance(node, ast.Call):
-            store = _call_store(node, name)
-            if store is not None:
-                found.append(store)
+            found += _call_stores(node, name, names)
     found.sort(key=lambda s: (s.line, getattr(s.node, "col_offset", 0)))
     return found
+
+
+def _loop_names(nodes: list[ast.AST]) -> dict[str, tuple[str, ...]]:
+    """Loop variables that take string literals only: `for n in ("fc", "head")`, also through
+    a local name bound once to such a tuple and sliced (`for n in names[i:]`)."""
+    literals: dict[str, tuple[str, ...] | None] = {}
+    if isinstance(nodes[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        literals = {a.arg: None for a in ast.walk(nodes[0].args) if isinstance(a, ast.arg)}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and _sliced(node.value) == target.id:
+                continue  # `names = names[i:]` keeps fewer of the same strings
+            if isinstance(target, ast.Name):
+                found = _strings(node.value)
+                literals[target.id] = None if target.id in literals else found
+    loops: dict[str, tuple[str, ...] | None] = {}
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            items, sliced = node.iter, _sliced(node.iter)
+            found = literals.get(sliced) if sliced else _strings(items)
+            if found is None and isinstance(items, ast.Name):
+                found = literals.get(items.id)
+            key = node.target.id
+            loops[key] = None if key in loops or key in literals else found
+    return {k: v for k, v in loops.items() if v is not None}
+
+
+def _sliced(node: ast.expr) -> str | None:
+    """`x` of `x[i:j]`, a slice of a local name."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Slice)
+        and isinstance(node.value, ast.Name)
+    ):
+        return node.value.id
+    return None
+
+
+def _strings(node: ast.expr) -> tuple[str, ...] | None:
+    """The strings of a tuple or list display of string literals (None: anything else)."""
+    if not isinstance(node, (ast.Tuple, ast.List)):
+        return None
+    found = tuple(_literal(e) for e in node.elts)
+    return None if None in found else found  # type: ignore[return-value]
 
 
 def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
@@ -229,43 +291,53 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     return top.attr, part, False
 
 
-def _call_store(call: ast.Call, method: str) -> Store | None:
-    """The store a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
+def _call_stores(call: ast.Call, method: str, names: dict[str, tuple[str, ...]]) -> list[Store]:
+    """The stores a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
     `self.add_module(name, m)`, or a method called on `self.<attr>` or something of it."""
     func = call.func
     if isinstance(func, ast.Name) and func.id in _SETTERS and len(call.args) >= 2:
         owner, key = call.args[0], call.args[1]
         if _is_self(owner):
-            return _named(key, method, call)
+            return _named(key, method, call, names, False)
         root = _root(owner) if isinstance(owner, (ast.Attribute, ast.Subscript)) else None
         if root is None:
-            return None
+            return []
         attr, part, whole = root
         if whole and attr is not None:  # `setattr(self.act, "inplace", False)`
             part = _literal(key)
-        return Store(attr, "inner", part, None, method, call.lineno, call, False)
+        return [Store(attr, "inner", part, None, method, call.lineno, call, False)]
     if not isinstance(func, ast.Attribute):
-        return None
+        return []
     if _is_self(func.value):
         if func.attr in _SELF_SETTERS and call.args:
-            return _named(call.args[0], method, call)
-        return None
+            modules = func.attr not in ("__setattr__", "__delattr__")
+            return _named(call.args[0], method, call, names, modules)
+        return []
     root = _root(func.value) if isinstance(func.value, (ast.Attribute, ast.Subscript)) else None
     if root is None:
-        return None
+        return []
     attr, part, whole = root
     if attr is None:  # `self.__dict__.update(...)`
-        return Store(None, "bound", None, None, method, call.lineno, call, False)
-    return Store(attr, "called", part, func.attr, method, call.lineno, call, False)
+        return [Store(None, "bound", None, None, method, call.lineno, call, False)]
+    return [Store(attr, "called", part, func.attr, method, call.lineno, call, False)]
 
 
-def _named(key: ast.expr, method: str, call: ast.Call) -> Store:
-    """`self.<key>` bound by a call: any attribute when `key` is known only at run time, or
-    those whose name starts with the literal start of an f-string."""
+def _named(
+    key: ast.expr, method: str, call: ast.Call, names: dict[str, tuple[str, ...]], modules: bool
+) -> list[Store]:
+    """`self.<key>` bound by a call: the name a literal or a loop over literals gives; else any
+    attribute, or those whose name starts with the literal start of an f-string. `modules`:
+    only a module (or a buffer, a parameter) can be bound so (`add_module`)."""
+    line = call.lineno
+    if isinstance(key, ast.Name) and key.id in names:
+        return [
+            Store(n, "bound", None, None, method, line, call, False, "", modules)
+            for n in names[key.id]
+        ]
     prefix = ""
     if isinstance(key, ast.JoinedStr) and key.values:
         prefix = _literal(key.values[0]) or ""
-    return Store(_literal(key), "bound", None, None, method, call.lineno, call, False, prefix)
+    return [Store(_literal(key), "bound", None, None, method, line, call, False, prefix, modules)]
 
 
 def _literal(node: ast.expr) -> str | None:
