@@ -154,7 +154,74 @@ def changed_after_init(
         first_change([cls], attr, lambda s: beside_init_plain(s) and keep(s))
         or first_change(family.ancestors(cls), attr, lambda s: after_init(s) and keep(s))
         or first_change(subclasses_below(family, cls), attr, keep)
+        or changed_outside(cls, attr)
     )
+
+
+def changed_outside(cls: ClassInfo, attr: str) -> str | None:
+    """Where code of `cls`'s file stores through an attribute named `attr` of an object that
+    may be an instance of `cls` (None: nowhere), described for a finding: a model-building
+    function's `model.head.act.inplace = False` or `model.drop_rate = 0`, another class's
+    `self.block.act = nn.GELU()`. Told by the name alone; a name known only at run time
+    (`setattr(model, name, m)`) is not read."""
+    if cls.qualname.startswith("torch."):
+        return None
+    found = _outside_names(cls.file.tree).get(attr)
+    if found is None:
+        return None
+    where, line = found
+    return f"`{where}` stores through an attribute `{attr}` of another object (line {line})"
+
+
+@functools.lru_cache(maxsize=256)
+def _outside_names(tree: ast.Module) -> dict[str, tuple[str, int]]:
+    """Attribute name -> (where, line) of the first store of the file whose target goes
+    through an attribute of that name on an object other than `self` (all of
+    `model.head.act.inplace`; `act` and `inplace` of `self.head.act.inplace`, where `head` is
+    the class's own), or that `setattr(obj, "name", ...)` names."""
+    found: dict[str, tuple[str, int]] = {}
+    for top in tree.body:
+        scopes = (
+            [(top.name, top)] if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        )
+        if isinstance(top, ast.ClassDef):
+            scopes = [
+                (f"{top.name}.{m.name}", m)
+                for m in top.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        for where, scope in scopes:
+            for node in all_nodes(scope):
+                for name in _foreign_names(node):
+                    found.setdefault(name, (where, getattr(node, "lineno", 0)))
+    return found
+
+
+def _foreign_names(node: ast.AST) -> list[str]:
+    """The attribute names a store goes through on objects other than `self` (see
+    `_outside_names`)."""
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+        target: ast.expr = node
+        extra: list[str] = []
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _SETTERS
+        and len(node.args) >= 2
+        and not _is_self(node.args[0])
+        and (name := _literal(node.args[1])) is not None
+    ):
+        target, extra = node.args[0], [name]
+    else:
+        return []
+    names: list[str] = []
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        if isinstance(target, ast.Attribute):
+            if _is_self(target.value):
+                break  # the class's own attribute: its stores are `class_stores`'
+            names.append(target.attr)
+        target = target.value
+    return names + extra
 
 
 def plain_value(store: Store) -> bool:
