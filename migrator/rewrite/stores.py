@@ -191,9 +191,51 @@ def _outside_names(tree: ast.Module) -> dict[str, tuple[str, int]]:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
         for where, scope in scopes:
-            for node in all_nodes(scope):
-                for name in _foreign_names(node):
-                    found.setdefault(name, (where, getattr(node, "lineno", 0)))
+            for stmt in _statements(scope):
+                for node in _targets(stmt):
+                    for name in _foreign_names(node):
+                        found.setdefault(name, (where, stmt.lineno))
+    return found
+
+
+def _statements(scope: ast.AST) -> list[ast.stmt]:
+    """The statements below `scope`, nested ones included (not those of lambdas)."""
+    found: list[ast.stmt] = []
+    todo = [scope]
+    while todo:
+        node = todo.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, ()):
+                if isinstance(child, ast.stmt):
+                    found.append(child)
+                todo.append(child)
+    return found
+
+
+def _targets(stmt: ast.stmt) -> list[ast.expr]:
+    """What a statement stores into (targets of every store form, each item of a tuple or
+    list target), or the `setattr` call it is."""
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Delete):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return [stmt.value]
+    else:
+        return []
+    found: list[ast.expr] = []
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            targets += target.elts
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+        else:
+            found.append(target)
     return found
 
 
@@ -271,7 +313,7 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         and (isinstance(n, ast.Assign) or n.value is not None)
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
     }
-    names = _loop_names(nodes)
+    names = _loop_names(nodes) if any(_names_a_setter(n) for n in nodes) else {}
     found: list[Store] = []
     for node in nodes:
         if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
@@ -285,6 +327,15 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
             found += _call_stores(node, name, names)
     found.sort(key=lambda s: (s.line, getattr(s.node, "col_offset", 0)))
     return found
+
+
+def _names_a_setter(node: ast.AST) -> bool:
+    """A call binding the attribute its argument names (`setattr(self, n, v)`, ...)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name in _SETTERS or name in _SELF_SETTERS
 
 
 def _loop_names(nodes: list[ast.AST]) -> dict[str, tuple[str, ...]]:
