@@ -204,8 +204,18 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
+        aliases = [a for a, target in self.attributes.aliases().items() if target == attr]
         if (verdict or proof) and (
-            changed := changed_after_init(self.attributes.family, cls, attr)
+            changed := next(  # `self.b = self.a`: a store into `self.b.p` changes `self.a`
+                filter(
+                    None,
+                    (
+                        changed_after_init(self.attributes.family, cls, name)
+                        for name in [attr, *aliases]
+                    ),
+                ),
+                None,
+            )
         ):
             raise Refusal(
                 "MIG104",
