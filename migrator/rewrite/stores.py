@@ -5,7 +5,7 @@ holds or something reachable from it. One finder for every decision that a value
 from __future__ import annotations
 
 import ast
-import functools
+import weakref
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -170,31 +170,34 @@ def changed_outside(cls: ClassInfo, attr: str) -> str | None:
     if found is None:
         return None
     where, line = found
-    return f"`{where}` stores through an attribute `{attr}` of another object (line {line})"
+    return f"{where} stores through an attribute `{attr}` of another object (line {line})"
 
 
-@functools.lru_cache(maxsize=256)
 def _outside_names(tree: ast.Module) -> dict[str, tuple[str, int]]:
     """Attribute name -> (where, line) of the first store of the file whose target goes
     through an attribute of that name on an object other than `self` (all of
     `model.head.act.inplace`; `act` and `inplace` of `self.head.act.inplace`, where `head` is
-    the class's own), or that `setattr(obj, "name", ...)` names."""
+    the class's own), or that `setattr(obj, "name", ...)` names; kept while the tree lives."""
+    kept = _OUTSIDE.get(tree)
+    if kept is not None:
+        return kept
     found: dict[str, tuple[str, int]] = {}
     for top in tree.body:
-        scopes = (
-            [(top.name, top)] if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-        )
-        if isinstance(top, ast.ClassDef):
+        scopes = [("module-level code", [top, *_statements(top)])]
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes = [(f"`{top.name}`", _statements(top))]
+        elif isinstance(top, ast.ClassDef):
             scopes = [
-                (f"{top.name}.{m.name}", m)
+                (f"`{top.name}.{m.name}`", _statements(m))
                 for m in top.body
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
-        for where, scope in scopes:
-            for stmt in _statements(scope):
+        for where, statements in scopes:
+            for stmt in statements:
                 for node in _targets(stmt):
                     for name in _foreign_names(node):
                         found.setdefault(name, (where, stmt.lineno))
+    _OUTSIDE[tree] = found
     return found
 
 
@@ -293,14 +296,25 @@ def beside_init_plain(store: Store) -> bool:
     return not (store.plain and store.method == "__init__")
 
 
-@functools.lru_cache(maxsize=1024)
 def class_stores(node: ast.ClassDef) -> tuple[Store, ...]:
-    """Every store into a `self` attribute in the methods of a class statement."""
-    found: list[Store] = []
-    for method in node.body:
-        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found += _method_stores(method)
-    return tuple(found)
+    """Every store into a `self` attribute in the methods of a class statement (kept while the
+    statement lives)."""
+    kept = _CLASS_STORES.get(node)
+    if kept is None:
+        found: list[Store] = []
+        for method in node.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += _method_stores(method)
+        kept = _CLASS_STORES[node] = tuple(found)
+    return kept
+
+
+_CLASS_STORES: weakref.WeakKeyDictionary[ast.ClassDef, tuple[Store, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+_OUTSIDE: weakref.WeakKeyDictionary[ast.Module, dict[str, tuple[str, int]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
