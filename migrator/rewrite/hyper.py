@@ -15,6 +15,7 @@ from migrator.rewrite.stores import (
     after_init,
     beside_init_plain,
     changed_after_init,
+    changed_outside,
     first_change,
     plain_value,
     subclasses_below,
@@ -141,6 +142,7 @@ class HyperParameters:
             first_change([cls], owner, lambda s: beside_init_plain(s) and counts(s))
             or first_change(family.ancestors(cls), owner, lambda s: after_init(s) and counts(s))
             or first_change(subclasses_below(family, cls), owner, counts)
+            or changed_outside(cls, owner)
         )
         if changed:
             return f"{shown} may change after `__init__` set it: {changed}"
@@ -178,8 +180,10 @@ class HyperParameters:
             for each in lineage + subclasses_below(family, cls)
             if not each.qualname.startswith("torch.")
         ]
-        return not first_change(related, node.attr, plain_value) and not any(
-            node.attr in class_level_names(each.node) for each in related
+        return (
+            not first_change(related, node.attr, plain_value)
+            and not changed_outside(cls, node.attr)
+            and not any(node.attr in class_level_names(each.node) for each in related)
         )
 
     def _pure_function(self, node: ast.Call) -> bool:

@@ -17,6 +17,7 @@ from migrator.rewrite.placement import copy_can_follow
 from migrator.rewrite.stores import (
     after_init,
     changed_after_init,
+    changed_outside,
     first_change,
     subclasses_below,
 )
@@ -134,6 +135,8 @@ class ReusedModules:
             first_change([*above, *between], attr, after_init)
             or first_change([cls], attr)
             or first_change(self.below(), attr)
+            or changed_outside(cls, attr)
+            or changed_outside(base, attr)
         )
         if changed is not None:
             raise Refusal("MIG104", f"{created}, and {changed}: a copy would not follow")
@@ -174,6 +177,17 @@ class ReusedModules:
         """The class's subclasses, in this file or the package."""
         return subclasses_below(self.attributes.family, self.attributes.cls)
 
+    def _changed(self, attr: str) -> str | None:
+        """`changed_after_init` of the module `self.<attr>` holds, also through the other names
+        `__init__` gives it (`self.b = self.a`: a store into `self.b.p` changes `self.a`)."""
+        aliases = [a for a, target in self.attributes.aliases().items() if target == attr]
+        family, cls = self.attributes.family, self.attributes.cls
+        for name in [attr, *aliases]:
+            changed = changed_after_init(family, cls, name)
+            if changed:
+                return changed
+        return None
+
     def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
         """The label of the module a reused attribute holds, and the targets whose run-time
         evidence proved it stateless (empty: proven statically); raises a refusal when it
@@ -204,19 +218,7 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        aliases = [a for a, target in self.attributes.aliases().items() if target == attr]
-        if (verdict or proof) and (
-            changed := next(  # `self.b = self.a`: a store into `self.b.p` changes `self.a`
-                filter(
-                    None,
-                    (
-                        changed_after_init(self.attributes.family, cls, name)
-                        for name in [attr, *aliases]
-                    ),
-                ),
-                None,
-            )
-        ):
+        if (verdict or proof) and (changed := self._changed(attr)):
             raise Refusal(
                 "MIG104",
                 f"{where} but {changed}: a copy built in this `__init__` would not follow",
@@ -271,8 +273,8 @@ class ReusedModules:
 
 def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:
     """The value of `self.<attr>` when the only assignment of it, or of something of it, in
-    the `__init__` of `base` is one of its top-level statements (None: anything else; its other
-    methods are `changed_later`'s)."""
+    the `__init__` of `base` is one of its top-level statements (None: anything else; what its
+    other methods store is `_inherited_kind`'s to judge)."""
     init = base.methods().get("__init__")
     if init is None:
         return None
