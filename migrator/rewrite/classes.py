@@ -139,7 +139,8 @@ class ClassAnalysis:
         if forward is None or forward.returns is None:
             return None
         owner, family = self.attributes.cls, self.attributes.family
-        return None if changed_after_init(family, owner, func.attr) else forward.returns
+        changed = changed_after_init(family, owner, func.attr, outside=False)  # typing only
+        return None if changed else forward.returns
 
     def _helper_call(
         self, method: ast.FunctionDef

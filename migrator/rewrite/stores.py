@@ -9,6 +9,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.walk import all_nodes
@@ -30,7 +31,10 @@ class Store(NamedTuple):
     """For "called": the method called."""
     method: str
     line: int
-    node: ast.AST
+    column: int
+    deletes: bool
+    """`del self.x`, `delattr(self, "x")`, `self.__delattr__("x")`: afterwards reading the
+    attribute fails, in the original as in the migrated model."""
     plain: bool
     """A plain assignment `self.<attr> = value` (or annotated with a value): what
     `ClassAttributes` records of `__init__`."""
@@ -39,12 +43,6 @@ class Store(NamedTuple):
     modules_only: bool = False
     """Only a module, a parameter or a buffer can be bound so (`self.add_module(name, m)` raises
     on a name that holds anything else): no plain value changes."""
-
-    @property
-    def deletes(self) -> bool:
-        """`del self.x`, `delattr(self, "x")`, `self.__delattr__("x")`: afterwards reading the
-        attribute fails, in the original as in the migrated model."""
-        return _deletes(self.node)
 
     def describe(self, cls: ClassInfo) -> str:
         """What the store does and where, for a finding: "`Sub.__init__` stores into
@@ -116,11 +114,8 @@ _SELF_SETTERS = frozenset(
 def stores_of(cls: ClassInfo, attr: str) -> list[Store]:
     """The stores of `cls`'s methods that may touch `self.<attr>` (also those into a name known
     only at run time), in source order."""
-    return [
-        s
-        for s in class_stores(cls.node)
-        if s.attr == attr or (s.attr is None and attr.startswith(s.prefix))
-    ]
+    kept = class_fact("stores", cls, lambda: class_stores(cls.node))
+    return [s for s in kept if s.attr == attr or (s.attr is None and attr.startswith(s.prefix))]
 
 
 def first_change(
@@ -142,20 +137,30 @@ def first_change(
 
 
 def changed_after_init(
-    family: Family, cls: ClassInfo, attr: str, counts: Callable[[Store], bool] | None = None
+    family: Family,
+    cls: ClassInfo,
+    attr: str,
+    counts: Callable[[Store], bool] | None = None,
+    outside: bool = True,
 ) -> str | None:
     """Where something may change what `cls`'s `__init__` assigned to `self.<attr>` (None:
     nowhere), described for a finding: a store that `counts` (every one when not given) into
     it or into something of it in `cls` (but the plain assignments its `__init__` makes, which
     `ClassAttributes` counts), in a method of a base other than its `__init__` (which runs
-    before), or in a subclass (in this file or the package)."""
+    before), in a subclass (in this file or the package), or, with `outside`, by the code of
+    `cls`'s file outside it (`changed_outside`)."""
     keep = counts or (lambda store: True)
-    return (
-        first_change([cls], attr, lambda s: beside_init_plain(s) and keep(s))
-        or first_change(family.ancestors(cls), attr, lambda s: after_init(s) and keep(s))
-        or first_change(subclasses_below(family, cls), attr, keep)
-        or changed_outside(cls, attr)
-    )
+
+    def work_out() -> str | None:
+        return (
+            first_change([cls], attr, lambda s: beside_init_plain(s) and keep(s))
+            or first_change(family.ancestors(cls), attr, lambda s: after_init(s) and keep(s))
+            or first_change(subclasses_below(family, cls), attr, keep)
+            or (changed_outside(cls, attr) if outside else None)
+        )
+
+    what = f"changed {attr} {getattr(counts, '__name__', '')} {outside}"
+    return family.kept(what, cls, work_out)
 
 
 def changed_outside(cls: ClassInfo, attr: str) -> str | None:
@@ -166,7 +171,16 @@ def changed_outside(cls: ClassInfo, attr: str) -> str | None:
     (`setattr(model, name, m)`) is not read."""
     if cls.qualname.startswith("torch."):
         return None
-    found = _outside_names(cls.file.tree).get(attr)
+    file = cls.file
+    text = file.source if file.source is not None else file.text
+    if file.path is None or text is None:
+        names = _outside_names(file.tree)
+    else:  # kept a process by the file's path and text
+        kept = _OUTSIDE_KEPT.get(str(file.path))
+        if kept is None or kept[0] != text:
+            kept = _OUTSIDE_KEPT[str(file.path)] = (text, _outside_names(file.tree))
+        names = kept[1]
+    found = names.get(attr)
     if found is None:
         return None
     where, line = found
@@ -177,10 +191,7 @@ def _outside_names(tree: ast.Module) -> dict[str, tuple[str, int]]:
     """Attribute name -> (where, line) of the first store of the file whose target goes
     through an attribute of that name on an object other than `self` (all of
     `model.head.act.inplace`; `act` and `inplace` of `self.head.act.inplace`, where `head` is
-    the class's own), or that `setattr(obj, "name", ...)` names; kept while the tree lives."""
-    kept = _OUTSIDE.get(tree)
-    if kept is not None:
-        return kept
+    the class's own), or that `setattr(obj, "name", ...)` names."""
     found: dict[str, tuple[str, int]] = {}
     for top in tree.body:
         scopes = [("module-level code", [top, *_statements(top)])]
@@ -197,7 +208,6 @@ def _outside_names(tree: ast.Module) -> dict[str, tuple[str, int]]:
                 for node in _targets(stmt):
                     for name in _foreign_names(node):
                         found.setdefault(name, (where, stmt.lineno))
-    _OUTSIDE[tree] = found
     return found
 
 
@@ -312,44 +322,47 @@ def class_stores(node: ast.ClassDef) -> tuple[Store, ...]:
 _CLASS_STORES: weakref.WeakKeyDictionary[ast.ClassDef, tuple[Store, ...]] = (
     weakref.WeakKeyDictionary()
 )
-_OUTSIDE: weakref.WeakKeyDictionary[ast.Module, dict[str, tuple[str, int]]] = (
-    weakref.WeakKeyDictionary()
-)
+_OUTSIDE_KEPT: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {}
+"""Path -> (the file's text, its `_outside_names`)."""
 
 
 def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
     name = method.name
     nodes = all_nodes(method)
-    plain = {
-        id(t)
-        for n in nodes
-        if isinstance(n, (ast.Assign, ast.AnnAssign))
-        and (isinstance(n, ast.Assign) or n.value is not None)
-        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-    }
-    names = _loop_names(nodes) if any(_names_a_setter(n) for n in nodes) else {}
+    plain: set[int] = set()
+    loops: list[dict[str, tuple[str, ...]]] = []
+
+    def loop_names() -> dict[str, tuple[str, ...]]:  # worked out when a setter needs them
+        if not loops:
+            loops.append(_loop_names(nodes))
+        return loops[0]
+
     found: list[Store] = []
-    for node in nodes:
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            root = _root(node)
+    for node in nodes:  # breadth first: an assignment comes before its targets
+        kind = type(node)
+        if kind not in _STORING:
+            continue
+        if isinstance(node, ast.Assign):
+            plain.update(map(id, node.targets))
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                plain.add(id(node.target))
+        elif isinstance(node, ast.Call):
+            if type(node.func) is ast.Attribute or type(node.func) is ast.Name:
+                found += _call_stores(node, name, loop_names)
+        elif type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            root = _root(node)  # type: ignore[arg-type]
             if root is not None:
                 attr, part, whole = root
-                kind = "bound" if whole else "inner"
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
-                found.append(Store(attr, kind, part, None, name, node.lineno, node, is_plain))
-        elif isinstance(node, ast.Call):
-            found += _call_stores(node, name, names)
-    found.sort(key=lambda s: (s.line, getattr(s.node, "col_offset", 0)))
+                how = "bound" if whole else "inner"
+                found.append(Store(attr, how, part, None, name, *_at(node), is_plain))  # type: ignore[arg-type]
+    found.sort(key=lambda s: (s.line, s.column))
     return found
 
 
-def _names_a_setter(node: ast.AST) -> bool:
-    """A call binding the attribute its argument names (`setattr(self, n, v)`, ...)."""
-    if not isinstance(node, ast.Call):
-        return False
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-    return name in _SETTERS or name in _SELF_SETTERS
+_STORING = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Attribute, ast.Subscript})
+"""The node classes `_method_stores` reads."""
 
 
 def _loop_names(nodes: list[ast.AST]) -> dict[str, tuple[str, ...]]:
@@ -423,7 +436,9 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     return top.attr, part, False
 
 
-def _call_stores(call: ast.Call, method: str, names: dict[str, tuple[str, ...]]) -> list[Store]:
+def _call_stores(
+    call: ast.Call, method: str, names: Callable[[], dict[str, tuple[str, ...]]]
+) -> list[Store]:
     """The stores a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
     `self.add_module(name, m)`, or a method called on `self.<attr>` or something of it."""
     func = call.func
@@ -437,7 +452,7 @@ def _call_stores(call: ast.Call, method: str, names: dict[str, tuple[str, ...]])
         attr, part, whole = root
         if whole and attr is not None:  # `setattr(self.act, "inplace", False)`
             part = _literal(key)
-        return [Store(attr, "inner", part, None, method, call.lineno, call, False)]
+        return [Store(attr, "inner", part, None, method, *_at(call), False)]
     if not isinstance(func, ast.Attribute):
         return []
     if _is_self(func.value):
@@ -450,26 +465,29 @@ def _call_stores(call: ast.Call, method: str, names: dict[str, tuple[str, ...]])
         return []
     attr, part, whole = root
     if attr is None:  # `self.__dict__.update(...)`
-        return [Store(None, "bound", None, None, method, call.lineno, call, False)]
-    return [Store(attr, "called", part, func.attr, method, call.lineno, call, False)]
+        return [Store(None, "bound", None, None, method, *_at(call), False)]
+    return [Store(attr, "called", part, func.attr, method, *_at(call), False)]
 
 
 def _named(
-    key: ast.expr, method: str, call: ast.Call, names: dict[str, tuple[str, ...]], modules: bool
+    key: ast.expr,
+    method: str,
+    call: ast.Call,
+    names: Callable[[], dict[str, tuple[str, ...]]],
+    modules: bool,
 ) -> list[Store]:
     """`self.<key>` bound by a call: the name a literal or a loop over literals gives; else any
     attribute, or those whose name starts with the literal start of an f-string. `modules`:
     only a module (or a buffer, a parameter) can be bound so (`add_module`)."""
-    line = call.lineno
-    if isinstance(key, ast.Name) and key.id in names:
+    at = _at(call)
+    if isinstance(key, ast.Name) and key.id in names():
         return [
-            Store(n, "bound", None, None, method, line, call, False, "", modules)
-            for n in names[key.id]
+            Store(n, "bound", None, None, method, *at, False, "", modules) for n in names()[key.id]
         ]
     prefix = ""
     if isinstance(key, ast.JoinedStr) and key.values:
         prefix = _literal(key.values[0]) or ""
-    return [Store(_literal(key), "bound", None, None, method, line, call, False, prefix, modules)]
+    return [Store(_literal(key), "bound", None, None, method, *at, False, prefix, modules)]
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -478,6 +496,11 @@ def _literal(node: ast.expr) -> str | None:
 
 def _is_self(node: object) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _at(node: ast.expr) -> tuple[int, int, bool]:
+    """(line, column, whether it deletes) of the node a store is read from."""
+    return node.lineno, node.col_offset, _deletes(node)
 
 
 def _deletes(node: ast.AST) -> bool:
