@@ -43,6 +43,10 @@ SOURCE = textwrap.dedent(
             for n in ("head", "fc"):
                 setattr(self, n, None)
             other.act.p = 1
+            m = self.act
+            m.inplace = False
+            m.register_forward_hook(value)
+            setattr(m, "inplace", True)
     """
 )
 
@@ -85,4 +89,7 @@ def test_every_store_shape_is_found():
         ("zz", "called", None, "parameters", "more", 31, False, "", False),
         ("head", "bound", None, None, "more", 33, False, "", False),
         ("fc", "bound", None, None, "more", 33, False, "", False),
+        ("act", "inner", "inplace", None, "more", 36, False, "", False),
+        ("act", "called", None, "register_forward_hook", "more", 37, False, "", False),
+        ("act", "inner", "inplace", None, "more", 38, False, "", False),
     ]

@@ -337,6 +337,7 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
             loops.append(_loop_names(nodes))
         return loops[0]
 
+    aliases = _aliases(nodes)
     found: list[Store] = []
     for node in nodes:  # breadth first: an assignment comes before its targets
         kind = type(node)
@@ -349,11 +350,9 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
                 plain.add(id(node.target))
         elif isinstance(node, ast.Call):
             if type(node.func) is ast.Attribute or type(node.func) is ast.Name:
-                found += _call_stores(node, name, loop_names)
+                found += _call_stores(node, name, loop_names, aliases)
         elif type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            root = _root(node)  # type: ignore[arg-type]
-            if root is not None:
-                attr, part, whole = root
+            for attr, part, whole in _roots(node, aliases):  # type: ignore[arg-type]
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
                 how = "bound" if whole else "inner"
                 found.append(Store(attr, how, part, None, name, *_at(node), is_plain))  # type: ignore[arg-type]
@@ -410,6 +409,40 @@ def _strings(node: ast.expr) -> tuple[str, ...] | None:
     return None if None in found else found  # type: ignore[return-value]
 
 
+def _aliases(nodes: list[ast.AST]) -> dict[str, list[str]]:
+    """Local names a method binds to a `self` attribute (`m = self.act`): a store through the
+    name is a store into the attribute."""
+    found: dict[str, list[str]] = {}
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Attribute)
+            and _is_self(node.value.value)
+        ):
+            found.setdefault(node.targets[0].id, []).append(node.value.attr)
+    return found
+
+
+def _roots(
+    node: ast.expr, aliases: dict[str, list[str]]
+) -> list[tuple[str | None, str | None, bool]]:
+    """`_root` of a store's target, or (attr, part, False) for each attribute a local name
+    stands for (`m.inplace = False` after `m = self.act`)."""
+    root = _root(node)
+    if root is not None:
+        return [root]
+    chain = node
+    part = None
+    while isinstance(chain, (ast.Attribute, ast.Subscript)):
+        part = chain.attr if isinstance(chain, ast.Attribute) else None
+        chain = chain.value
+    if isinstance(chain, ast.Name) and chain is not node:
+        return [(attr, part, False) for attr in aliases.get(chain.id, ())]
+    return []
+
+
 def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     """(attr, part, whole) when `node` is `self.<attr>` or reached from it through attributes
     and items (`self.__dict__[...]`: any attribute); None otherwise."""
@@ -437,7 +470,10 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
 
 
 def _call_stores(
-    call: ast.Call, method: str, names: Callable[[], dict[str, tuple[str, ...]]]
+    call: ast.Call,
+    method: str,
+    names: Callable[[], dict[str, tuple[str, ...]]],
+    aliases: dict[str, list[str]],
 ) -> list[Store]:
     """The stores a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
     `self.add_module(name, m)`, or a method called on `self.<attr>` or something of it."""
@@ -446,6 +482,12 @@ def _call_stores(
         owner, key = call.args[0], call.args[1]
         if _is_self(owner):
             return _named(key, method, call, names, False)
+        if isinstance(owner, ast.Name):  # `setattr(m, "inplace", False)` after `m = self.act`
+            at = _at(call)
+            return [
+                Store(a, "inner", _literal(key), None, method, *at, False)
+                for a in aliases.get(owner.id, ())
+            ]
         root = _root(owner) if isinstance(owner, (ast.Attribute, ast.Subscript)) else None
         if root is None:
             return []
@@ -460,6 +502,12 @@ def _call_stores(
             modules = func.attr not in ("__setattr__", "__delattr__")
             return _named(call.args[0], method, call, names, modules)
         return []
+    if isinstance(func.value, ast.Name):  # `m.register_forward_hook(fn)` after `m = self.act`
+        at = _at(call)
+        return [
+            Store(a, "called", None, func.attr, method, *at, False)
+            for a in aliases.get(func.value.id, ())
+        ]
     root = _root(func.value) if isinstance(func.value, (ast.Attribute, ast.Subscript)) else None
     if root is None:
         return []
