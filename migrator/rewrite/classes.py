@@ -24,6 +24,7 @@ from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import inherited_reach, init_reach, reach
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
+from migrator.rewrite.stores import changed_after_init
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import header_lines
@@ -121,7 +122,8 @@ class ClassAnalysis:
     ) -> ast.expr | None:
         """`TensorNames.returns`: the return annotation of the method or helper a call runs,
         or of the `forward` of the module `self.<attr>(...)` calls when `__init__` builds it
-        once from a class found (`self.part = Part()`; `Part.forward -> Tuple[Tensor, int]`);
+        once from a class found and nothing changes it after (`self.part = Part()`;
+        `Part.forward -> Tuple[Tensor, int]`);
         `Tensor` when `__init__` sets it only to `None` or to a `torch.nn` class that always
         returns a new tensor (`catalog.fresh_output`: `nn.Linear`)."""
         found = return_annotation(self.ctx, call, method, methods)
@@ -138,7 +140,11 @@ class ClassAnalysis:
             return None
         cls = self.ctx.project.find_class(self.ctx.info.names.resolve(value.func), self.ctx.info)
         forward = cls.methods().get("forward") if cls is not None else None
-        return forward.returns if forward is not None else None
+        if forward is None or forward.returns is None:
+            return None
+        owner, family = self.attributes.cls, self.attributes.family
+        changed = changed_after_init(family, owner, func.attr, outside=False)  # typing only
+        return None if changed else forward.returns
 
     def _helper_call(
         self, method: ast.FunctionDef

@@ -10,6 +10,16 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.names import literal
+from migrator.rewrite.stores import (
+    Store,
+    after_init,
+    beside_init_plain,
+    changed_after_init,
+    changed_outside,
+    first_change,
+    plain_value,
+    subclasses_below,
+)
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.walk import all_nodes
 
@@ -20,6 +30,7 @@ class HyperParameters:
     def __init__(self, ctx: FileContext, attributes: ClassAttributes) -> None:
         self.ctx = ctx
         self.attributes = attributes
+        self._changes: dict[str, str | None] = {}
 
     def resolve(self, node: ast.expr, shadowed: set[str]) -> tuple[str, set[str]]:
         """(source text valid in `__init__`, `self` attributes it depends on) of a
@@ -74,6 +85,9 @@ class HyperParameters:
                 return None
             if info is None or node.attr in attributes.assigned_elsewhere:
                 return f"`self.{node.attr}` is not assigned only in `__init__`"
+            changed = self._changed(node.attr)
+            if changed:
+                return f"`self.{node.attr}` may change after `__init__` set it: {changed}"
             unsettled = info.nested and attributes.unsettled(node.attr)
             if unsettled:
                 return f"`self.{node.attr}` {unsettled}"
@@ -116,15 +130,31 @@ class HyperParameters:
         )
         if node.attr not in catalog.KEPT_SETTINGS.get(made_by or "", ()):
             return f"{shown} is not known to be a constructor argument of `self.{owner}`"
-        for method in self.attributes.methods.values():
-            if _assigns(method, node):
-                return f"{shown} is assigned in `{method.name}`"
         cls, family = self.attributes.cls, self.attributes.family
-        for sub in family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls):
-            if _assigns(sub.node, node) or _assigns(sub.node, node.value):
-                return f"{shown}: subclass `{sub.name}` assigns it"
+        setting = node.attr
+
+        def counts(store: Store) -> bool:  # a store that may set the setting
+            if store.kind == "called":
+                return (store.call or "").startswith("__")  # `__setattr__`, ...
+            return store.kind == "bound" or store.part in (setting, None, "__dict__")
+
+        changed = (
+            first_change([cls], owner, lambda s: beside_init_plain(s) and counts(s))
+            or first_change(family.ancestors(cls), owner, lambda s: after_init(s) and counts(s))
+            or first_change(subclasses_below(family, cls), owner, counts)
+            or changed_outside(cls, owner)
+        )
+        if changed:
+            return f"{shown} may change after `__init__` set it: {changed}"
         deps.add(owner)
         return None
+
+    def _changed(self, attr: str) -> str | None:
+        """`changed_after_init` of `self.<attr>`, once per attribute."""
+        if attr not in self._changes:
+            cls, family = self.attributes.cls, self.attributes.family
+            self._changes[attr] = changed_after_init(family, cls, attr, plain_value)
+        return self._changes[attr]
 
     def _inherited_setting(self, node: ast.Attribute) -> bool:
         """Whether `self.<setting>` is set by the constructor of a torch.nn base class that
@@ -145,11 +175,15 @@ class HyperParameters:
             for base in each.bases
         ):
             return False  # or a base of unknown source may assign it
-        related = lineage + family.subclasses_in_file(cls) + family.subclasses_elsewhere(cls)
-        return not any(
-            _assigns(each.node, node) or node.attr in class_level_names(each.node)
-            for each in related
-            if not each.qualname.startswith("torch.")  # torch's own: the test of the table
+        related = [  # torch's own: the test of the table
+            each
+            for each in lineage + subclasses_below(family, cls)
+            if not each.qualname.startswith("torch.")
+        ]
+        return (
+            not first_change(related, node.attr, plain_value)
+            and not changed_outside(cls, node.attr)
+            and not any(node.attr in class_level_names(each.node) for each in related)
         )
 
     def _pure_function(self, node: ast.Call) -> bool:
@@ -161,27 +195,6 @@ class HyperParameters:
         if isinstance(func, ast.Name) and func.id in ("float", "int"):
             return self.ctx.info.names.is_free(func.id)
         return self.ctx.info.names.resolve(func) in catalog.PURE_FUNCTIONS
-
-
-def _assigns(scope: ast.AST, target: ast.expr) -> bool:
-    """Whether `scope` assigns `target` (an attribute chain on `self`)."""
-    wanted = _chain(target)
-    for part in all_nodes(scope):
-        targets = part.targets if isinstance(part, ast.Assign) else []
-        if isinstance(part, (ast.AugAssign, ast.AnnAssign)):
-            targets = [part.target]
-        if any(_chain(t) == wanted for t in targets):
-            return True
-    return False
-
-
-def _chain(node: ast.expr) -> tuple[str, ...]:
-    """`self.a.b` as `("self", "a", "b")`; () for anything but a dotted name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return (node.id, *reversed(parts)) if isinstance(node, ast.Name) else ()
 
 
 def _float_of_string(node: ast.expr) -> bool:

@@ -14,6 +14,13 @@ from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.placement import copy_can_follow
+from migrator.rewrite.stores import (
+    after_init,
+    changed_after_init,
+    changed_outside,
+    first_change,
+    subclasses_below,
+)
 from migrator.rewrite.plan import Replace
 
 
@@ -122,16 +129,17 @@ class ReusedModules:
                 f"{created}, which does not assign it once, at the top level of its "
                 "`__init__`: give this class its own module for each site",
             )
-        between = [c for c in family.ancestors(cls) if c is not base]
-        other = next((c.name for c in [cls, *between] if _assigns_in(c.node, attr)), None)
-        if other is None:
-            other = self.reassigned_below(attr)
-        if other is not None:
-            raise Refusal(
-                "MIG104",
-                f"{created}, and `{other}` assigns it, or something of it, too: a copy "
-                "would not follow",
-            )
+        above = [base, *family.ancestors(base)]
+        between = [c for c in family.ancestors(cls) if c not in above]
+        changed = (  # `__init__`s of the classes above `cls` run before the copy is made
+            first_change([*above, *between], attr, after_init)
+            or first_change([cls], attr)
+            or first_change(self.below(), attr)
+            or changed_outside(cls, attr)
+            or changed_outside(base, attr)
+        )
+        if changed is not None:
+            raise Refusal("MIG104", f"{created}, and {changed}: a copy would not follow")
         verdict = self.ctx.project.value_stateless(value, base.file)
         label = base.file.names.resolve(value.func) if isinstance(value, ast.Call) else None
         shown = ast.unparse(value.func if isinstance(value, ast.Call) else value)
@@ -165,23 +173,20 @@ class ReusedModules:
         self.ctx.module_ref("copy.deepcopy")
         return shown, proof
 
-    def reassigned_below(self, attr: str) -> str | None:
-        """A subclass (in this file or the package) that assigns `self.<attr>` again (None:
-        none); run-time evidence about the attribute includes its instances, but a copy made
-        in this class's `__init__` would not follow its value."""
-        return next((sub.name for sub in self.below() if assigns_attr(sub, attr)), None)
-
     def below(self) -> list[ClassInfo]:
         """The class's subclasses, in this file or the package."""
+        return subclasses_below(self.attributes.family, self.attributes.cls)
+
+    def _changed(self, attr: str) -> str | None:
+        """`changed_after_init` of the module `self.<attr>` holds, also through the other names
+        `__init__` gives it (`self.b = self.a`: a store into `self.b.p` changes `self.a`)."""
+        aliases = [a for a, target in self.attributes.aliases().items() if target == attr]
         family, cls = self.attributes.family, self.attributes.cls
-        below = family.subclasses_elsewhere(cls)
-        todo = [cls, *below]
-        while todo:
-            for sub in family.subclasses_in_file(todo.pop()):
-                if sub not in below:
-                    below.append(sub)
-                    todo.append(sub)
-        return below
+        for name in [attr, *aliases]:
+            changed = changed_after_init(family, cls, name)
+            if changed:
+                return changed
+        return None
 
     def _split_kind(self, attr: str, sites: list[Site]) -> tuple[str, list[str]]:
         """The label of the module a reused attribute holds, and the targets whose run-time
@@ -213,11 +218,10 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        if (verdict or proof) and (sub := self.reassigned_below(attr)):
+        if (verdict or proof) and (changed := self._changed(attr)):
             raise Refusal(
                 "MIG104",
-                f"{where} but subclass `{sub}` assigns `self.{attr}` again: a copy built in "
-                "this `__init__` would not be what the subclass holds",
+                f"{where} but {changed}: a copy built in this `__init__` would not follow",
             )
         if verdict is None and not proof:
             held = self.ctx.project.evidence.stateful(str(cls.file.path), cls.name, attr)
@@ -268,12 +272,11 @@ class ReusedModules:
 
 
 def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:
-    """The value of `self.<attr>` when the only assignment of it in the methods of `base` is
-    one top-level statement of its `__init__` (None: anything else)."""
+    """The value of `self.<attr>` when the only assignment of it, or of something of it, in
+    the `__init__` of `base` is one of its top-level statements (None: anything else; what its
+    other methods store is `_inherited_kind`'s to judge)."""
     init = base.methods().get("__init__")
-    if init is None or any(
-        _assigns_in(method, attr) for name, method in base.methods().items() if name != "__init__"
-    ):
+    if init is None:
         return None
     found = [
         stmt
@@ -302,19 +305,6 @@ def _assigns_in(scope: ast.AST, attr: str) -> bool:
                     return True
                 node = node.value
     return False
-
-
-def assigns_attr(cls: ClassInfo, attr: str) -> bool:
-    """Whether a method of `cls` assigns `self.<attr>`."""
-    return any(
-        isinstance(node, ast.Attribute)
-        and isinstance(node.ctx, ast.Store)
-        and node.attr == attr
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-        for method in cls.methods().values()
-        for node in ast.walk(method)
-    )
 
 
 def _proof_note(proof: list[str]) -> str:

@@ -26,6 +26,7 @@ from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
+from migrator.rewrite.stores import Store, after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, all_nodes, header_lines
 
@@ -483,8 +484,11 @@ class Scanner:
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         ]
         inits = [c.methods().get("__init__") for c in self._family]
-        if _changes(init, attr, assigns) or any(
-            _changes(other, attr, []) for other in inits if other is not None
+        if (
+            _changes(init, attr, assigns)
+            or any(_changes(other, attr, []) for other in inits if other is not None)
+            or first_change([self.owner], attr, lambda s: _in_init(s) and not s.plain)
+            or first_change(self._family, attr, _in_init)
         ):
             return ""
         return self._outputs.either([a.value for a in assigns], self.ctx.info)
@@ -498,11 +502,16 @@ class Scanner:
         """Whether a method other than an `__init__`, of the class, a base or a subclass, may
         change what `self.<attr>` holds: run-time evidence sees the models as built."""
         if attr not in self._later:
-            self._later[attr] = attr in self.sites.attributes.assigned_elsewhere or any(
-                _changes(method, attr, [])
-                for c in [self.owner, *self._family]
-                for name, method in c.methods().items()
-                if name != "__init__"
+            classes = [self.owner, *self._family]
+            self._later[attr] = (
+                attr in self.sites.attributes.assigned_elsewhere
+                or any(
+                    _changes(method, attr, [])
+                    for c in classes
+                    for name, method in c.methods().items()
+                    if name != "__init__"
+                )
+                or first_change(classes, attr, _changes_call) is not None
             )
         return self._later[attr]
 
@@ -799,6 +808,16 @@ def _input(item: Input, ref: InputRef, sole: bool) -> tuple[InputRef, str | None
         spread: RefKind = "elements" if literal_list else "star"
         return InputRef(spread, inner=ref), None
     return ref, None if item.arg.default is REQUIRED else item.arg.name
+
+
+def _changes_call(store: Store) -> bool:
+    """A store after `__init__` that may change what calling the attribute returns (deleting
+    it makes the call fail in both models)."""
+    return after_init(store) and not store.deletes
+
+
+def _in_init(store: Store) -> bool:
+    return store.method == "__init__" and not store.deletes
 
 
 _READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})

@@ -15,9 +15,10 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.stores import Store, beside_init_plain, first_change
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import all_nodes, walk
+from migrator.rewrite.walk import walk
 
 
 class SubmoduleSettings:
@@ -111,8 +112,8 @@ class SubmoduleSettings:
         """Whether no class of the family but this one assigns `self.<owner>`, and none
         assigns anything of it."""
         cls, related = self.attributes.cls, self._related()
-        return not any(_assigns(each.node, owner, whole=True) for each in related) and not any(
-            _assigns(each.node, owner, whole=False) for each in [cls, *related]
+        return not first_change([cls], owner, _beside_init) and not first_change(
+            related, owner, _stored
         )
 
 
@@ -131,6 +132,8 @@ def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
         for base in each.bases
     ):
         return False
+    if first_change(lineage, setting, lambda s: _stored(s) and not s.plain):
+        return False  # `for self.x in ...`, `with ... as self.x`, `self.x.y = ...`
     found = False
     for each in lineage:
         if setting in class_level_names(each.node):
@@ -175,26 +178,11 @@ def _assignments(nodes: list[ast.AST]) -> dict[str, list[ast.expr | None]]:
     return found
 
 
-def _assigns(cls: ast.ClassDef, owner: str, whole: bool) -> bool:
-    """Whether a class's statements assign `self.<owner>` (`whole`) or an attribute of it."""
-    return owner in _assigned(cls)[0 if whole else 1]
+def _stored(store: Store) -> bool:
+    """A store that binds the attribute or something of it (not a method called on it)."""
+    return store.kind != "called"
 
 
-@functools.lru_cache(maxsize=1024)
-def _assigned(cls: ast.ClassDef) -> tuple[frozenset[str], frozenset[str]]:
-    """The `self` attributes a class's statements assign, whole (or anything of them, in an
-    assignment's target), and those an attribute of which they assign (`self.attn.x = ...`)."""
-    whole: set[str] = set()
-    inner: set[str] = set()
-    for node in all_nodes(cls):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            targets = [node.target]
-        for target in targets:
-            for part in ast.walk(target):
-                if self_attr(part):
-                    whole.add(part.attr)
-                inner_value = part.value if isinstance(part, ast.Attribute) else None
-                if self_attr(inner_value):
-                    inner.add(inner_value.attr)
-    return frozenset(whole), frozenset(inner)
+def _beside_init(store: Store) -> bool:
+    """`_stored`, but the plain assignments of `__init__` (`_made_by` reads them)."""
+    return _stored(store) and beside_init_plain(store)
