@@ -678,6 +678,8 @@ class TensorNames:
             return self.is_tensor(node.elt)
         if isinstance(node, (ast.List, ast.Tuple)):
             return bool(node.elts) and all(self.is_tensor(e) for e in node.elts)
+        if isinstance(node, ast.IfExp):
+            return self.is_tuple(node.body) and self.is_tuple(node.orelse)
         if isinstance(node, ast.Call):
             func = node.func
             qualname = self.resolve(func)
@@ -688,7 +690,7 @@ class TensorNames:
             if (attr := self._evident(node)) is not None:
                 return self.evident[attr][0] == "tuple"
             kind = self._kind(node)
-            if self._module_call(node) and (kind is None or _tensor_items(kind)):
+            if self._module_call(node) and (kind is None or tensor_items(kind)):
                 return True
             return kind == ("seq", "tensor")
         return False
@@ -744,7 +746,7 @@ class TensorNames:
         return False
 
 
-def _tensor_items(kind: Kind) -> bool:
+def tensor_items(kind: Kind) -> bool:
     """Whether a value of `kind` is a tuple or sequence of tensors (a module's tuple output)."""
     if kind == ("seq", "tensor"):
         return True
