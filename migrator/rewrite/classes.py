@@ -13,7 +13,12 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import plain_result, report_helper_ops, return_annotation
+from migrator.rewrite.helpers import (
+    plain_calls,
+    plain_result,
+    report_helper_ops,
+    return_annotation,
+)
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.order import ForwardOrder
@@ -82,6 +87,7 @@ class ClassAnalysis:
                 aliases=self.ctx.info.aliases,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
             )
+            self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
                 self.ctx,
