@@ -307,6 +307,21 @@ class HelperModules:
                     found.setdefault(arg.value, call)
         return found
 
+    def _notrace_registration(self, function: ast.FunctionDef) -> list[ast.expr]:
+        """`[register_notrace_function]` when the module-level call registering the helper
+        (`_registrations`) is timm's `register_notrace_function(helper)`, handed the function
+        itself and nothing else: it registers it as its decorator would (vit_sam's
+        `get_rel_pos`); else `[]`."""
+        call = self._registrations.get(function.name)
+        if self.ctx.info.functions.get(function.name) is not function:
+            return []  # a static method of that name
+        if call is None or call.keywords or len(call.args) != 1:
+            return []
+        arg = call.args[0]
+        if not (isinstance(arg, ast.Name) and arg.id == function.name):
+            return []
+        return [call.func] if _notrace_function(self.ctx.info.names.resolve(call.func)) else []
+
     def _free(self, name: str) -> bool:
         """Whether a new class may take `name` in this file: not a name the file has or this
         run adds, nor the name of a class migrator may import into it."""
@@ -324,7 +339,7 @@ class HelperModules:
         """How the class of a helper decorated with timm's `register_notrace_function` names
         timm's `register_notrace_module` of the same module, to be decorated with it ('' when
         the helper is not so decorated; None, with the reason, when no name is free for it)."""
-        for decorator in function.decorator_list:
+        for decorator in [*function.decorator_list, *self._notrace_registration(function)]:
             qualname = self.ctx.info.names.resolve(decorator)
             if _notrace_function(qualname):
                 assert qualname is not None
@@ -350,7 +365,7 @@ class HelperModules:
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
         registration = self._registrations.get(function.name) if not static else None
-        if registration is not None:
+        if registration is not None and not self._notrace_registration(function):
             return (
                 f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
                 f"{registration.lineno}, as a decorator would register it (a module made of it "
