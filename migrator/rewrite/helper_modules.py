@@ -408,10 +408,13 @@ class HelperModules:
             return "it may return nothing"
         declared = _declares_tensor(function.returns)
         parts = _declared_parts(function.returns)
+        optional = annotation_kind(function.returns) == "tensor" and _optional(function.returns)
         for node in returns:
             value = node.value
             if parts is not None and _as_declared(value, parts, tensors):
                 continue
+            if optional and (value is None or _is_none(value)):
+                continue  # `-> Optional[Tensor]`: its callers take the result for a tensor
             items = value.elts if isinstance(value, ast.Tuple) else [value]
             if value is None or not (
                 all(i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items)
@@ -544,8 +547,7 @@ def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorN
         if isinstance(item, ast.Starred):
             return False
         if kind == "tensor":
-            none = isinstance(item, ast.Constant) and item.value is None
-            if not (tensors.is_tensor(item) or (none and _optional(part))):
+            if not (tensors.is_tensor(item) or (_is_none(item) and _optional(part))):
                 return False
         elif plainish(kind):
             if not tensors.holds_no_tensor(item):
@@ -555,12 +557,16 @@ def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorN
     return True
 
 
-def _optional(annotation: ast.expr) -> bool:
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _optional(annotation: ast.expr | None) -> bool:
     """Whether an annotation admits `None`: `Optional[...]`, `Union[..., None]`, `... | None`."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         return _optional(annotation.left) or _optional(annotation.right)
-    if isinstance(annotation, ast.Constant):
-        return annotation.value is None
+    if annotation is None or _is_none(annotation):
+        return annotation is not None
     if not isinstance(annotation, ast.Subscript):
         return False
     base = annotation.value
