@@ -558,6 +558,7 @@ def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorN
 
 
 def _is_none(node: ast.expr) -> bool:
+    """The constant `None`."""
     return isinstance(node, ast.Constant) and node.value is None
 
 

@@ -254,8 +254,7 @@ def _given_plain(call: ast.Call, tensors: TensorNames) -> bool:
 def runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> bool:
     """Whether the helper `function` of file `info`, given values holding no tensor, runs no
     op the catalog converts, worked out once each (a helper calling itself is taken to run
-    some). Its signature is as `_plain_result` needs (no parameter declared to hold a tensor,
-    constant defaults); the branches that run only for a tensor (`if isinstance(x,
+    some). Its signature is as `_plain_result` needs (`_plain_signature`); the branches that run only for a tensor (`if isinstance(x,
     torch.Tensor):` on a parameter it never rebinds) are left out, as they are there (timm's
     `get_same_padding`: `torch.clamp(...)` for a tensor, `max(...)` of sizes for sizes); the
     rest calls no catalog function, no catalog method or operator on a value not proven to
@@ -326,8 +325,9 @@ def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> 
 
 def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     """Whether every `return` of `function` (none in a nested function) gives a value holding no
-    tensor, its parameters taken for such values (`_plain_signature`), and a branch that runs only for a tensor (`if isinstance(x, torch.Tensor):`, on
-    a parameter it never rebinds) is left out (timm's `get_same_padding`: `max(...)` of sizes
+    tensor, its parameters taken for such values (`_plain_signature`), and a branch that runs
+    only for a tensor (`if isinstance(x, torch.Tensor):`, on a parameter it never rebinds) is
+    left out (timm's `get_same_padding`: `max(...)` of sizes
     for sizes, `torch.clamp(...)` for tensors). Falling off the end gives None, no tensor."""
     nodes = [v.node for v in walk(function)]
     args = function.args
