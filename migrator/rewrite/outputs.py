@@ -152,7 +152,7 @@ class OutputKinds:
         returns = [n for n in own if isinstance(n, ast.Return)]
         if not returns:
             return ""
-        bound = _returned_locals(function, returns)
+        bound = _returned_locals(function, own, returns)
         kinds = {self._returned(r.value, name, file, chain, bound) for r in returns}
         if "" in kinds:
             return ""
@@ -257,19 +257,23 @@ def _hooked(cls: ClassInfo) -> bool:
     return False
 
 
-def _returned_locals(function: ast.FunctionDef, returns: list[ast.Return]) -> dict[str, ast.expr]:
-    """Local name -> its value, for each name `function` binds once, by `name = value`, and
-    reads only in what its `return`s give (GhostModule's `out = torch.cat(...)` before `return
-    out[:, :n]`): nothing else holds what it names, nor a view of it."""
+def _returned_locals(
+    function: ast.FunctionDef, own: list[ast.AST], returns: list[ast.Return]
+) -> dict[str, ast.expr]:
+    """Local name -> its value, for each name `function` binds once (in nothing nested in it,
+    `own`), by `name = value`, and reads only in what its `return`s give (GhostModule's `out =
+    torch.cat(...)` before `return out[:, :n]`): nothing else holds what it names, nor a view of
+    it."""
     returned = {id(n) for r in returns if r.value is not None for n in ast.walk(r.value)}
     values: dict[str, ast.expr] = {}
-    stores: dict[str, int] = {}
-    loads: set[str] = set()
-    for node in ast.walk(function):
+    for node in own:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 values[target.id] = node.value
+    stores: dict[str, int] = {}
+    loads: set[str] = set()
+    for node in ast.walk(function):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 stores[node.id] = stores.get(node.id, 0) + 1
