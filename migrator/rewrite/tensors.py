@@ -78,6 +78,7 @@ class TensorNames:
         plain_call: Callable[[ast.Call], bool] | None = None,
         plain_params: bool = False,
         aliases: dict[str, ast.expr] | None = None,
+        first_declared: Callable[[ast.Call], bool] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -90,12 +91,15 @@ class TensorNames:
         its items are proven to hold no tensor (`settings.SubmoduleSettings`). `plain_call(call)`:
         whether the function `call` runs returns no tensor when given none (`helpers.plain_result`).
         `plain_params`: every parameter holds no tensor (the function is so called). `aliases`:
-        the file's type aliases (`FileInfo.aliases`), read in annotations."""
+        the file's type aliases (`FileInfo.aliases`), read in annotations.
+        `first_declared(call)`: whether the module or helper a call runs annotates its first
+        input as something else than a tensor (`size: int`): the call proves nothing of it."""
         self.resolve = resolve
         self.aliases = aliases or {}
         self.plain_setting = plain_setting
         self.plain_call = plain_call
         self.plain_params = plain_params
+        self.first_declared = first_declared
         self.unknown_attrs = unknown_attrs
         self.evident = evident or {}
         self.via: dict[str, list[str]] = {}
@@ -173,7 +177,11 @@ class TensorNames:
                     }
                 ):
                     self.names.add(name)
-            elif isinstance(node, ast.Call) and self._module_call(node):
+            elif (
+                isinstance(node, ast.Call)
+                and self._module_call(node)
+                and not (self.first_declared and self.first_declared(node))
+            ):
                 for arg in node.args[:1]:
                     if isinstance(arg, ast.Name) and arg.id in evidence:
                         self.names.add(arg.id)
