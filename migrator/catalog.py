@@ -1398,6 +1398,24 @@ SCALAR_ATTRIBUTES: frozenset[str] = frozenset(
     "shape ndim dtype device layout is_cuda requires_grad".split()
 )
 
+# Factories: each call returns a new tensor nothing else sees (without `out=`), so an in-place op
+# on it may be rewritten out of place. Not ops to convert: they take no tensor input to observe.
+FRESH_FUNCTIONS: frozenset[str] = frozenset(
+    f"torch.{name}"
+    for name in """
+    zeros ones empty full zeros_like ones_like empty_like full_like rand randn randint
+    rand_like randn_like randint_like arange linspace logspace eye tensor
+""".split()
+)
+FRESH_METHODS: frozenset[str] = frozenset(
+    "new_zeros new_ones new_empty new_full new_tensor clone".split()
+)
+# In-place fills that return their receiver: as fresh as the tensor they fill
+# (`x.new_empty(shape).bernoulli_(p)`).
+FILLING_METHODS: frozenset[str] = frozenset(
+    "bernoulli_ normal_ uniform_ fill_ zero_ random_ exponential_ geometric_ cauchy_".split()
+)
+
 # Attribute names every nn.Module already has: a created module must never shadow one.
 MODULE_ATTRIBUTES: frozenset[str] = frozenset(
     """

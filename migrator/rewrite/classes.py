@@ -9,11 +9,18 @@ from typing import Callable
 
 from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES
+from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import plain_result, report_helper_ops, return_annotation
+from migrator.rewrite.helpers import (
+    plain_calls,
+    plain_result,
+    report_helper_ops,
+    return_annotation,
+    target_of,
+)
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods
@@ -83,7 +90,9 @@ class ClassAnalysis:
                 plain_setting=self.settings.plain,
                 aliases=self.ctx.info.aliases,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
+                first_declared=partial(self._first_declared, method, methods),
             )
+            self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
                 self.ctx,
@@ -132,19 +141,41 @@ class ClassAnalysis:
             return found
         if self.settings.made_by(func.attr, lambda made: catalog.fresh_output(made, False)):
             return ast.Name("Tensor", ast.Load())  # `nn.Linear(...)` where not `None`
-        attr = self.attributes.attrs.get(func.attr)
-        if attr is None or attr.count != 1 or func.attr in self.attributes.assigned_elsewhere:
+        forward = self._forward_of(func.attr)
+        return forward.returns if forward is not None else None
+
+    def _forward_of(self, attr: str) -> ast.FunctionDef | None:
+        """The `forward` of the class of the project `__init__` builds `self.<attr>` from, once
+        (`self.part = Part()`) and nothing changes after, if found."""
+        found = self.attributes.attrs.get(attr)
+        if found is None or found.count != 1 or attr in self.attributes.assigned_elsewhere:
             return None
-        value = attr.value
+        value = found.value
         if not isinstance(value, ast.Call):
             return None
         cls = self.ctx.project.find_class(self.ctx.info.names.resolve(value.func), self.ctx.info)
-        forward = cls.methods().get("forward") if cls is not None else None
-        if forward is None or forward.returns is None:
+        if cls is None:
             return None
         owner, family = self.attributes.cls, self.attributes.family
-        changed = changed_after_init(family, owner, func.attr, outside=False)  # typing only
-        return None if changed else forward.returns
+        if changed_after_init(family, owner, attr, outside=False):
+            return None
+        return cls.methods().get("forward")
+
+    def _first_declared(
+        self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call
+    ) -> bool:
+        """`TensorNames.first_declared`: whether the module `self.<attr>(...)` calls (its class's
+        `forward`), or the helper a call runs, annotates its first input with a known kind other
+        than a tensor (`size: int`, as the modules `fix` makes of such helpers do): it takes that
+        argument so, and the call proves nothing of it."""
+        func = call.func
+        if self_attr(func) and func.attr not in methods:
+            forward = self._forward_of(func.attr)
+            params = [*forward.args.posonlyargs, *forward.args.args][1:2] if forward else []
+        else:
+            found = target_of(self.ctx, self.ctx.info, call, method, methods)
+            params = [*found[1].args.posonlyargs, *found[1].args.args][:1] if found else []
+        return bool(params) and annotation_kind(params[0].annotation) not in (None, "tensor")
 
     def _helper_call(
         self, method: ast.FunctionDef

@@ -71,6 +71,9 @@ class FileContext:
     """The helper functions of the file that become modules."""
     helper_calls: set[int] = field(default_factory=set)
     """Calls of helper functions that become calls of their modules."""
+    plain_calls: set[int] = field(default_factory=set)
+    """Calls of helper functions that run no op: given values holding no tensor, they run
+    none (`helpers.plain_calls`)."""
     shared: dict[str, str] = field(default_factory=dict)
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
@@ -84,6 +87,9 @@ class FileContext:
     plain_results: dict[int, bool] = field(default_factory=dict)
     """Whether each function returns no tensor when given none (`helpers.plain_result`), by id
     (held)."""
+    no_op_helpers: dict[int, bool] = field(default_factory=dict)
+    """Whether each function runs no op when given values holding no tensor
+    (`helpers.runs_no_op`), by id (held)."""
     made_tensors: dict[int, frozenset[str]] = field(default_factory=dict)
     """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)

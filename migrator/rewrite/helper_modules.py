@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
 from migrator.refusal import Refusal
-from migrator.rewrite.annotations import annotation_kind
+from migrator.rewrite.annotations import annotation_kind, plainish
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
@@ -31,7 +31,7 @@ from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
-from migrator.rewrite.tensors import TensorNames
+from migrator.rewrite.tensors import TensorNames, tensor_items
 from migrator.rewrite.walk import header_lines
 
 _Helper = tuple[ast.FunctionDef | None, tuple[FileInfo, ast.FunctionDef, str] | None]
@@ -307,6 +307,21 @@ class HelperModules:
                     found.setdefault(arg.value, call)
         return found
 
+    def _notrace_registration(self, function: ast.FunctionDef) -> list[ast.expr]:
+        """`[register_notrace_function]` when the module-level call registering the helper
+        (`_registrations`) is timm's `register_notrace_function(helper)`, handed the function
+        itself and nothing else: it registers it as its decorator would (vit_sam's
+        `get_rel_pos`); else `[]`."""
+        call = self._registrations.get(function.name)
+        if self.ctx.info.functions.get(function.name) is not function:
+            return []  # a static method of that name
+        if call is None or call.keywords or len(call.args) != 1:
+            return []
+        arg = call.args[0]
+        if not (isinstance(arg, ast.Name) and arg.id == function.name):
+            return []
+        return [call.func] if _notrace_function(self.ctx.info.names.resolve(call.func)) else []
+
     def _free(self, name: str) -> bool:
         """Whether a new class may take `name` in this file: not a name the file has or this
         run adds, nor the name of a class migrator may import into it."""
@@ -324,7 +339,7 @@ class HelperModules:
         """How the class of a helper decorated with timm's `register_notrace_function` names
         timm's `register_notrace_module` of the same module, to be decorated with it ('' when
         the helper is not so decorated; None, with the reason, when no name is free for it)."""
-        for decorator in function.decorator_list:
+        for decorator in [*function.decorator_list, *self._notrace_registration(function)]:
             qualname = self.ctx.info.names.resolve(decorator)
             if _notrace_function(qualname):
                 assert qualname is not None
@@ -350,7 +365,7 @@ class HelperModules:
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
         registration = self._registrations.get(function.name) if not static else None
-        if registration is not None:
+        if registration is not None and not self._notrace_registration(function):
             return (
                 f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
                 f"{registration.lineno}, as a decorator would register it (a module made of it "
@@ -392,8 +407,14 @@ class HelperModules:
         if not returns or not _always_returns(function.body):
             return "it may return nothing"
         declared = _declares_tensor(function.returns)
+        parts = _declared_parts(function.returns)
+        optional = annotation_kind(function.returns) == "tensor" and _optional(function.returns)
         for node in returns:
             value = node.value
+            if parts is not None and _as_declared(value, parts, tensors):
+                continue
+            if optional and (value is None or _is_none(value)):
+                continue  # `-> Optional[Tensor]`: its callers take the result for a tensor
             items = value.elts if isinstance(value, ast.Tuple) else [value]
             if value is None or not (
                 all(i is not None and (tensors.is_tensor(i) or tensors.is_tuple(i)) for i in items)
@@ -442,12 +463,14 @@ def first_is_tensor(
     tensor, since the module takes an unannotated first parameter for a tensor (or for the
     module passed in); anything when the parameter of `function` is annotated with a type the
     analysis knows (`int`, `Tensor`, `List[int]`), which its module reads as it reads every
-    other parameter's (an unknown one, `size: Size_`, leaves it taken for a tensor)."""
+    other parameter's (an unknown one, `size: Size_`, leaves it taken for a tensor), however
+    the call passes it (`get_resized_mask(target_size=..., mask=mask)`: the module's `forward`
+    binds the arguments as the function does)."""
+    if function is not None and _annotated_first(function):
+        return True
     first = call.args[0] if call.args else None
     if first is None or isinstance(first, ast.Starred):
         return False
-    if function is not None and _annotated_first(function):
-        return True
     return (isinstance(first, ast.Name) and first.id == "self") or is_tensor(first)
 
 
@@ -497,6 +520,61 @@ def _declares_tensor(annotation: ast.expr | None) -> bool:
     if isinstance(annotation, ast.Attribute):
         return annotation.attr == "Tensor"
     return isinstance(annotation, ast.Name) and annotation.id == "Tensor"
+
+
+def _declared_parts(annotation: ast.expr | None) -> list[ast.expr] | None:
+    """The annotations of the items of a fixed tuple a return annotation declares, each of a
+    known kind (`-> Tuple[Tensor, Tuple[int, int]]`: the kinds every caller reads, module or
+    function, `TensorNames._kind`); None for any other annotation."""
+    kind = annotation_kind(annotation)
+    if not (isinstance(kind, tuple) and kind[0] == "tuple"):
+        return None
+    assert isinstance(annotation, ast.Subscript)  # a tuple kind comes from `Tuple[...]`
+    inner = annotation.slice
+    return list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+
+
+def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorNames) -> bool:
+    """Whether a returned tuple gives what the return annotation declares item by item: a
+    proven tensor where it says `Tensor` (or `None` where `Optional[Tensor]`), a tuple of
+    them where it says one, a value holding no tensor where it says a size (timm's
+    `window_partition`: `windows, (Hp, Wp)`), so that its module's callers, which read the
+    annotation, take each item for what it is."""
+    if not isinstance(value, ast.Tuple) or len(value.elts) != len(parts):
+        return False
+    for item, part in zip(value.elts, parts):
+        kind = annotation_kind(part)
+        if isinstance(item, ast.Starred):
+            return False
+        if kind == "tensor":
+            if not (tensors.is_tensor(item) or (_is_none(item) and _optional(part))):
+                return False
+        elif plainish(kind):
+            if not tensors.holds_no_tensor(item):
+                return False
+        elif kind is None or not tensor_items(kind) or not tensors.is_tuple(item):
+            return False
+    return True
+
+
+def _is_none(node: ast.expr) -> bool:
+    """The constant `None`."""
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _optional(annotation: ast.expr | None) -> bool:
+    """Whether an annotation admits `None`: `Optional[...]`, `Union[..., None]`, `... | None`."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _optional(annotation.left) or _optional(annotation.right)
+    if annotation is None or _is_none(annotation):
+        return annotation is not None
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    base = annotation.value
+    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+    inner = annotation.slice
+    args = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+    return name == "Optional" or (name == "Union" and any(_optional(a) for a in args))
 
 
 def _suppresses(manager: ast.expr) -> bool:

@@ -34,7 +34,7 @@ def report_helper_ops(
         (f, m)
         for m in reached
         for f, call in _called(ctx, ctx.info, m, methods)
-        if id(call) not in ctx.helper_calls
+        if id(call) not in ctx.helper_calls and id(call) not in ctx.plain_calls
     ]
     modules = ctx.helper_modules
     while todo:
@@ -92,6 +92,8 @@ def _report_elsewhere(
     for node in ctx.calls_in(caller):
         if target_of(ctx, ctx.info, node, caller, {}) == (info, function):
             if id(node) in ctx.helpers_seen or id(node) in ctx.helper_calls:
+                continue
+            if id(node) in ctx.plain_calls:
                 continue
             ctx.helpers_seen.add(id(node))
             why = _why_elsewhere(ctx, info, function, from_helper, node)
@@ -215,7 +217,11 @@ def plain_result(
 ) -> bool:
     """Whether the helper function `call` runs returns a value holding no tensor when it is given
     values holding none (`_plain_result`); the caller proves that of the arguments."""
-    found = target_of(ctx, ctx.info, call, caller, methods)
+    return _plain_target(ctx, target_of(ctx, ctx.info, call, caller, methods))
+
+
+def _plain_target(ctx: FileContext, found: tuple[FileInfo, ast.FunctionDef] | None) -> bool:
+    """`_plain_result` of the helper a call runs (`target_of`), worked out once each."""
     if found is None:
         return False
     info, function = found
@@ -225,23 +231,108 @@ def plain_result(
     return ctx.plain_results[id(function)]
 
 
+def plain_calls(
+    ctx: FileContext,
+    caller: ast.FunctionDef,
+    methods: dict[str, ast.FunctionDef],
+    tensors: TensorNames,
+) -> Iterator[int]:
+    """The ids of the calls in `caller` (a method of a class with `methods`, known by
+    `tensors`) that give a helper only values holding no tensor, of a helper that so given
+    runs no op (`runs_no_op`): such a call has nothing to convert, nor to report."""
+    for target, call in _called(ctx, ctx.info, caller, methods):
+        if _given_plain(call, tensors) and runs_no_op(ctx, *target):
+            yield id(call)
+
+
+def _given_plain(call: ast.Call, tensors: TensorNames) -> bool:
+    """Whether every argument of `call` holds no tensor (a starred one included)."""
+    values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    return all(tensors.holds_no_tensor(v) for v in [*values, *(k.value for k in call.keywords)])
+
+
+def runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> bool:
+    """Whether the helper `function` of file `info`, given values holding no tensor, runs no
+    op the catalog converts, worked out once each (a helper calling itself is taken to run
+    some). Its signature is as `_plain_result` needs (`_plain_signature`); the branches that run only for a tensor (`if isinstance(x,
+    torch.Tensor):` on a parameter it never rebinds) are left out, as they are there (timm's
+    `get_same_padding`: `torch.clamp(...)` for a tensor, `max(...)` of sizes for sizes); the
+    rest calls no catalog function, no catalog method or operator on a value not proven to
+    hold no tensor, and helpers only as `plain_calls` allows (timm's `pad_same_arg`)."""
+    key = id(function)
+    if key not in ctx.no_op_helpers:
+        ctx.no_op_helpers[key] = False
+        ctx.hold(function)
+        ctx.no_op_helpers[key] = _runs_no_op(ctx, info, function)
+    return ctx.no_op_helpers[key]
+
+
+def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> bool:
+    nodes = [v.node for v in walk(function)]
+    if not _plain_signature(function, nodes):
+        return False
+    tensors = TensorNames(
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=False,
+        plain_params=True,
+        plain_call=lambda call: _plain_target(ctx, target_of(ctx, info, call, function, {})),
+    )
+    args = function.args
+    params = {p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    kept = {p for p in params if tensors.bound_times(p) == 1}
+    skipped = {
+        id(n)
+        for branch in ast.walk(function)
+        if isinstance(branch, ast.If) and _tests_tensor(branch.test, kept, info.names.resolve)
+        for stmt in branch.body
+        for n in ast.walk(stmt)
+    }
+    for node in nodes:
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Call):
+            target = target_of(ctx, info, node, function, {})
+            if target is not None:
+                if not (_given_plain(node, tensors) and runs_no_op(ctx, *target)):
+                    return False
+                continue
+            qualname = info.names.resolve(node.func)
+            if qualname and catalog.by_function(qualname):
+                return False
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and (catalog.by_method(func.attr) or catalog.by_inplace_method(func.attr))
+                and not tensors.is_plain(func.value)
+            ):
+                return False
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+            if catalog.operator_of(type(node.op)) is None:
+                continue
+            operands = (
+                (node.left, node.right)
+                if isinstance(node, ast.BinOp)
+                else (node.target, node.value)
+            )
+            if not all(tensors.is_plain(o) for o in operands):
+                return False
+    return True
+
+
 def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     """Whether every `return` of `function` (none in a nested function) gives a value holding no
-    tensor, its parameters taken for such values: none is annotated otherwise, every default is
-    a constant, and a branch that runs only for a tensor (`if isinstance(x, torch.Tensor):`, on
-    a parameter it never rebinds) is left out (timm's `get_same_padding`: `max(...)` of sizes
+    tensor, its parameters taken for such values (`_plain_signature`), and a branch that runs
+    only for a tensor (`if isinstance(x, torch.Tensor):`, on a parameter it never rebinds) is
+    left out (timm's `get_same_padding`: `max(...)` of sizes
     for sizes, `torch.clamp(...)` for tensors). Falling off the end gives None, no tensor."""
     nodes = [v.node for v in walk(function)]
     args = function.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    if (
-        any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes)
-        or args.vararg
-        or args.kwarg
-        or any(annotation_kind(p.annotation) not in (None, "plain") for p in params)
-        or any(not isinstance(d, ast.Constant) for d in args.defaults)
-        or any(d is not None and not isinstance(d, ast.Constant) for d in args.kw_defaults)
-    ):
+    if not _plain_signature(function, nodes):
         return False
     tensors = TensorNames(
         function, nodes, info.names.resolve, set(), set(), first_is_tensor=False, plain_params=True
@@ -249,6 +340,29 @@ def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     rebound = {p.arg for p in params if tensors.bound_times(p.arg) != 1}
     returns = _returns(function.body, {p.arg for p in params} - rebound, info.names.resolve)
     return all(r.value is None or tensors.holds_no_tensor(r.value) for r in returns)
+
+
+def _plain_signature(function: ast.FunctionDef, nodes: list[ast.AST]) -> bool:
+    """Whether `function` may be taken for one given values holding no tensor: no generator,
+    no `*args` or `**kwargs`, no parameter annotated to hold a tensor, defaults that are
+    constants or tuples and lists of them (`dilation: List[int] = (1, 1)`)."""
+    args = function.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    return not (
+        any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes)
+        or args.vararg
+        or args.kwarg
+        or any(annotation_kind(p.annotation) not in (None, "plain") for p in params)
+        or not all(_constant(d) for d in args.defaults)
+        or not all(d is None or _constant(d) for d in args.kw_defaults)
+    )
+
+
+def _constant(node: ast.expr) -> bool:
+    """A constant, or a tuple or list of constants."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_constant(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
 
 
 def _returns(

@@ -150,19 +150,32 @@ class OutputKinds:
         if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
             return ""
         returns = [n for n in own if isinstance(n, ast.Return)]
-        if not returns or not _unshared(function, name, own):
+        if not returns:
             return ""
-        kinds = {self._returned(r.value, name, file, chain) for r in returns}
+        bound = _returned_locals(function, own, returns)
+        kinds = {self._returned(r.value, name, file, chain, bound) for r in returns}
         if "" in kinds:
             return ""
-        return FRESH if kinds == {FRESH} else INPUT
+        if kinds == {FRESH}:
+            return FRESH  # a new tensor, whatever else the input is given to
+        return INPUT if _unshared(function, name, own) else ""
 
     def _returned(
-        self, value: ast.expr | None, name: str, file: FileInfo, chain: list[ClassInfo] | None
+        self,
+        value: ast.expr | None,
+        name: str,
+        file: FileInfo,
+        chain: list[ClassInfo] | None,
+        bound: dict[str, ast.expr],
     ) -> str:
-        """What one `return value` gives, the input being `name`."""
+        """What one `return value` gives, the input being `name`; `bound`: the locals only a
+        `return` reads (`_returned_locals`), a slice of which is as fresh as their value."""
         if isinstance(value, ast.Name) and value.id == name:
             return INPUT
+        local = value.value if isinstance(value, ast.Subscript) else value
+        if isinstance(local, ast.Name) and local.id in bound:
+            kind = self._returned(bound[local.id], name, file, chain, bound)
+            return FRESH if kind == FRESH else ""
         if isinstance(value, ast.BinOp):
             return FRESH
         if not isinstance(value, ast.Call):
@@ -242,6 +255,35 @@ def _hooked(cls: ClassInfo) -> bool:
         if isinstance(node, ast.Name) and node.id in _UNSEEN:
             return True
     return False
+
+
+def _returned_locals(
+    function: ast.FunctionDef, own: list[ast.AST], returns: list[ast.Return]
+) -> dict[str, ast.expr]:
+    """Local name -> its value, for each name `function` binds once (in nothing nested in it,
+    `own`), by `name = value`, and reads only in what its `return`s give (GhostModule's `out =
+    torch.cat(...)` before `return out[:, :n]`): nothing else holds what it names, nor a view of
+    it."""
+    returned = {id(n) for r in returns if r.value is not None for n in ast.walk(r.value)}
+    values: dict[str, ast.expr] = {}
+    for node in own:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                values[target.id] = node.value
+    stores: dict[str, int] = {}
+    loads: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            elif id(node) not in returned:
+                loads.add(node.id)
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 2
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            loads.update(node.names)
+    return {k: v for k, v in values.items() if stores.get(k) == 1 and k not in loads}
 
 
 def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:

@@ -452,6 +452,9 @@ class Scanner:
                     self._passed_proof |= found == "input"
         else:
             qualname = self.ctx.info.names.resolve(func, self.shadowed)
+            factory = _factory(value, qualname, self.tensors)
+            if factory is not None:
+                return factory
             op, receiver = (catalog.by_function(qualname) if qualname else None), []
             if (
                 op is None
@@ -463,7 +466,12 @@ class Scanner:
                 return False
             kind = catalog.output_kind(op.module, op_inplace(op, value, receiver))
             if kind == "input" and op.args[0].role is not Role.INPUT:
-                return False  # what it passes on is not its first argument (einsum)
+                # what it passes on is not its first argument (einsum's equation): its one
+                # operand, which its module takes first
+                operands = value.args[1:]
+                if len(operands) != 1 or isinstance(operands[0], ast.Starred):
+                    return False
+                first = operands[0]
             first = receiver[0] if receiver else first
         if kind == "input" and first is not None and not isinstance(first, ast.Starred):
             return first
@@ -852,3 +860,20 @@ def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> 
         elif isinstance(parent, (ast.keyword, ast.Starred)):
             return True
     return False
+
+
+def _factory(call: ast.Call, qualname: str | None, tensors: TensorNames) -> bool | ast.expr | None:
+    """`Scanner._made` of a tensor factory: True for `torch.zeros(...)`, `x.new_empty(...)`,
+    `x.clone()` (`catalog.FRESH_FUNCTIONS`, `FRESH_METHODS`; never with `out=`), the tensor
+    filled for `t.bernoulli_(p)` (`FILLING_METHODS`); None for any other call."""
+    if any(k.arg == "out" for k in call.keywords):
+        return None
+    if qualname in catalog.FRESH_FUNCTIONS:
+        return True
+    func = call.func
+    if isinstance(func, ast.Attribute) and tensors.is_tensor(func.value):
+        if func.attr in catalog.FRESH_METHODS:
+            return True
+        if func.attr in catalog.FILLING_METHODS:
+            return func.value
+    return None

@@ -78,6 +78,7 @@ class TensorNames:
         plain_call: Callable[[ast.Call], bool] | None = None,
         plain_params: bool = False,
         aliases: dict[str, ast.expr] | None = None,
+        first_declared: Callable[[ast.Call], bool] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -90,12 +91,15 @@ class TensorNames:
         its items are proven to hold no tensor (`settings.SubmoduleSettings`). `plain_call(call)`:
         whether the function `call` runs returns no tensor when given none (`helpers.plain_result`).
         `plain_params`: every parameter holds no tensor (the function is so called). `aliases`:
-        the file's type aliases (`FileInfo.aliases`), read in annotations."""
+        the file's type aliases (`FileInfo.aliases`), read in annotations.
+        `first_declared(call)`: whether the module or helper a call runs annotates its first
+        input as something else than a tensor (`size: int`): the call proves nothing of it."""
         self.resolve = resolve
         self.aliases = aliases or {}
         self.plain_setting = plain_setting
         self.plain_call = plain_call
         self.plain_params = plain_params
+        self.first_declared = first_declared
         self.unknown_attrs = unknown_attrs
         self.evident = evident or {}
         self.via: dict[str, list[str]] = {}
@@ -173,7 +177,11 @@ class TensorNames:
                     }
                 ):
                     self.names.add(name)
-            elif isinstance(node, ast.Call) and self._module_call(node):
+            elif (
+                isinstance(node, ast.Call)
+                and self._module_call(node)
+                and not (self.first_declared and self.first_declared(node))
+            ):
                 for arg in node.args[:1]:
                     if isinstance(arg, ast.Name) and arg.id in evidence:
                         self.names.add(arg.id)
@@ -678,6 +686,8 @@ class TensorNames:
             return self.is_tensor(node.elt)
         if isinstance(node, (ast.List, ast.Tuple)):
             return bool(node.elts) and all(self.is_tensor(e) for e in node.elts)
+        if isinstance(node, ast.IfExp):
+            return self.is_tuple(node.body) and self.is_tuple(node.orelse)
         if isinstance(node, ast.Call):
             func = node.func
             qualname = self.resolve(func)
@@ -688,7 +698,7 @@ class TensorNames:
             if (attr := self._evident(node)) is not None:
                 return self.evident[attr][0] == "tuple"
             kind = self._kind(node)
-            if self._module_call(node) and (kind is None or _tensor_items(kind)):
+            if self._module_call(node) and (kind is None or tensor_items(kind)):
                 return True
             return kind == ("seq", "tensor")
         return False
@@ -744,7 +754,7 @@ class TensorNames:
         return False
 
 
-def _tensor_items(kind: Kind) -> bool:
+def tensor_items(kind: Kind) -> bool:
     """Whether a value of `kind` is a tuple or sequence of tensors (a module's tuple output)."""
     if kind == ("seq", "tensor"):
         return True
