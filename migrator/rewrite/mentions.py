@@ -21,6 +21,7 @@ from pathlib import Path
 
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
+from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
     r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
@@ -35,7 +36,7 @@ class PackageCalls:
     """The calls made in the other files of the top-level package of one file."""
 
     def __init__(self, path: Path) -> None:
-        self.own = path.resolve()
+        self.own = resolved(path)
         self.index = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from migrator.rewrite.project import module_name
+from migrator.rewrite.real_paths import resolved
 
 _CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
 
@@ -34,8 +35,8 @@ def _package_folder(path: Path) -> tuple[Path, bool]:
     """(folder to scan, recursively?): the top package's folder, or the file's own folder."""
     module, _, root = module_name(path)
     if "." in module:
-        return (root / module.split(".")[0]).resolve(), True
-    return path.resolve().parent, False
+        return resolved(root / module.split(".")[0]), True
+    return resolved(path).parent, False
 
 
 @functools.lru_cache(maxsize=8)
@@ -52,5 +53,5 @@ def _index(folder: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
             for base in match.group(1).split(","):
                 name = base.split("[", 1)[0].strip().rsplit(".", 1)[-1]
                 if name.isidentifier():
-                    found.setdefault(name, set()).add(path.resolve())
+                    found.setdefault(name, set()).add(resolved(path))
     return {name: frozenset(files) for name, files in found.items()}
