@@ -21,6 +21,7 @@ from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
 from migrator.rewrite.names import ModuleNames, collect, literal, parameter_defaults
 from migrator.rewrite.type_comments import read_type_comments
+from migrator.rewrite.walk import all_nodes
 
 if TYPE_CHECKING:
     from migrator.rewrite.lookups import Lookups
@@ -148,7 +149,7 @@ class FileInfo:
         if not candidates:
             return {}
         stored: dict[str, int] = {}
-        for node in ast.walk(self.tree):
+        for node in all_nodes(self.tree):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 name = node.id
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

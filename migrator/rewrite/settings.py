@@ -191,7 +191,7 @@ def _assigned(cls: ast.ClassDef) -> tuple[frozenset[str], frozenset[str]]:
         if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
         for target in targets:
-            for part in ast.walk(target):
+            for part in all_nodes(target):
                 if self_attr(part):
                     whole.add(part.attr)
                 inner_value = part.value if isinstance(part, ast.Attribute) else None
