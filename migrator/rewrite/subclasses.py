@@ -49,9 +49,11 @@ def _index(folder: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        real: Path | None = None
         for match in _CLASS.finditer(text):
             for base in match.group(1).split(","):
                 name = base.split("[", 1)[0].strip().rsplit(".", 1)[-1]
                 if name.isidentifier():
-                    found.setdefault(name, set()).add(resolved(path))
+                    real = real or resolved(path)
+                    found.setdefault(name, set()).add(real)
     return {name: frozenset(files) for name, files in found.items()}
