@@ -73,11 +73,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-_LINE = re.compile(
-    r"^( *+)(?:(?:async +)?(def|class) +(\w+)|(?!#)(?=[^\n]*\())[^\n]*", re.MULTILINE
-)
-"""A `def` or `class` line (kind, name), or another line holding `(` that is no comment: the
-lines that count are among them; the others (blank, comment, no call) change nothing."""
+_LINE = re.compile(r"\n(( *+)(?:(?:async +)?(def|class) +(\w+)|(?!#)(?=[^\n]*\())[^\n]*)")
+"""A line (after its line break): a `def` or `class` line (kind, name), or another line holding
+`(` that is no comment. The lines that count are among them; the others (blank, comment, no
+call) change nothing. Starting with a line break, the pattern is searched for as a character
+(one starting with `^` is tried at every position)."""
 _TWIN_DOC = TWIN_DOC.split("`")[-1]
 """The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
 
@@ -90,9 +90,9 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
     headers: list[tuple[int, bool | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
     the lines of its body count; None for a class, whose own `def`s may)."""
-    text = _read(path)
+    text = "\n" + _read(path)
     for line in _LINE.finditer(text):
-        indent, kind, name = len(line.group(1)), line.group(2), line.group(3)
+        indent, kind, name = len(line.group(2)), line.group(3), line.group(4)
         if kind:
             while headers and headers[-1][0] >= indent:
                 headers.pop()
@@ -103,7 +103,7 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
             else:
                 headers.append((indent, in_class and not _sets_up(name)))
         elif next((counts for at, counts in reversed(headers) if at < indent), False):
-            counted.append(line.group(0))
+            counted.append(line.group(1))
     return frozenset(  # one search of the lines that count, which it never reads across
         _SUFFIX.sub("", c)
         for c, *first in _CALL_IN_LINE.findall("\n".join(counted))
