@@ -3,13 +3,13 @@ subclasses in the file, and its subclasses elsewhere in its package."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from migrator.rewrite.lookups import Key, Lookups, Seen, check
 from migrator.rewrite.project import ClassInfo, FileInfo, Project
+from migrator.rewrite.real_paths import real_path
 from migrator.rewrite.subclasses import files_naming, package_index
 
 T = TypeVar("T")
@@ -140,7 +140,7 @@ class Family:
         same as from `subclasses_elsewhere`, kept a process (`_FOUND`) with the lookups the
         search made, and taken while each lookup finds the same here."""
         index, path = self._index(), self.info.path
-        key = (cls.qualname, os.path.realpath(path)) if path is not None else None
+        key = (cls.qualname, real_path(path)) if path is not None else None
         kept = _FOUND.pop(key, None) if key is not None else None
         if key is not None and kept is not None and kept[0] is index:
             _FOUND[key] = kept  # the most recently used is the last to drop

@@ -7,11 +7,11 @@ search tells apart by identity (the asking file, the file of the class searched 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import NamedTuple
 
 from migrator.rewrite.project import FileInfo, Project, first_file, module_name
+from migrator.rewrite.real_paths import real_path
 
 
 class Seen(NamedTuple):
@@ -138,4 +138,4 @@ def _same(now: FileInfo | None, was: Seen | None, asking: FileInfo, searched: Fi
 
 
 def _real(path: Path) -> str:
-    return os.path.realpath(path)
+    return real_path(path)

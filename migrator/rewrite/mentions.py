@@ -21,6 +21,7 @@ from pathlib import Path
 
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
+from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
     r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
@@ -35,7 +36,7 @@ class PackageCalls:
     """The calls made in the other files of the top-level package of one file."""
 
     def __init__(self, path: Path) -> None:
-        self.own = path.resolve()
+        self.own = resolved(path)
         self.index = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:
@@ -72,9 +73,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-_HEADER = re.compile(r"^( *)(?:async +)?(def|class) +(\w+)")
-_HEADER_WORDS = ("def", "class", "async")
-"""What a line `_HEADER` matches starts with, once indented: only those lines are matched."""
+_LINE = re.compile(r"\n(( *+)(?:(?:async +)?(def|class) +(\w+)|(?!#)(?=[^\n]*\())[^\n]*)")
+"""A line (after its line break): a `def` or `class` line (kind, name), or another line holding
+`(` that is no comment. The lines that count are among them; the others (blank, comment, no
+call) change nothing. Starting with a line break, the pattern is searched for as a character
+(one starting with `^` is tried at every position)."""
 _TWIN_DOC = TWIN_DOC.split("`")[-1]
 """The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
 
@@ -87,34 +90,36 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
     headers: list[tuple[int, bool | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
     the lines of its body count; None for a class, whose own `def`s may)."""
-    lines = _read(path).split("\n")
-    for number, line in enumerate(lines):
-        stripped = line.lstrip(" ")
-        if not stripped or stripped[0] == "#":
-            continue
-        indent = len(line) - len(stripped)
-        header = _HEADER.match(line) if stripped.startswith(_HEADER_WORDS) else None
-        if header:
+    text = "\n" + _read(path)
+    for line in _LINE.finditer(text):
+        indent, kind, name = len(line.group(2)), line.group(3), line.group(4)
+        if kind:
             while headers and headers[-1][0] >= indent:
                 headers.pop()
-            kind, name = header.group(2), header.group(3)
             in_class = bool(headers) and headers[-1][1] is None
             if kind == "class":
-                twin = _TWIN_DOC in "".join(lines[number + 1 : number + 3])
+                twin = _TWIN_DOC in _two_lines_after(text, line.end())
                 headers.append((indent, False if twin else None))
             else:
                 headers.append((indent, in_class and not _sets_up(name)))
-            continue
-        if "(" not in line:
-            continue
-        owner = next((counts for at, counts in reversed(headers) if at < indent), False)
-        if owner:
-            counted.append(line)
+        elif next((counts for at, counts in reversed(headers) if at < indent), False):
+            counted.append(line.group(1))
     return frozenset(  # one search of the lines that count, which it never reads across
         _SUFFIX.sub("", c)
         for c, *first in _CALL_IN_LINE.findall("\n".join(counted))
         if _takes(*first)
     )
+
+
+def _two_lines_after(text: str, end: int) -> str:
+    """The two lines after the line ending at `end`, joined without their line breaks."""
+    if end >= len(text):
+        return ""
+    second = text.find("\n", end + 1)
+    if second == -1:
+        return text[end + 1 :]
+    third = text.find("\n", second + 1)
+    return text[end + 1 : second] + text[second + 1 : third if third != -1 else len(text)]
 
 
 def _takes(start: str, rest: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
-import os
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,8 +18,10 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
+from migrator.rewrite import real_paths
 from migrator.rewrite.names import ModuleNames, collect, literal, parameter_defaults
 from migrator.rewrite.type_comments import read_type_comments
+from migrator.rewrite.walk import all_nodes
 
 if TYPE_CHECKING:
     from migrator.rewrite.lookups import Lookups
@@ -148,7 +149,7 @@ class FileInfo:
         if not candidates:
             return {}
         stored: dict[str, int] = {}
-        for node in ast.walk(self.tree):
+        for node in all_nodes(self.tree):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 name = node.id
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -166,7 +167,7 @@ class FileInfo:
     def real_path(self) -> str:
         """`os.path.realpath` of its path, worked out once (a project's lookups ask often)."""
         assert self.path is not None
-        return os.path.realpath(self.path)
+        return real_paths.real_path(self.path)
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
@@ -183,7 +184,7 @@ def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
 def module_name(path: Path, resolved: bool = False) -> tuple[str, bool, Path]:
     """(dotted module name, is a package `__init__`, import root) of a source file (`resolved`:
     `path` is already its real path)."""
-    path = path if resolved else path.resolve()
+    path = path if resolved else real_paths.resolved(path)
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.stem]
     folder = path.parent
@@ -267,7 +268,7 @@ class Project:
     def _add_roots(self, path: Path | None, root: Path | None) -> None:
         """Add a registered file's import root and folder to the folders searched."""
         if path is not None and root is not None:
-            for folder in (root, path.resolve().parent):
+            for folder in (root, real_paths.resolved(path).parent):
                 if folder not in self._root_set:
                     self._root_set.add(folder)
                     self._roots.append(folder)

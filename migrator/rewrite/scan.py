@@ -10,8 +10,8 @@ from typing import TypeGuard
 from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Bound, Input, Predicates, bind
 from migrator.catalog import REQUIRED, Op, Role, ToolkitModule
-from migrator.refusal import Refusal
 from migrator.evidence import proved_by
+from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
@@ -22,13 +22,13 @@ from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.outputs import OutputKinds, op_inplace
-from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
+from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.stores import Store, after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import Visit, all_nodes, header_lines
+from migrator.rewrite.walk import Visit, all_nodes, child_nodes, header_lines
 
 
 class Scanner:
@@ -487,7 +487,7 @@ class Scanner:
             return ""
         assigns = [
             node
-            for node in ast.walk(init)
+            for node in all_nodes(init)
             if isinstance(node, ast.Assign)
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         ]
@@ -837,16 +837,11 @@ def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> 
     a method called on it (`self.blocks.append(m)`), an item stored or deleted, the module
     handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`), or an assignment other
     than those `assigned`."""
-    parents = {id(c): p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
-    for node in ast.walk(method):
-        if not (self_attr(node) and node.attr == attr):
-            continue
-        parent = parents.get(id(node))
+    for node, parent, above in _self_attr_uses(method).get(attr, ()):
         if not isinstance(node.ctx, ast.Load):
             if not any(parent is a for a in assigned):
                 return True
         elif isinstance(parent, ast.Attribute):  # `self.proj.fc = ...`, `self.proj.append(m)`
-            above = parents.get(id(parent))
             if not isinstance(parent.ctx, ast.Load) or (
                 isinstance(above, ast.Call) and above.func is parent
             ):
@@ -877,3 +872,20 @@ def _factory(call: ast.Call, qualname: str | None, tensors: TensorNames) -> bool
         if func.attr in catalog.FILLING_METHODS:
             return func.value
     return None
+
+
+Use = tuple[ast.Attribute, ast.AST | None, ast.AST | None]
+"""A `self.<attr>` node, its parent and its parent's parent."""
+
+
+@functools.lru_cache(maxsize=512)
+def _self_attr_uses(method: ast.FunctionDef) -> dict[str, list[Use]]:
+    """Attribute name -> each `self.<name>` in `method` (`_changes`), found in one walk per
+    method: `_changes` is asked about every attribute of a class, in the methods of its family."""
+    parents = {id(c): p for p in all_nodes(method) for c in child_nodes(p)}
+    uses: dict[str, list[Use]] = {}
+    for node in all_nodes(method):
+        if self_attr(node):
+            parent = parents.get(id(node))
+            uses.setdefault(node.attr, []).append((node, parent, parents.get(id(parent))))
+    return uses

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from migrator.rewrite.project import module_name
+from migrator.rewrite.real_paths import resolved
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
+_CLASS = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
+"""`class Name(bases)`: `_bases_spelled` keeps those that start their line (but for the
+indentation). Starting with a word, it is searched for as a word (a pattern starting with
+`^` is tried at every position: four times slower)."""
 
 
 def subclass_files(path: Path, base_names: set[str]) -> list[Path]:
@@ -34,8 +39,8 @@ def _package_folder(path: Path) -> tuple[Path, bool]:
     """(folder to scan, recursively?): the top package's folder, or the file's own folder."""
     module, _, root = module_name(path)
     if "." in module:
-        return (root / module.split(".")[0]).resolve(), True
-    return path.resolve().parent, False
+        return resolved(root / module.split(".")[0]), True
+    return resolved(path).parent, False
 
 
 @functools.lru_cache(maxsize=8)
@@ -48,9 +53,24 @@ def _index(folder: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for match in _CLASS.finditer(text):
-            for base in match.group(1).split(","):
+        real: Path | None = None
+        for bases in _bases_spelled(text):
+            for base in bases.split(","):
                 name = base.split("[", 1)[0].strip().rsplit(".", 1)[-1]
                 if name.isidentifier():
-                    found.setdefault(name, set()).add(path.resolve())
+                    real = real or resolved(path)
+                    found.setdefault(name, set()).add(real)
     return {name: frozenset(files) for name, files in found.items()}
+
+
+def _bases_spelled(text: str) -> Iterator[str]:
+    """The bases between the parentheses of each class statement starting its line (but for
+    spaces and tabs), in order."""
+    at = 0
+    while match := _CLASS.search(text, at):
+        start = match.start()
+        if text[text.rfind("\n", 0, start) + 1 : start].strip(" \t"):
+            at = start + 1  # not the first word of its line
+            continue
+        yield match.group(1)
+        at = match.end()

@@ -5,14 +5,14 @@ package; and the allocation of free ones."""
 from __future__ import annotations
 
 import ast
-from typing import Protocol
+from typing import Protocol, cast
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
-from migrator.rewrite.walk import walk
+from migrator.rewrite.walk import Visit, all_nodes
 
 
 class WorksOut(Protocol):
@@ -77,23 +77,30 @@ class TakenNames:
 
 def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
     """`_names_defined` of `cls`, kept a process (`facts.class_fact`); the analysis's walks
-    (`visits`) serve the classes of the files it analyses, not those of files loaded."""
-    visit = visits if cls.file.source is None else walk
-    return class_fact("names", cls, lambda: frozenset(_names_defined(cls.node, visit)))
+    (`visits`) serve the classes of the files it analyses, not those of files loaded, whose
+    methods are read with `all_nodes` (no walk is kept for them)."""
+    if cls.file.source is None:
+        return class_fact(
+            "names", cls, lambda: frozenset(_names_defined(cls.node, lambda f: _nodes(visits(f))))
+        )
+    return class_fact("names", cls, lambda: frozenset(_names_defined(cls.node, all_nodes)))
 
 
-def _names_defined(cls: ast.ClassDef, visits) -> set[str]:
+def _nodes(visits: list[Visit]) -> list[ast.AST]:
+    return [v.node for v in visits]
+
+
+def _names_defined(cls: ast.ClassDef, nodes_of) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self`."""
     names = class_level_names(cls)
     for stmt in cls.body:
-        nodes = (
-            (v.node for v in visits(stmt)) if isinstance(stmt, ast.FunctionDef) else ast.walk(stmt)
-        )
+        nodes = nodes_of(stmt) if isinstance(stmt, ast.FunctionDef) else all_nodes(stmt)
         for node in nodes:
-            if isinstance(node, ast.Attribute) and self_attr(node):
+            kind = type(node)
+            if kind is ast.Attribute and self_attr(node):
                 names.add(node.attr)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                names.add(cast(ast.FunctionDef, node).name)
     return names
 
 

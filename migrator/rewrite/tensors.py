@@ -13,7 +13,7 @@ them, tuples of them) are proven not to be tensors.
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from typing import Callable, cast
 
 from migrator import catalog
 from migrator.rewrite.annotations import (
@@ -116,7 +116,7 @@ class TensorNames:
         """Names proven to hold no tensor (sizes, flags, counters)."""
         self.plain_items: set[str] = set()
         """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
-        self._nested = {n.name: n for n in nodes if isinstance(n, ast.FunctionDef)}
+        self._nested = {n.name: n for n in nodes if type(n) is ast.FunctionDef}
         self._bindings = [b for node in nodes if type(node) in _BINDING for b in _bindings(node)]
         self._stored = [s for node in nodes if type(node) in _STORING for s in _stored_items(node)]
         """(name, what is stored) of each item stored into a named container (`_stored_items`)."""
@@ -127,7 +127,7 @@ class TensorNames:
         for name in (
             [p.arg for p in _parameters(func)]
             + [name for name, _ in self._bindings]
-            + [n.arg for n in nodes if isinstance(n, ast.arg)]
+            + [n.arg for n in nodes if type(n) is ast.arg]
         ):
             self._counts[name] = self._counts.get(name, 0) + 1
         self._passed_values = self._passed(nodes)
@@ -150,8 +150,8 @@ class TensorNames:
                 self.names.add(param.arg)
             else:
                 self._declare(param.arg, kind)
-        for node in nodes:  # the parameters of nested functions, and annotated assignments
-            if isinstance(node, ast.arg) and node.arg != "self":
+        for node in [n for n in nodes if type(n) in _DECLARING]:  # nested functions' parameters,
+            if isinstance(node, ast.arg) and node.arg != "self":  # and annotated assignments
                 self._declare(node.arg, self._annotation_kind(node.annotation))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self._declare(node.target.id, self._annotation_kind(node.annotation))
@@ -160,7 +160,7 @@ class TensorNames:
             for p in params
             if self._annotation_kind(p.annotation) is None and not self.plain_params
         }
-        for node in nodes:
+        for node in [n for n in nodes if type(n) in _EVIDENT]:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
                 if name in evidence and (
@@ -199,11 +199,10 @@ class TensorNames:
             self.kinds[name] = kind
 
     def _propagate(self, nodes: list[ast.AST]) -> None:
-        steps: list[ast.Assign | ast.AnnAssign | ast.For | ast.comprehension] = [
-            n
-            for n in nodes
-            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension))
-        ]
+        steps = cast(
+            list[ast.Assign | ast.AnnAssign | ast.For | ast.comprehension],
+            [n for n in nodes if type(n) in _STEPS],
+        )
         steps += [  # a parameter of a nested function takes what each call passes
             ast.Assign(targets=[ast.Name(key, ast.Store())], value=value)
             for key, values in self._passed_values.items()
@@ -344,7 +343,7 @@ class TensorNames:
         for name, values in self._passed_values.items():
             bindings.setdefault(name, []).extend(values)
         for node in nodes:  # a nested function's parameters, unless the name is bound here
-            if isinstance(node, ast.arg) and node.arg not in bindings:
+            if type(node) is ast.arg and node.arg not in bindings:
                 plain = self._annotation_kind(node.annotation) == "plain"
                 bindings[node.arg] = [ast.Constant(0) if plain else None]
         for name in self._nested:
@@ -859,6 +858,13 @@ def _loop_targets(target: ast.expr, iterable: ast.expr):
 
 _STORING = frozenset({ast.Call, ast.Assign, ast.AugAssign})
 """The node classes `_stored_items` finds stores in."""
+_DECLARING = frozenset({ast.arg, ast.AnnAssign})
+"""The node classes `_seed` reads declarations from (a set lookup per node is cheaper than
+`isinstance` tests)."""
+_EVIDENT = frozenset({ast.Attribute, ast.Call})
+"""The node classes `_seed` reads evidence of a tensor from."""
+_STEPS = frozenset({ast.Assign, ast.AnnAssign, ast.For, ast.comprehension})
+"""The node classes `_propagate` steps through."""
 
 
 def _stored_items(node: ast.AST):
