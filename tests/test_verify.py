@@ -262,10 +262,13 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "run_time_traced",
         "interpolate_antialias",
         "inherited_settings",
+        "inplace_own_sliced",
+        "inplace_own_pass_through",
     ],
 )
 def test_fixture_rewrites_verify(name):
-    """Rewrites that change the ATen spelling (aliases, in-place to out-of-place), call the
+    """Rewrites that change the ATen spelling (aliases, in-place to out-of-place, also on a
+    slice of a tensor a module made or after modules passing a fresh tensor on), call the
     nn.PReLU owning a weight, return pooling indices, pass attn_mask by keyword, spread
     einsum's operand list, pass a table or statistics as forward inputs, index an
     nn.ModuleList of copies by a loop (fx unrolls it: one module an iteration either way), or
@@ -512,6 +515,18 @@ def _pair(forward_a: str, forward_b: str):
         ),
         # an input is never rewritten out of place
         ("x.add_(1); return self.conv(x)", "x = x + 1; return self.conv(x)", "fail"),
+        # a slice of a fresh tensor nothing else reads: writing through it changes nothing read
+        (
+            "y = self.conv(x); v = y[:, :2]; v += x[:, :2]; return v",
+            "y = self.conv(x); v = y[:, :2]; return v + x[:, :2]",
+            "pass",
+        ),
+        # the fresh tensor under the slice is read afterwards: it sees the write
+        (
+            "y = self.conv(x); v = y[:, :2]; v += x[:, :2]; return v, y",
+            "y = self.conv(x); v = y[:, :2]; return v + x[:, :2], y",
+            "fail",
+        ),
     ],
 )
 def test_export_reads_in_place_ops_on_unshared_intermediates_as_out_of_place(

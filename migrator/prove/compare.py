@@ -635,7 +635,8 @@ def _aten_args(node: fx.Node, args: tuple) -> tuple:
 def _out_of_place_twins(program: torch.export.ExportedProgram) -> dict[fx.Node, str]:
     """In-place ATen calls (`add_`) that compute what their out-of-place twin (`add`) computes
     and may be compared as it: the tensor written is the fresh result of a call that aliases
-    nothing, read before only by such calls and never after (nor viewed), and every tensor
+    nothing (or a view of one that nothing else reads: `_view_of_fresh`), read before only by
+    such calls and never after (nor viewed), and every tensor
     argument has the result's dtype (so no type promotion tells them apart). A call read as its
     twin returns a fresh tensor, so `relu_(add_(y, x))` reads as `relu(add(y, x))`."""
     order = {node: position for position, node in enumerate(program.graph.nodes)}
@@ -645,8 +646,8 @@ def _out_of_place_twins(program: torch.export.ExportedProgram) -> dict[fx.Node, 
         written = node.args[0] if node.args else None
         if twin is None or not isinstance(written, fx.Node):
             continue
-        if not (_aliases_nothing(written) or written in twins):  # a twin's result is fresh
-            continue
+        if not (_aliases_nothing(written) or written in twins or _view_of_fresh(written)):
+            continue  # a twin's result is fresh
         readers = [user for user in written.users if user is not node]
         if any(order[user] > order[node] or not _aliases_nothing(user) for user in readers):
             continue
@@ -682,6 +683,34 @@ def _aliases_nothing(node: fx.Node) -> bool:
         node.op == "call_function"
         and isinstance(target, torch._ops.OpOverload)
         and not _schema_aliases(target)
+    )
+
+
+def _view_of_fresh(node: fx.Node) -> bool:
+    """A view, through ATen view calls, of the fresh result of a call that aliases nothing, each
+    tensor on the way read by its view alone: writing through it changes nothing else read."""
+    while _is_view(node):
+        base = node.args[0]
+        if not isinstance(base, fx.Node) or len(base.users) != 1:
+            return False
+        if _aliases_nothing(base):
+            return True
+        node = base
+    return False
+
+
+def _is_view(node: fx.Node) -> bool:
+    """A call of an ATen op returning a view of its first argument, writing nothing."""
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    schema = target._schema
+    returns = schema.returns
+    return (
+        len(returns) == 1
+        and returns[0].alias_info is not None
+        and not returns[0].alias_info.is_write
+        and not any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     )
 
 

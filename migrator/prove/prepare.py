@@ -362,14 +362,11 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
     out-of-place result instead. Refuses unless that tensor is the fresh output of a module and
     nothing but such modules read it before (any other reader may hold a view of it)."""
     target = node.args[0] if node.args else None
-    if not (
-        isinstance(target, Node)
-        and target.op == "call_module"
-        and _fresh_output(called_module(gm, target))
-    ):
+    if not (isinstance(target, Node) and _made_fresh(gm, target)):
         raise Refusal(
             "MIG108",
-            "changes in place a tensor that may be shared (not the fresh output of a module)",
+            "changes in place a tensor that may be shared (not the fresh output of a module, a "
+            "factory, or a module passing on such a tensor that nothing else reads)",
         )
     later = set()
     cursor = node.next
@@ -387,6 +384,37 @@ def _later_readers(gm: fx.GraphModule, node: Node) -> list[Node]:
                 "changes in place a tensor read before by an op that may hold a view of it",
             )
     return [reader for reader in target.users if reader in later]
+
+
+def _made_fresh(gm: fx.GraphModule, node: Node) -> bool:
+    """Whether `node` gives a tensor nothing else sees, by the static checker's rules: the
+    output of a module that always returns a new one (`catalog.output_kind`), a factory
+    (`catalog.FRESH_FUNCTIONS`, `FRESH_METHODS`, never with `out=`), or what a module that passes
+    its input on, or a fill (`FILLING_METHODS`), gives of such a tensor read by nothing else."""
+    if node.op == "call_module":
+        module = called_module(gm, node)
+        name = _known_classes().get(type(module))
+        inplace = bool(getattr(module, "inplace", False))
+        kind = catalog.output_kind(name, inplace) if name is not None else ""
+        return kind == "fresh" or (kind == "input" and _passes_fresh(gm, node))
+    if "out" in node.kwargs:
+        return False
+    if node.op == "call_function":
+        name = getattr(node.target, "__name__", "")
+        return getattr(torch, name, None) is node.target and f"torch.{name}" in (
+            catalog.FRESH_FUNCTIONS
+        )
+    if node.op == "call_method":
+        if node.target in catalog.FRESH_METHODS:
+            return True
+        return node.target in catalog.FILLING_METHODS and _passes_fresh(gm, node)
+    return False
+
+
+def _passes_fresh(gm: fx.GraphModule, node: Node) -> bool:
+    """Whether the first input `node` passes on is fresh (`_made_fresh`) and read by it alone."""
+    first = node.args[0] if node.args else None
+    return isinstance(first, Node) and len(first.users) == 1 and _made_fresh(gm, first)
 
 
 def _fresh_output(module: torch.nn.Module) -> bool:
