@@ -171,14 +171,50 @@ class FileInfo:
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
-    """The file of the module at `rel` under the first of `roots` that holds one."""
+    """The file of the module at `rel` under the first of `roots` that holds one. A module
+    missing (`typing`, a package not installed there) is looked for under every root, hundreds
+    in a large package: a root whose entries (`_entries`) hold neither the module's first
+    name nor that name `.py` is passed over with one `stat`."""
+    tail = os.fspath(rel)
+    first = rel.parts[0] if rel.parts else ""
     for root in roots:
         if root is None:
             continue
-        for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-            if candidate.is_file():
-                return candidate
+        entries = _entries(os.fspath(root))
+        if entries is not None and first not in entries and f"{first}.py" not in entries:
+            continue
+        base = os.path.join(root, tail)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return Path(candidate)
     return None
+
+
+_ENTRIES: dict[str, tuple[int, frozenset[str]]] = {}
+"""Folder -> (its modification time, the names in it): a name added to or removed from a
+folder changes its modification time (an entry made within its file system's time resolution
+of the listing is not seen). Oldest first, bounded by `_ENTRIES_KEPT`."""
+_ENTRIES_KEPT = 4096
+
+
+def _entries(folder: str) -> frozenset[str] | None:
+    """The names in `folder` (empty: it is not a folder; None: it cannot be listed)."""
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        return frozenset()
+    kept = _ENTRIES.get(folder)
+    if kept is None or kept[0] != stamp:
+        try:
+            names = frozenset(os.listdir(folder))
+        except NotADirectoryError:
+            names = frozenset()
+        except OSError:
+            return None
+        kept = _ENTRIES[folder] = (stamp, names)
+        while len(_ENTRIES) > _ENTRIES_KEPT:
+            del _ENTRIES[next(iter(_ENTRIES))]
+    return kept[1]
 
 
 def module_name(path: Path, resolved: bool = False) -> tuple[str, bool, Path]:
