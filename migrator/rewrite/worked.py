@@ -121,10 +121,13 @@ def _same_index(path: Path | None, was: dict[str, frozenset[Path]], project: Pro
     return now is was or (not now and not was)
 
 
-_KEPT: OrderedDict[tuple[str, str, str, str, str, int], Trace] = OrderedDict()
-"""(path, module, text of the file worked out, op-module settings, line length) -> its trace,
-most recently used last. Bounded by `_KEPT_TRACES`."""
-_KEPT_TRACES = 64
+_KEPT: OrderedDict[tuple[str, str, str, str, str, int], list[Trace]] = OrderedDict()
+"""(path, module, text of the file worked out, op-module settings, line length) -> its traces,
+most recent first (a file worked out where its bases were already worked out reads other
+things than where they were not), the most recently used file last. Bounded by
+`_KEPT_FILES` and `_TRACES_A_FILE`."""
+_KEPT_FILES = 64
+_TRACES_A_FILE = 4
 
 
 def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
@@ -140,10 +143,11 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
         analysis.toolkit,
         analysis.line_length,
     )
-    kept = _KEPT.pop(key, None) if not project.evidence.seen else None
-    if kept is not None:
+    kept = _KEPT.pop(key, []) if not project.evidence.seen else []
+    if kept:
         _KEPT[key] = kept
-        if kept.replay(analysis):
+    for trace in kept:
+        if trace.replay(analysis):
             return
     trace = Trace()
     project.traces.append(trace)
@@ -153,6 +157,6 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
         project.traces.pop()
     trace.end(project)
     if trace.usable() and not project.evidence.seen:
-        _KEPT[key] = trace
-        while len(_KEPT) > _KEPT_TRACES:
+        _KEPT[key] = [trace, *kept][:_TRACES_A_FILE]
+        while len(_KEPT) > _KEPT_FILES:
             del _KEPT[next(iter(_KEPT))]
