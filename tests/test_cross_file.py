@@ -569,3 +569,75 @@ def test_a_helper_of_another_file_annotated_to_take_a_size_first_becomes_a_modul
         x = torch.randn(2, 4, 4)
         assert torch.equal(a(x), b(x))
     assert sum(type(m).__name__ == "Grid" for m in b.modules()) == 2
+
+
+MIXIN = "class Mixin:\n    def setup(self):\n        self.relu = None\n"
+WORKED_BASE = """import torch.nn as nn
+import torch.nn.functional as F
+
+from .mixin import Mixin
+
+
+class Base(Mixin, nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.relu(self.fc(x))
+"""
+SUBCLASS = """import torch.nn as nn
+import torch.nn.functional as F
+
+from .base import Base
+
+
+class NAME(Base):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.relu(self.head(x))
+"""
+
+
+def test_a_worked_out_base_is_taken_again_only_while_what_it_read_is_the_same(
+    tmp_path, monkeypatch
+):
+    """The names a base file's rewrite creates (`Base` is worked out for each subclass's file)
+    are kept a process with what that work-out read: its mixin's file changed between two
+    files, the base is worked out afresh (its module is `relu` once the mixin stops using
+    `self.relu`, so the next subclass takes `relu_1`); unchanged, it is taken as it was."""
+    from migrator.rewrite.analyze import ProjectAnalysis
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mixin.py").write_text(MIXIN)
+    (pkg / "base.py").write_text(WORKED_BASE)
+    for name in ("NetA", "NetB", "NetC"):
+        (pkg / f"{name.lower()}.py").write_text(SUBCLASS.replace("NAME", name))
+    analysed: list[str] = []
+    file = ProjectAnalysis.file
+
+    def counting(self, source, path, tree=None, disable=frozenset()):
+        analysed.append(Path(path).name)
+        return file(self, source, path, tree, disable)
+
+    monkeypatch.setattr(ProjectAnalysis, "file", counting)
+
+    def fixed(name: str) -> str:
+        analysed.clear()
+        [outcome] = run([str(pkg / name)], Settings(), rewrite=True)
+        return outcome.new_text
+
+    assert "self.relu_2 = nn.ReLU()" in fixed("neta.py")  # `relu` the mixin's, `relu_1` Base's
+    assert analysed == ["neta.py", "base.py"]
+    (pkg / "mixin.py").write_text(MIXIN.replace("self.relu", "self.act"))
+    netb = fixed("netb.py")
+    assert analysed == ["netb.py", "base.py"]  # what Base's work-out read has changed
+    assert "self.relu_1 = nn.ReLU()" in netb and "self.relu = nn.ReLU()" not in netb
+    netc = fixed("netc.py")
+    assert analysed == ["netc.py"]  # nothing it read changed: taken as it was
+    assert netc == netb.replace("NetB", "NetC")

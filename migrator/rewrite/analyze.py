@@ -22,6 +22,7 @@ from migrator.rewrite.project import FileInfo, Project, RunSettings
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
+from migrator.rewrite import worked
 
 SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 """`# migrator: skip`, not `# migrator: skip[CODES]` (a suppression: `migrator.suppress`)."""
@@ -93,9 +94,9 @@ class ProjectAnalysis:
         project = self.project
         tree = tree or ast.parse(source)
         info = project.add(tree, Path(path) if path else None, source)
-        project.analyzed.add(info.names.module)
+        project.mark_analyzed(info.names.module)
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
-            project.created.pop(cls.qualname, None)
+            project.forget_created(cls.qualname)
         ctx, family = self._context(source, path, info, disable)
         assert ctx.helper_modules is not None  # set by `_context`
         ctx.helper_modules.add_twins()
@@ -142,6 +143,8 @@ class ProjectAnalysis:
         if module not in self._twins:
             self._twins[module] = None
             self._twins[module] = self._decide_twins(info)
+        for trace in self.project.traces:
+            trace.twins.setdefault(module, self._twins[module])
         return self._twins[module]
 
     def _decide_twins(self, info: FileInfo) -> Twins | None:
@@ -170,16 +173,17 @@ class ProjectAnalysis:
 
     def work_out(self, info: FileInfo) -> None:
         """Work out the rewrite of another file of the project (not torch's own sources), so the
-        names it creates in base classes are known to the file at hand."""
+        names it creates in base classes are known to the file at hand; what an earlier file
+        of the process worked out is taken when everything it read is the same (`worked`)."""
         module = info.names.module
         if (
-            module in self.project.analyzed
+            self.project.is_analyzed(module)
             or info.source is None
             or module.split(".")[0] == "torch"
         ):
             return
         if may_have_work(info.source):
-            self.file(info.source, str(info.path), info.tree)
+            worked.work_out(self, info, info.source)
 
 
 def _imported(ctx: FileContext, sources: dict[str, str]) -> dict[str, str]:

@@ -129,8 +129,9 @@ class Family:
 
     def _index(self) -> dict[str, frozenset[Path]]:
         if self._package is None:
-            path = self.info.path
-            self._package = package_index(path) if path is not None and path.exists() else {}
+            self._package = index_of(self.info.path)
+        for trace in self.project.traces:
+            trace.indexes.setdefault(self.info.path, self._package)
         return self._package
 
     def names_elsewhere(
@@ -147,6 +148,8 @@ class Family:
             state = check(kept[1], self.project, self.info, cls.file)
             if state is not None:
                 self.project.replay(*state)
+                for trace in self.project.traces:
+                    trace.take(kept[1])
                 return kept[2]
         generation, ancestors, subclasses = self._current(), self._ancestors, self._subclasses
         self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
@@ -183,3 +186,9 @@ class Family:
                             names.add(other.name)
                             todo.append(other.name)
         return list(found)
+
+
+def index_of(path: Path | None) -> dict[str, frozenset[Path]]:
+    """The index of the package of the file at `path` (`subclasses.package_index`; empty for
+    a file not on disk)."""
+    return package_index(path) if path is not None and path.exists() else {}

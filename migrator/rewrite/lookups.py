@@ -30,7 +30,7 @@ Key = tuple[str, "str | Path"]
 class Lookups:
     """The lookups of one search, first of each only, in order."""
 
-    def __init__(self, asking: FileInfo, searched: FileInfo) -> None:
+    def __init__(self, asking: FileInfo | None, searched: FileInfo | None) -> None:
         self._asking = asking
         self._searched = searched
         self.seen: dict[Key, Seen | None] = {}
@@ -68,7 +68,10 @@ _INTERNED_KEPT = 4096
 
 
 def check(
-    seen: dict[Key, Seen | None], project: Project, asking: FileInfo, searched: FileInfo
+    seen: dict[Key, Seen | None],
+    project: Project,
+    asking: FileInfo | None,
+    searched: FileInfo | None,
 ) -> tuple[list[Path], list[str]] | None:
     """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
     (the folders the files it would load add to the project's, the modules it would find
@@ -105,27 +108,53 @@ def check(
             if folder not in in_roots:
                 in_roots.add(folder)
                 roots.append(folder)
-        again = first_file(Path(*module.split(".")), roots)
-        if again is None or (again != path and _real(again) != real):
-            return None  # looked up by name later, the module would be another file
+        if kind == "file":  # found by name (roots only grow: a module's first match stays)
+            again = first_file(Path(*module.split(".")), roots)
+            if again is None or (again != path and _real(again) != real):
+                return None  # looked up by name later, the module would be another file
         loaded[module] = was
     return roots, [module for module, was in loaded.items() if was is None]
 
 
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:
-    """(real path, module name, import root, text) of a file, read once a project."""
+    """(real path, module name, import root, text) of a file, read once a project, and from
+    disk once a process while the file's modification time and size stay the same
+    (`_ON_DISK`)."""
     if path not in project.on_disk:
-        real = _real(path)
-        name, _, root = module_name(Path(real), resolved=True)
         try:
-            text: str | None = path.read_text(encoding="utf-8")
-        except (OSError, ValueError):
-            text = None
-        project.on_disk[path] = (real, name, root, text)
+            stat = os.stat(path)
+            stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            stamp = None
+        kept = _ON_DISK.get(path)
+        if stamp is None or kept is None or kept[0] != stamp:
+            real = _real(path)
+            name, _, root = module_name(Path(real), resolved=True)
+            try:
+                text: str | None = path.read_text(encoding="utf-8")
+            except (OSError, ValueError):
+                text = None
+            if text is not None:
+                text = _TEXTS.get(text, text)  # the copy the searches kept hold, when one does
+            kept = _ON_DISK[path] = (stamp, (real, name, root, text))
+            while len(_ON_DISK) > _ON_DISK_KEPT:
+                del _ON_DISK[next(iter(_ON_DISK))]
+        project.on_disk[path] = kept[1]
     return project.on_disk[path]
 
 
-def _same(now: FileInfo | None, was: Seen | None, asking: FileInfo, searched: FileInfo) -> bool:
+_ON_DISK: dict[Path, tuple[tuple[int, int] | None, tuple[str, str, Path, str | None]]] = {}
+"""Path -> (its modification time and size, what `_on_disk` read): the files a kept search or
+work-out found are checked again for every file of a run. A file rewritten with the same size
+within the file system's time resolution, a symbolic link pointed elsewhere or a package's
+`__init__.py` added or removed while the process runs is not seen (a run does none of these
+to the files it reads). Oldest first, bounded by `_ON_DISK_KEPT`."""
+_ON_DISK_KEPT = 16_384
+
+
+def _same(
+    now: FileInfo | None, was: Seen | None, asking: FileInfo | None, searched: FileInfo | None
+) -> bool:
     if now is None or was is None:
         return now is None and was is None
     return (

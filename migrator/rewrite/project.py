@@ -25,6 +25,7 @@ from migrator.rewrite.walk import all_nodes
 
 if TYPE_CHECKING:
     from migrator.rewrite.lookups import Lookups
+    from migrator.rewrite.worked import Trace
 
 TORCH_MODULE = "torch.nn.Module"
 _NOT_MODULES = {
@@ -171,14 +172,50 @@ class FileInfo:
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
-    """The file of the module at `rel` under the first of `roots` that holds one."""
+    """The file of the module at `rel` under the first of `roots` that holds one. A module
+    missing (`typing`, a package not installed there) is looked for under every root, hundreds
+    in a large package: a root whose entries (`_entries`) hold neither the module's first
+    name nor that name `.py` is passed over with one `stat`."""
+    tail = os.fspath(rel)
+    first = rel.parts[0] if rel.parts else ""
     for root in roots:
         if root is None:
             continue
-        for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-            if candidate.is_file():
-                return candidate
+        entries = _entries(os.fspath(root))
+        if entries is not None and first not in entries and f"{first}.py" not in entries:
+            continue
+        base = os.path.join(root, tail)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return Path(candidate)
     return None
+
+
+_ENTRIES: dict[str, tuple[int, frozenset[str]]] = {}
+"""Folder -> (its modification time, the names in it): a name added to or removed from a
+folder changes its modification time (an entry made within its file system's time resolution
+of the listing is not seen). Oldest first, bounded by `_ENTRIES_KEPT`."""
+_ENTRIES_KEPT = 4096
+
+
+def _entries(folder: str) -> frozenset[str] | None:
+    """The names in `folder` (empty: it is not a folder; None: it cannot be listed)."""
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        return frozenset()
+    kept = _ENTRIES.get(folder)
+    if kept is None or kept[0] != stamp:
+        try:
+            names = frozenset(os.listdir(folder))
+        except NotADirectoryError:
+            names = frozenset()
+        except OSError:
+            return None
+        kept = _ENTRIES[folder] = (stamp, names)
+        while len(_ENTRIES) > _ENTRIES_KEPT:
+            del _ENTRIES[next(iter(_ENTRIES))]
+    return kept[1]
 
 
 def module_name(path: Path, resolved: bool = False) -> tuple[str, bool, Path]:
@@ -225,6 +262,9 @@ class Project:
         after a change (a file worked out afresh registers new `ClassInfo`s)."""
         self.lookups: Lookups | None = None
         """While set, every module and file looked up is recorded there (`lookups`)."""
+        self.traces: list[Trace] = []
+        """The work-outs of other files being recorded, innermost last (`worked`): each
+        lookup, and each read and write of what the analysis keeps across files, goes to all."""
         self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
         """Path -> (real path, module name, import root, text; None: unreadable), read once a
         project by `lookups.check` (which asks about the same files for each class)."""
@@ -245,6 +285,8 @@ class Project:
                 info.classes[stmt.name] = ClassInfo(stmt.name, qual, stmt, info)
         if module:
             self._by_module[module] = info
+        for trace in self.traces:
+            trace.added.append((path, source))
         return info
 
     def _add_read(self, path: Path, source: str) -> FileInfo:
@@ -265,6 +307,15 @@ class Project:
             self._by_module[module] = info
         return info
 
+    def add_text(self, path: Path, text: str) -> FileInfo:
+        """Register a file as `add` registers the one being processed, from its text (its tree
+        parsed only when needed): a file whose rewrite was worked out (`worked`)."""
+        info = self._add_read(path, text)
+        info.source = None
+        for trace in self.traces:
+            trace.added.append((path, text))
+        return info
+
     def _add_roots(self, path: Path | None, root: Path | None) -> None:
         """Add a registered file's import root and folder to the folders searched."""
         if path is not None and root is not None:
@@ -283,24 +334,32 @@ class Project:
         try:
             info = self._add_read(path, path.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError):
-            if self.lookups is not None:
-                self.lookups.usable = False  # another process may read it otherwise
+            self._unusable()  # another process may read it otherwise
             return None
         return self._seen(("file", path), info)
 
     def _seen(self, key: tuple[str, str | Path], found: FileInfo | None) -> FileInfo | None:
-        """`found`, recorded in `lookups` when set."""
+        """`found`, recorded in `lookups` when set, and in each trace."""
         if self.lookups is not None:
             self.lookups.record(key, found)
+        for trace in self.traces:
+            trace.lookups.record(key, found)
         return found
+
+    def _unusable(self) -> None:
+        """What is being recorded read something another project could read otherwise."""
+        if self.lookups is not None:
+            self.lookups.usable = False
+        for trace in self.traces:
+            trace.lookups.usable = False
 
     def load(self, module: str) -> FileInfo | None:
         """The parsed file of a module (None: not found or not parsable)."""
-        if self.lookups is None:
+        if self.lookups is None and not self.traces:
             return self._load(module)
         found = self._load(module)
         if found is not None and self._by_module.get(module) is not found:
-            self.lookups.usable = False  # registered under another name: read again next time
+            self._unusable()  # registered under another name: read again next time
         return self._seen(("module", module), found)
 
     def _load(self, module: str) -> FileInfo | None:
@@ -326,8 +385,7 @@ class Project:
         try:
             return self._add_read(candidate, candidate.read_text(encoding="utf-8"))
         except (SyntaxError, ValueError, OSError):
-            if self.lookups is not None:
-                self.lookups.usable = False  # another process may read it otherwise
+            self._unusable()  # another process may read it otherwise
             return None
 
     @property
@@ -350,7 +408,43 @@ class Project:
 
     def processes(self, path: Path | None) -> RunSettings | None:
         """The settings the file at `path` is processed with in this run (None: it is not)."""
-        return self.in_run(path) if path is not None and self.in_run is not None else None
+        settings = self.in_run(path) if path is not None and self.in_run is not None else None
+        for trace in self.traces:
+            trace.processes.setdefault(path, settings)
+        return settings
+
+    def names_created(self, qualname: str) -> set[str]:
+        """The attribute names the rewrite creates in a class (`created`), read."""
+        names = self.created.get(qualname, set())
+        for trace in self.traces:
+            if qualname not in trace.written:
+                trace.created.setdefault(qualname, frozenset(names))
+        return names
+
+    def create(self, qualname: str, name: str) -> None:
+        """Note `name` as created in the class `qualname`."""
+        self.created.setdefault(qualname, set()).add(name)
+        for trace in self.traces:
+            trace.written.add(qualname)
+
+    def forget_created(self, qualname: str) -> None:
+        """Forget the names created in a class (its file is worked out afresh)."""
+        self.created.pop(qualname, None)
+        for trace in self.traces:
+            trace.written.add(qualname)
+
+    def is_analyzed(self, module: str) -> bool:
+        """Whether the rewrite of `module` has been worked out in this run."""
+        analyzed = module in self.analyzed
+        for trace in self.traces:
+            if module not in trace.analyzed_here:
+                trace.analyzed.setdefault(module, analyzed)
+        return analyzed
+
+    def mark_analyzed(self, module: str) -> None:
+        self.analyzed.add(module)
+        for trace in self.traces:
+            trace.analyzed_here[module] = None
 
     def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""
@@ -415,8 +509,14 @@ class Project:
         if cls is None:
             return None
         if cls.qualname in self._stateless:
-            return self._stateless[cls.qualname]
+            verdict = self._stateless[cls.qualname]
+            for trace in self.traces:
+                if cls.qualname not in trace.stateless_here:
+                    trace.stateless.setdefault(cls.qualname, verdict)
+            return verdict
         self._stateless[cls.qualname] = None  # cycles are unknown
+        for trace in self.traces:
+            trace.stateless_here.add(cls.qualname)
         result = self._class_stateless(cls)
         self._stateless[cls.qualname] = result
         return result

@@ -35,13 +35,14 @@ class TakenNames:
 
     def _collect(self, family: Family, analysis: WorksOut) -> set[str]:
         taken = set(catalog.MODULE_ATTRIBUTES)
-        created = self.ctx.project.created
+        project = self.ctx.project
         own = self._class_names(self.cls)
         for cls in family.related(self.cls):
             if cls.file is not self.ctx.info:
                 analysis.work_out(cls.file)
-            taken |= created.get(cls.qualname, set())
-            clash = sorted(own & created.get(cls.qualname, set())) if cls is not self.cls else []
+            created = project.names_created(cls.qualname)
+            taken |= created
+            clash = sorted(own & created) if cls is not self.cls else []
             if clash and cls.file is not self.ctx.info:
                 self.ctx.report(
                     self.cls.node,
@@ -71,7 +72,7 @@ class TakenNames:
             name = f"{base}_{n}"
         self._tried[base] = n
         self._taken.add(name)
-        self.ctx.project.created.setdefault(self.cls.qualname, set()).add(name)
+        self.ctx.project.create(self.cls.qualname, name)
         return name
 
 
