@@ -7,6 +7,7 @@ search tells apart by identity (the asking file, the file of the class searched 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import os
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
