@@ -28,7 +28,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
 from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
-from migrator.rewrite.plan import TWIN_DOC, HelperClass
+from migrator.rewrite.plan import HOLDER_DOC, TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames
@@ -83,6 +83,12 @@ class HelperModules:
         """Public helper's name -> why it gets no twin although another file calls it."""
         self.in_earlier = False
         """Whether the class being analysed is a helper's class made by an earlier run."""
+        self._wraps: dict[int, tuple[str, bool]] = {}
+        """id of a helper registered with `torch.fx.wrap` -> (how the file names it, whether
+        as a decorator)."""
+        self.wrapped_twins: dict[str, ast.FunctionDef] = earlier_wrapped(ctx.info)
+        """Twin function an earlier run added for a helper registered with `torch.fx.wrap`
+        -> that helper."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -96,6 +102,12 @@ class HelperModules:
                 continue
             calls = calls or PackageCalls(info.path)
             if not calls.from_methods(name) or not self.has_work(function, True):
+                continue
+            if self.refusal(function, False) is None and id(function) in self._wraps:
+                self.not_twinned[name] = (
+                    "it is registered with `torch.fx.wrap`: its ops become modules only for the "
+                    "calls in its own file (through its twin function)"
+                )
                 continue
             made = self.module_for(function, None)
             if made is not None:
@@ -249,6 +261,9 @@ class HelperModules:
         name = next((n for n in names if self._free(n)), "")
         if reason is None and not name:
             reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
+        wrap = self._wraps.get(key)
+        if reason is None and wrap and not self._free(f"{function.name}_ops"):
+            reason = f"the name of its twin function, `{function.name}_ops`, is taken"
         if reason is not None:
             self.reasons[key] = reason
             self.made[key] = None
@@ -276,6 +291,8 @@ class HelperModules:
             self.made[key] = None
             return None
         self._names.add(name)
+        if wrap:
+            self._names.add(f"{function.name}_ops")
         made = HelperClass(
             name,
             base,
@@ -285,6 +302,7 @@ class HelperModules:
                 for r in sorted(registrations, key=lambda r: r.key)
             ),
             decorator,
+            *(wrap or ("", False)),
         )
         self.ctx.plan.helper_classes[function.lineno] = made
         self.made[key] = made
@@ -343,14 +361,25 @@ class HelperModules:
             if not (static and isinstance(d, ast.Name) and d.id == "staticmethod")
         ]
         resolve = self.ctx.info.names.resolve
-        for decorator in decorators:
-            if resolve(decorator) == "torch.fx.wrap":
-                return f"it is decorated (`@{self.ctx.text(decorator)}`): {_FX_WRAP}"
-        kept = [d for d in decorators if not _notrace_function(resolve(d))]
+        if function.name in self.wrapped_twins:
+            return (
+                f"it is the twin function of `{self.wrapped_twins[function.name].name}`, which "
+                "an earlier run made: its ops are modules of the class it is given"
+            )
+        wraps = [d for d in decorators if resolve(d) == "torch.fx.wrap"]
+        if wraps and static:
+            return f"it is decorated (`@{self.ctx.text(wraps[0])}`): {_FX_WRAP}"
+        kept = [d for d in decorators if d not in wraps and not _notrace_function(resolve(d))]
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
         registration = self._registrations.get(function.name) if not static else None
-        if registration is not None:
+        if wraps and registration is None:
+            self._wraps[id(function)] = (self.ctx.text(wraps[0]), True)
+        elif (
+            registration is not None and not wraps and _wraps_name(registration, function, resolve)
+        ):
+            self._wraps[id(function)] = (self.ctx.text(registration.func), False)
+        elif registration is not None:
             return (
                 f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
                 f"{registration.lineno}, as a decorator would register it (a module made of it "
@@ -361,12 +390,63 @@ class HelperModules:
         params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
         if any(p.arg == "self" for p in params):
             return "it has a parameter named `self`"
+        if id(function) in self._wraps:
+            refused = self._wrap_refused(function)
+            if refused:
+                return refused
         for visit in self.ctx.visits(function):
             if isinstance(visit.node, (ast.Yield, ast.YieldFrom)) and not visit.repeated:
                 return "it is a generator"
             if isinstance(visit.node, (ast.Global, ast.Nonlocal)):
                 return "it declares global or nonlocal names"
         return self._returns(function)
+
+    def _wrap_refused(self, function: ast.FunctionDef) -> str | None:
+        """Why a helper registered with `torch.fx.wrap` gets no twin function (None: it may):
+        the twin calls its ops on a first parameter `ops`, and the helpers it calls would need
+        holders of their own."""
+        names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+        names |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+        if names & {"ops", "self"}:
+            return (
+                "fx keeps it a leaf, and its twin function would call its ops on `ops`, a name "
+                "it uses"
+            )
+        if any(info is self.ctx.info for (info, _), _ in called_helpers(self.ctx, function)):
+            return (
+                "fx keeps it a leaf, and it calls helpers of its file: its twin function would "
+                "need their modules too (not made yet)"
+            )
+        return None
+
+    def replay(self, twin: str) -> None:
+        """The analysis of the helper whose twin function `twin` an earlier run made (forward
+        calls the twin now): its findings of what stays, as the first run reported them; its
+        edits, made already, dropped."""
+        function = self.wrapped_twins[twin]
+        key = id(function)
+        if key in self.made or key in self._running:
+            return
+        self.made[key] = None
+        from migrator.rewrite.classes import ClassAnalysis  # classes reach helpers through scan
+
+        imports = _imports(self.ctx)
+        plan = self.ctx.plan
+        replaces, found, classes = (
+            len(plan.replaces),
+            len(self.ctx.findings),
+            dict(plan.helper_classes),
+        )
+        self._running.add(key)
+        stand_in = _stand_in(function, "_Replayed", self.ctx)
+        self.ctx.hold(stand_in)
+        ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(place=False)
+        self._running.discard(key)
+        del plan.replaces[replaces:]
+        plan.helper_classes = classes
+        self.ctx.findings[found:] = [f for f in self.ctx.findings[found:] if not f.fixable]
+        self.ctx.from_imports, self.ctx.plain_imports, plan.import_names = imports
+        self.analysed.add(key)
 
     def _returns(self, function: ast.FunctionDef) -> str | None:
         """Why the helper's results are not all tensors or tuples of tensors, as a module's
@@ -417,6 +497,33 @@ def existing_twins(info: FileInfo) -> dict[str, str]:
         if name and doc == TWIN_DOC.format(name) and name in info.functions:
             found[name] = cls.name
     return found
+
+
+def earlier_wrapped(info: FileInfo) -> dict[str, ast.FunctionDef]:
+    """Twin function -> its helper registered with `torch.fx.wrap`, for the holder classes an
+    earlier run added to the file."""
+    found = {}
+    for cls in info.classes.values():
+        doc = ast.get_docstring(cls.node, clean=False) or ""
+        parts = doc.split("`")
+        if len(parts) == 5 and doc == HOLDER_DOC.format(parts[1], parts[3]):
+            helper, twin = info.functions.get(parts[1]), info.functions.get(parts[3])
+            if helper is not None and twin is not None:
+                found[parts[3]] = helper
+    return found
+
+
+def _wraps_name(
+    call: ast.Call, function: ast.FunctionDef, resolve: Callable[[ast.expr], str | None]
+) -> bool:
+    """Whether a module-level call is `torch.fx.wrap("<function's name>")` (or of the function
+    itself)."""
+    if resolve(call.func) != "torch.fx.wrap" or call.keywords or len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    return (isinstance(arg, ast.Constant) and arg.value == function.name) or (
+        isinstance(arg, ast.Name) and arg.id == function.name
+    )
 
 
 def _imports(

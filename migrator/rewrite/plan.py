@@ -57,10 +57,16 @@ class Replace:
     """Each input with the keyword to pass it by (None: positional)."""
     index: str = ""
     """Subscripts after `self.<attr>` (`[i]`): the copy an iteration of a loop calls."""
+    via: str = ""
+    """A "call" of a helper registered with `torch.fx.wrap`: `<via>(self.<attr>, <inputs>)`,
+    its twin function given the module holding its ops ('' for `self.<attr>(<inputs>)`)."""
 
 
 TWIN_DOC = "`{}` as a module: its ops are submodules."
 """The docstring of a helper function's class, by which a later run knows it."""
+HOLDER_DOC = "The ops of `{}`, for its twin `{}`."
+"""The docstring of the class holding the ops of a helper registered with `torch.fx.wrap`
+(helper, twin function), by which a later run and `migrator verify` know it."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,17 @@ class HelperClass:
     decorator: str = ""
     """The class's decorator ('' for none): timm's `register_notrace_module`, for a helper
     decorated `register_notrace_function`."""
+    wrap: str = ""
+    """For a helper registered with `torch.fx.wrap` (how the file names it): the class only
+    holds the ops, and a twin function `<function>_ops(ops, ...)`, its body the helper's with
+    its ops called on `ops`, is added after it and registered the same way."""
+    wrap_decorates: bool = False
+    """Whether the helper is decorated with `torch.fx.wrap` (else registered by a call)."""
+
+    @property
+    def twin(self) -> str:
+        """The name of the twin function of a helper registered with `torch.fx.wrap`."""
+        return f"{self.function}_ops"
 
 
 @dataclass
