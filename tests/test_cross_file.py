@@ -463,7 +463,8 @@ def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
     assert [m for m in findings() if "`_shift`" in m and "(torch.sigmoid)" in m]
     layers.write_text(original.replace("def halves(x):", "@torch.fx.wrap\ndef halves(x):"))
     assert any(
-        "`halves` does not become a module: it is decorated (`@torch.fx.wrap`)" in m
+        "`halves` does not become a module: it is registered with `torch.fx.wrap`: its ops "
+        "become modules only for the calls in its own file" in m
         for m in findings()
     )
     layers.write_text(original)
