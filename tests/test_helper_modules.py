@@ -233,8 +233,6 @@ def test_a_helper_fx_wraps_stays_a_leaf_fx_traces():
     name = "helper_registered_leaf"
     after = import_path(after_of(FIXTURES / "cases" / f"{name}.before.py"), f"fx_{name}")
     graph = torch.fx.symbolic_trace(after.Model()).graph
-    [twin] = [
-        n for n in graph.nodes if n.op == "call_function" and "pad_odd" in n.target.__name__
-    ]
+    [twin] = [n for n in graph.nodes if n.op == "call_function" and "pad_odd" in n.target.__name__]
     assert twin.target.__name__ == "pad_odd_ops"
     assert twin.args[0].op == "get_attr" and twin.args[0].target == "pad_odd"

@@ -264,6 +264,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inherited_settings",
         "helper_fx_wrap_decorated",
         "helper_fx_wrap_attention",
+        "helper_fx_wrap_nested",
         "helper_registered_leaf",
     ],
 )

@@ -86,6 +86,9 @@ class HelperModules:
         self._wraps: dict[int, tuple[str, bool]] = {}
         """id of a helper registered with `torch.fx.wrap` -> (how the file names it, whether
         as a decorator)."""
+        self._replaying = False
+        """Whether `replay` runs: the classes it plans are dropped, so their names may be
+        taken (by those an earlier run made)."""
         self.wrapped_twins: dict[str, ast.FunctionDef] = earlier_wrapped(ctx.info)
         """Twin function an earlier run added for a helper registered with `torch.fx.wrap`
         -> that helper."""
@@ -258,11 +261,14 @@ class HelperModules:
             return None
         reason = self.refusal(function, owner is not None)
         names = _class_names(function, owner)
-        name = next((n for n in names if self._free(n)), "")
+        name = next((n for n in names if self._free(n)), "") or (
+            names[0] if self._replaying else ""
+        )
         if reason is None and not name:
             reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
         wrap = self._wraps.get(key)
-        if reason is None and wrap and not self._free(f"{function.name}_ops"):
+        free = self._replaying or self._free(f"{function.name}_ops")
+        if reason is None and wrap and not free:
             reason = f"the name of its twin function, `{function.name}_ops`, is taken"
         if reason is not None:
             self.reasons[key] = reason
@@ -412,11 +418,6 @@ class HelperModules:
                 "fx keeps it a leaf, and its twin function would call its ops on `ops`, a name "
                 "it uses"
             )
-        if any(info is self.ctx.info for (info, _), _ in called_helpers(self.ctx, function)):
-            return (
-                "fx keeps it a leaf, and it calls helpers of its file: its twin function would "
-                "need their modules too (not made yet)"
-            )
         return None
 
     def replay(self, twin: str) -> None:
@@ -440,7 +441,9 @@ class HelperModules:
         self._running.add(key)
         stand_in = _stand_in(function, "_Replayed", self.ctx)
         self.ctx.hold(stand_in)
+        replaying, self._replaying = self._replaying, True
         ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(place=False)
+        self._replaying = replaying
         self._running.discard(key)
         del plan.replaces[replaces:]
         plan.helper_classes = classes
