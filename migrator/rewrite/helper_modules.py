@@ -439,7 +439,7 @@ class HelperModules:
             dict(plan.helper_classes),
         )
         self._running.add(key)
-        stand_in = _stand_in(function, "_Replayed", self.ctx)
+        stand_in = _stand_in(function, twin, self.ctx)  # a name no class of the file takes
         self.ctx.hold(stand_in)
         replaying, self._replaying = self._replaying, True
         ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(place=False)
