@@ -29,7 +29,7 @@ from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import prepare_graph, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
 from migrator.prove.trace import SOURCE, TraceFailure
-from migrator.rewrite.plan import HOLDER_DOC
+from migrator.rewrite.plan import TWIN_DOC
 
 Status = Literal["pass", "fail", "skip"]
 PASS: Status = "pass"
@@ -286,7 +286,7 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
 def _wrapped_twins(gm: fx.GraphModule) -> dict[fx.Node, tuple[fx.Node, str]]:
     """The calls of a twin function `<helper>_ops(ops, ...)` that `fix` made of a helper fx
     keeps a leaf (`torch.fx.wrap`), whose first argument is a get_attr of the module holding
-    its ops (its class's docstring names both; used by nothing else): each reads as a call of
+    its ops (its class's docstring names the helper; used by nothing else): each reads as a call of
     the helper, without that argument. The body of the twin fx never looks into; export and
     the outputs compare it. Call node -> (holder's get_attr node, `_qualname` of the helper)."""
     found: dict[fx.Node, tuple[fx.Node, str]] = {}
@@ -308,7 +308,7 @@ def _wrapped_twins(gm: fx.GraphModule) -> dict[fx.Node, tuple[fx.Node, str]]:
             module = getattr(module, part, None)
         helper_name = name.removesuffix("_ops")
         helper = getattr(node.target, "__globals__", {}).get(helper_name)
-        if helper is not None and type(module).__doc__ == HOLDER_DOC.format(helper_name, name):
+        if helper is not None and type(module).__doc__ == TWIN_DOC.format(helper_name):
             found[node] = (holder, _qualname(helper))
     return found
 

@@ -28,7 +28,6 @@ from migrator.rewrite.imports import (
 )
 from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import (
-    HOLDER_DOC,
     TWIN_DOC,
     HelperClass,
     InputRef,
@@ -189,10 +188,9 @@ class _Apply(cst.CSTTransformer):
         made = self.plan.helper_classes.get(self._span(original.name)[0])
         if made is None:
             return self._after_top(updated)
-        if made.wrap:
-            self.pending += _holder_and_twin(made, updated)
-        else:
-            self.pending.append(_helper_class(made, updated))
+        self.pending.append(_helper_class(made, updated))
+        if made.wrap and any(r.via == made.twin for r in self.replaces.values()):
+            self.pending += _twin_function(made, updated)  # for the calls of its own file
         return self._after_top(original)  # the function stays as it was, for its other callers
 
     def leave_ClassDef(
@@ -443,16 +441,10 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
 
 
-def _holder_and_twin(made: HelperClass, function: cst.FunctionDef) -> list[cst.BaseStatement]:
-    """For a helper registered with `torch.fx.wrap`: the class holding its ops (its `__init__`
-    only), its twin function (the helper, its replacements made, calling them on a first
-    parameter `ops`), and the twin's registration, as the helper's is made."""
-    init = "".join(textwrap.indent(code, " " * 8) + "\n" for code in made.init)
-    holder = cst.parse_statement(
-        f"class {made.name}({made.base}):\n"
-        f'    """{HOLDER_DOC.format(made.function, made.twin)}"""\n\n'
-        f"    def __init__(self):\n        super().__init__()\n{init}"
-    )
+def _twin_function(made: HelperClass, function: cst.FunctionDef) -> list[cst.BaseStatement]:
+    """For a helper registered with `torch.fx.wrap`: its twin function (the helper, its
+    replacements made, calling them on a first parameter `ops`, an instance of its class),
+    and the twin's registration, as the helper's is made."""
     params = function.params
     first = cst.Param(cst.Name("ops"))
     following = [*params.posonly_params, *params.params]
@@ -472,8 +464,8 @@ def _holder_and_twin(made: HelperClass, function: cst.FunctionDef) -> list[cst.B
     ).visit(_SelfToOps())
     assert isinstance(twin, cst.FunctionDef)
     if made.wrap_decorates:
-        return [holder, twin]
-    return [holder, twin, cst.parse_statement(f'{made.wrap}("{made.twin}")\n')]
+        return [twin]
+    return [twin, cst.parse_statement(f'{made.wrap}("{made.twin}")\n')]
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -28,7 +28,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
 from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
-from migrator.rewrite.plan import HOLDER_DOC, TWIN_DOC, HelperClass
+from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames
@@ -86,9 +86,6 @@ class HelperModules:
         self._wraps: dict[int, tuple[str, bool]] = {}
         """id of a helper registered with `torch.fx.wrap` -> (how the file names it, whether
         as a decorator)."""
-        self._replaying = False
-        """Whether `replay` runs: the classes it plans are dropped, so their names may be
-        taken (by those an earlier run made)."""
         self.wrapped_twins: dict[str, ast.FunctionDef] = earlier_wrapped(ctx.info)
         """Twin function an earlier run added for a helper registered with `torch.fx.wrap`
         -> that helper."""
@@ -105,12 +102,6 @@ class HelperModules:
                 continue
             calls = calls or PackageCalls(info.path)
             if not calls.from_methods(name) or not self.has_work(function, True):
-                continue
-            if self.refusal(function, False) is None and id(function) in self._wraps:
-                self.not_twinned[name] = (
-                    "it is registered with `torch.fx.wrap`: its ops become modules only for the "
-                    "calls in its own file (through its twin function)"
-                )
                 continue
             made = self.module_for(function, None)
             if made is not None:
@@ -261,14 +252,11 @@ class HelperModules:
             return None
         reason = self.refusal(function, owner is not None)
         names = _class_names(function, owner)
-        name = next((n for n in names if self._free(n)), "") or (
-            names[0] if self._replaying else ""
-        )
+        name = next((n for n in names if self._free(n)), "")
         if reason is None and not name:
             reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
         wrap = self._wraps.get(key)
-        free = self._replaying or self._free(f"{function.name}_ops")
-        if reason is None and wrap and not free:
+        if reason is None and wrap and not self._free(f"{function.name}_ops"):
             reason = f"the name of its twin function, `{function.name}_ops`, is taken"
         if reason is not None:
             self.reasons[key] = reason
@@ -420,37 +408,6 @@ class HelperModules:
             )
         return None
 
-    def replay(self, twin: str) -> None:
-        """The analysis of the helper whose twin function `twin` an earlier run made (forward
-        calls the twin now): its findings of what stays, as the first run reported them; its
-        edits, made already, dropped."""
-        function = self.wrapped_twins[twin]
-        key = id(function)
-        if key in self.made or key in self._running:
-            return
-        self.made[key] = None
-        from migrator.rewrite.classes import ClassAnalysis  # classes reach helpers through scan
-
-        imports = _imports(self.ctx)
-        plan = self.ctx.plan
-        replaces, found, classes = (
-            len(plan.replaces),
-            len(self.ctx.findings),
-            dict(plan.helper_classes),
-        )
-        self._running.add(key)
-        stand_in = _stand_in(function, twin, self.ctx)  # a name no class of the file takes
-        self.ctx.hold(stand_in)
-        replaying, self._replaying = self._replaying, True
-        ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(place=False)
-        self._replaying = replaying
-        self._running.discard(key)
-        del plan.replaces[replaces:]
-        plan.helper_classes = classes
-        self.ctx.findings[found:] = [f for f in self.ctx.findings[found:] if not f.fixable]
-        self.ctx.from_imports, self.ctx.plain_imports, plan.import_names = imports
-        self.analysed.add(key)
-
     def _returns(self, function: ast.FunctionDef) -> str | None:
         """Why the helper's results are not all tensors or tuples of tensors, as a module's
         are taken to be (its first parameter taken for a tensor, as forward's is)."""
@@ -503,16 +460,14 @@ def existing_twins(info: FileInfo) -> dict[str, str]:
 
 
 def earlier_wrapped(info: FileInfo) -> dict[str, ast.FunctionDef]:
-    """Twin function -> its helper registered with `torch.fx.wrap`, for the holder classes an
-    earlier run added to the file."""
+    """Twin function -> its helper registered with `torch.fx.wrap`, for the helpers an earlier
+    run gave a class and a twin function `<helper>_ops` (whose first parameter is `ops`)."""
     found = {}
-    for cls in info.classes.values():
-        doc = ast.get_docstring(cls.node, clean=False) or ""
-        parts = doc.split("`")
-        if len(parts) == 5 and doc == HOLDER_DOC.format(parts[1], parts[3]):
-            helper, twin = info.functions.get(parts[1]), info.functions.get(parts[3])
-            if helper is not None and twin is not None:
-                found[parts[3]] = helper
+    for name in existing_twins(info):
+        twin = info.functions.get(f"{name}_ops")
+        params = [*twin.args.posonlyargs, *twin.args.args] if twin else []
+        if twin is not None and params and params[0].arg == "ops":
+            found[twin.name] = info.functions[name]
     return found
 
 

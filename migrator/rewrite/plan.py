@@ -64,9 +64,6 @@ class Replace:
 
 TWIN_DOC = "`{}` as a module: its ops are submodules."
 """The docstring of a helper function's class, by which a later run knows it."""
-HOLDER_DOC = "The ops of `{}`, for its twin `{}`."
-"""The docstring of the class holding the ops of a helper registered with `torch.fx.wrap`
-(helper, twin function), by which a later run and `migrator verify` know it."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +82,11 @@ class HelperClass:
     """The class's decorator ('' for none): timm's `register_notrace_module`, for a helper
     decorated `register_notrace_function`."""
     wrap: str = ""
-    """For a helper registered with `torch.fx.wrap` (how the file names it): the class only
-    holds the ops, and a twin function `<function>_ops(ops, ...)`, its body the helper's with
-    its ops called on `ops`, is added after it and registered the same way."""
+    """For a helper registered with `torch.fx.wrap` (how the file names it): a twin function
+    `<function>_ops(ops, ...)`, its body the helper's with its ops called on `ops` (the
+    class's modules), is added after the class and registered the same way: calls in the
+    helper's file, which fx keeps leaves, go through it; calls from other files, which fx
+    traces through, call the class."""
     wrap_decorates: bool = False
     """Whether the helper is decorated with `torch.fx.wrap` (else registered by a call)."""
 
