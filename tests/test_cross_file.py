@@ -357,6 +357,7 @@ def test_a_rewrite_knows_the_twins_it_imports_from_files_of_the_run(tmp_path):
     assert outcomes["net.py"].twin_sources == {
         "pkg.layers.Halves": layers,
         "pkg.layers.Mix": layers,
+        "pkg.layers.Wrapped": layers,
     }
     assert outcomes["layers.py"].twin_sources == {}
     assert main(["fix", str(pkg)]) == 1
@@ -461,9 +462,9 @@ def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
     layers.write_text(original.replace(shift, shift.replace("tanh", "sigmoid")))
     assert [m for m in before if "`_shift`" in m and "(torch.tanh)" in m]
     assert [m for m in findings() if "`_shift`" in m and "(torch.sigmoid)" in m]
-    layers.write_text(original.replace("def halves(x):", "@torch.fx.wrap\ndef halves(x):"))
+    layers.write_text(original.replace("def halves(x):", "@torch.no_grad()\ndef halves(x):"))
     assert any(
-        "`halves` does not become a module: it is decorated (`@torch.fx.wrap`)" in m
+        "`halves` does not become a module: it is decorated (`@torch.no_grad()`)" in m
         for m in findings()
     )
     layers.write_text(original)

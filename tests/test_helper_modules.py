@@ -228,9 +228,11 @@ def test_signature_type_comments_annotate_functions_without_annotations():
 
 def test_a_helper_fx_wraps_stays_a_leaf_fx_traces():
     """`torch.fx.wrap("pad_odd")` makes the function an fx leaf; a module made of it would be
-    traced into, and its `if` on a size would stop fx: the migrated model still traces, with
-    `pad_odd` one node as before."""
+    traced into, and its `if` on a size would stop fx: the migrated model still traces, its
+    twin `pad_odd_ops` one node, given the module holding its ops."""
     name = "helper_registered_leaf"
     after = import_path(after_of(FIXTURES / "cases" / f"{name}.before.py"), f"fx_{name}")
     graph = torch.fx.symbolic_trace(after.Model()).graph
-    assert [n.target.__name__ for n in graph.nodes if n.op == "call_function"].count("pad_odd") == 1
+    [twin] = [n for n in graph.nodes if n.op == "call_function" and "pad_odd" in n.target.__name__]
+    assert twin.target.__name__ == "pad_odd_ops"
+    assert twin.args[0].op == "get_attr" and twin.args[0].target == "pad_odd"

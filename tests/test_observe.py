@@ -231,3 +231,30 @@ def test_vit_block_annotations():
     )  # LayerNorm affine stays float
     assert report.observer_count == report.group_count == _distinct_observers(prepared)
     assert report.ok, report.problems
+
+
+def test_the_ops_a_wrapped_helpers_twin_calls_are_named_by_their_module_and_call():
+    """The modules of a `torch.fx.wrap` helper's holder run inside its twin function: each
+    observer names the holder's module (`window_attention.softmax`) and the line of forward
+    calling the twin (torch.export records no frame of a plain function)."""
+    from fixture_cases import FIXTURES, import_path
+
+    path = FIXTURES / "cases" / "helper_fx_wrap_attention.after.py"
+    after = import_path(path, "observe_fx_wrap_attention")
+    prepared, quantizer = _prepared(after.Model().eval(), after.example_inputs())
+    report = observer_report(prepared, quantizer)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    named = {
+        label: record.sources
+        for record in report.observers
+        for label in record.observes
+        if label.startswith("window_attention.")
+    }
+    assert set(named) == {
+        f"window_attention.{op}"
+        for op in ("matmul (matmul)", "mul (mul)", "add (add)", "softmax (softmax)")
+    } | {"window_attention.matmul_1 (matmul)"}
+    for sources in named.values():
+        [source] = sources
+        code = lines[int(source.rsplit(":", 1)[1]) - 1]
+        assert "window_attention_ops(self.window_attention," in code

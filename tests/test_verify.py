@@ -264,6 +264,10 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inherited_settings",
         "inplace_own_sliced",
         "inplace_own_pass_through",
+        "helper_fx_wrap_decorated",
+        "helper_fx_wrap_attention",
+        "helper_fx_wrap_nested",
+        "helper_registered_leaf",
     ],
 )
 def test_fixture_rewrites_verify(name):
@@ -278,6 +282,28 @@ def test_fixture_rewrites_verify(name):
     case = FIXTURE_CASES / f"{name}.before.py"
     [result] = _verify(case, expected_after(case), Target(case, "Model")).results
     assert set(_statuses(result).values()) == {"pass"}, result
+
+
+def test_a_wrapped_helpers_twin_reads_as_the_helper_and_its_body_is_still_compared():
+    """fx keeps a `torch.fx.wrap` helper and its twin leaves: the twin's call, given the module
+    holding its ops, reads as the helper's (the fx graph passes); a twin whose body differs
+    still traces the same, and export and the outputs fail it."""
+    from fixture_cases import expected_after
+
+    case = FIXTURE_CASES / "helper_fx_wrap_attention.before.py"
+    after = expected_after(case)
+    [result] = _verify(case, after, Target(case, "Model")).results
+    fx_check = result.checks[1]
+    assert fx_check.status == "pass" and fx_check.figures["modules"] == 1, fx_check
+    wrong = after.replace("ops.add(attn, bias)", "ops.add(attn, bias * 2)")
+    assert wrong != after
+    [result] = _verify(case, wrong, Target(case, "Model")).results
+    assert _statuses(result) == {
+        "state_dict": "pass",
+        "fx graph": "pass",
+        "export": "fail",
+        "outputs": "fail",
+    }
 
 
 # --------------------------------------------------------------------------- CLI

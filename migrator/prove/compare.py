@@ -29,6 +29,7 @@ from migrator.prove.outputs import count_tensors, difference, run_seeded
 from migrator.prove.prepare import prepare_graph, prepare_report
 from migrator.graph import called_module, describe_source, last_model_frame
 from migrator.prove.trace import SOURCE, TraceFailure
+from migrator.rewrite.plan import TWIN_DOC
 
 Status = Literal["pass", "fail", "skip"]
 PASS: Status = "pass"
@@ -253,10 +254,18 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
     modules = dict(gm.named_modules(remove_duplicate=False))
     positions: dict[fx.Node, int] = {}
     rows: list[tuple] = []
+    twins = _wrapped_twins(gm)
+    holders = {holder for holder, _ in twins.values()}
     for node in gm.graph.nodes:
+        if node in holders:
+            continue  # the module of a twin's ops: read as the helper it stands for
         positions[node] = len(rows)
+        given = node.args[1:] if node in twins else node.args
         # map_arg maps nodes to any value; its types allow only fx arguments
-        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
+        args, kwargs = map_arg((given, node.kwargs), lambda n: _Ref(positions[n]))  # type: ignore[arg-type, return-value]
+        if node in twins:
+            rows.append((node.op, twins[node][1], args, kwargs))
+            continue
         if node.op == "call_module":
             assert isinstance(node.target, str)  # fx keeps the module's path there
             module = modules[node.target]
@@ -272,6 +281,36 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
             target = _fx_target(gm, node, names)
         rows.append((node.op, target, args, kwargs))
     return rows
+
+
+def _wrapped_twins(gm: fx.GraphModule) -> dict[fx.Node, tuple[fx.Node, str]]:
+    """The calls of a twin function `<helper>_ops(ops, ...)` that `fix` made of a helper fx
+    keeps a leaf (`torch.fx.wrap`), whose first argument is a get_attr of the module holding
+    its ops (its class's docstring names the helper; used by nothing else): each reads as a call of
+    the helper, without that argument. The body of the twin fx never looks into; export and
+    the outputs compare it. Call node -> (holder's get_attr node, `_qualname` of the helper)."""
+    found: dict[fx.Node, tuple[fx.Node, str]] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not node.args:
+            continue
+        holder = node.args[0]
+        name = getattr(node.target, "__name__", "")
+        if (
+            not isinstance(holder, fx.Node)
+            or holder.op != "get_attr"
+            or len(holder.users) != 1
+            or not name.endswith("_ops")
+            or any(holder is a for a in [*node.args[1:], *node.kwargs.values()])
+        ):
+            continue
+        module: Any = gm
+        for part in str(holder.target).split("."):
+            module = getattr(module, part, None)
+        helper_name = name.removesuffix("_ops")
+        helper = getattr(node.target, "__globals__", {}).get(helper_name)
+        if helper is not None and type(module).__doc__ == TWIN_DOC.format(helper_name):
+            found[node] = (holder, _qualname(helper))
+    return found
 
 
 def _held_names(state: Mapping[str, Any], names: dict[int, str]) -> dict[str, list[str]]:

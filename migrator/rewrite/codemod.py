@@ -27,7 +27,15 @@ from migrator.rewrite.imports import (
     top_block,
 )
 from migrator.rewrite.layout import call_text, from_import_text
-from migrator.rewrite.plan import TWIN_DOC, HelperClass, InputRef, Plan, Replace, ReplaceKind, Span
+from migrator.rewrite.plan import (
+    TWIN_DOC,
+    HelperClass,
+    InputRef,
+    Plan,
+    Replace,
+    ReplaceKind,
+    Span,
+)
 from migrator.rewrite.regions import STAND_IN, Region
 
 
@@ -163,7 +171,7 @@ class _Apply(cst.CSTTransformer):
         self.replaces = replaces
         self.depth = 0
         """How many functions and classes the node being visited is in."""
-        self.pending: list[cst.ClassDef] = []
+        self.pending: list[cst.BaseStatement] = []
         """Helpers' new classes, added after the top-level statement being left."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -181,6 +189,8 @@ class _Apply(cst.CSTTransformer):
         if made is None:
             return self._after_top(updated)
         self.pending.append(_helper_class(made, updated))
+        if made.wrap and any(r.via == made.twin for r in self.replaces.values()):
+            self.pending += _twin_function(made, updated)  # for the calls of its own file
         return self._after_top(original)  # the function stays as it was, for its other callers
 
     def leave_ClassDef(
@@ -431,6 +441,44 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
 
 
+def _twin_function(made: HelperClass, function: cst.FunctionDef) -> list[cst.BaseStatement]:
+    """For a helper registered with `torch.fx.wrap`: its twin function (the helper, its
+    replacements made, calling them on a first parameter `ops`, an instance of its class),
+    and the twin's registration, as the helper's is made."""
+    params = function.params
+    first = cst.Param(cst.Name("ops"))
+    following = [*params.posonly_params, *params.params]
+    if following and isinstance(following[0].comma, cst.Comma):  # one parameter a line stays so
+        first = first.with_changes(
+            comma=cst.Comma(whitespace_after=following[0].comma.whitespace_after)
+        )
+    if params.posonly_params:
+        params = params.with_changes(posonly_params=[first, *params.posonly_params])
+    else:
+        params = params.with_changes(params=[first, *params.params])
+    decorators = [
+        d for d in function.decorators if made.wrap_decorates and _code(d.decorator) == made.wrap
+    ]
+    twin = function.with_changes(
+        name=cst.Name(made.twin), params=params, decorators=decorators, leading_lines=[]
+    ).visit(_SelfToOps())
+    assert isinstance(twin, cst.FunctionDef)
+    if made.wrap_decorates:
+        return [twin]
+    return [twin, cst.parse_statement(f'{made.wrap}("{made.twin}")\n')]
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+class _SelfToOps(cst.CSTTransformer):
+    """`self.<attr>` of the replacements -> `ops.<attr>` (a helper using neither name)."""
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        return updated.with_changes(value="ops") if updated.value == "self" else updated
+
+
 def insert_imports(
     statements: Sequence[cst.BaseStatement], codes: list[str], package: str
 ) -> list[cst.BaseStatement]:
@@ -538,7 +586,12 @@ def _call(replace: Replace, node: cst.CSTNode) -> cst.Call:
                 comma=args[-1].comma.with_changes(whitespace_after=kept)
             )
     func: cst.BaseExpression = cst.Attribute(cst.Name("self"), cst.Name(replace.attr))
-    call = cst.Call(func=_indexed(func, replace.index) if replace.index else func, args=args)
+    if replace.index:
+        func = _indexed(func, replace.index)
+    if replace.via:  # a helper fx keeps a leaf: its twin function, given the module of its ops
+        args = [cst.Arg(func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *args]
+        func = cst.Name(replace.via)
+    call = cst.Call(func=func, args=args)
     if isinstance(node, cst.Call):
         call = call.with_changes(whitespace_before_args=node.whitespace_before_args)
     if len(replace.inputs) == 1 and replace.inputs[0][0].kind == "elements" and args:

@@ -83,6 +83,12 @@ class HelperModules:
         """Public helper's name -> why it gets no twin although another file calls it."""
         self.in_earlier = False
         """Whether the class being analysed is a helper's class made by an earlier run."""
+        self._wraps: dict[int, tuple[str, bool]] = {}
+        """id of a helper registered with `torch.fx.wrap` -> (how the file names it, whether
+        as a decorator)."""
+        self.wrapped_twins: dict[str, ast.FunctionDef] = earlier_wrapped(ctx.info)
+        """Twin function an earlier run added for a helper registered with `torch.fx.wrap`
+        -> that helper."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -249,6 +255,9 @@ class HelperModules:
         name = next((n for n in names if self._free(n)), "")
         if reason is None and not name:
             reason = f"the names of its class, `{'`, `'.join(names)}`, are taken"
+        wrap = self._wraps.get(key)
+        if reason is None and wrap and not self._free(f"{function.name}_ops"):
+            reason = f"the name of its twin function, `{function.name}_ops`, is taken"
         if reason is not None:
             self.reasons[key] = reason
             self.made[key] = None
@@ -276,6 +285,8 @@ class HelperModules:
             self.made[key] = None
             return None
         self._names.add(name)
+        if wrap:
+            self._names.add(f"{function.name}_ops")
         made = HelperClass(
             name,
             base,
@@ -285,6 +296,7 @@ class HelperModules:
                 for r in sorted(registrations, key=lambda r: r.key)
             ),
             decorator,
+            *(wrap or ("", False)),
         )
         self.ctx.plan.helper_classes[function.lineno] = made
         self.made[key] = made
@@ -358,14 +370,25 @@ class HelperModules:
             if not (static and isinstance(d, ast.Name) and d.id == "staticmethod")
         ]
         resolve = self.ctx.info.names.resolve
-        for decorator in decorators:
-            if resolve(decorator) == "torch.fx.wrap":
-                return f"it is decorated (`@{self.ctx.text(decorator)}`): {_FX_WRAP}"
-        kept = [d for d in decorators if not _notrace_function(resolve(d))]
+        if function.name in self.wrapped_twins:
+            return (
+                f"it is the twin function of `{self.wrapped_twins[function.name].name}`, which "
+                "an earlier run made: its ops are modules of the class it is given"
+            )
+        wraps = [d for d in decorators if resolve(d) == "torch.fx.wrap"]
+        if wraps and static:
+            return f"it is decorated (`@{self.ctx.text(wraps[0])}`): {_FX_WRAP}"
+        kept = [d for d in decorators if d not in wraps and not _notrace_function(resolve(d))]
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
         registration = self._registrations.get(function.name) if not static else None
-        if registration is not None and not self._notrace_registration(function):
+        if wraps and registration is None:
+            self._wraps[id(function)] = (self.ctx.text(wraps[0]), True)
+        elif (
+            registration is not None and not wraps and _wraps_name(registration, function, resolve)
+        ):
+            self._wraps[id(function)] = (self.ctx.text(registration.func), False)
+        elif registration is not None and not self._notrace_registration(function):
             return (
                 f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
                 f"{registration.lineno}, as a decorator would register it (a module made of it "
@@ -376,12 +399,29 @@ class HelperModules:
         params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
         if any(p.arg == "self" for p in params):
             return "it has a parameter named `self`"
+        if id(function) in self._wraps:
+            refused = self._wrap_refused(function)
+            if refused:
+                return refused
         for visit in self.ctx.visits(function):
             if isinstance(visit.node, (ast.Yield, ast.YieldFrom)) and not visit.repeated:
                 return "it is a generator"
             if isinstance(visit.node, (ast.Global, ast.Nonlocal)):
                 return "it declares global or nonlocal names"
         return self._returns(function)
+
+    def _wrap_refused(self, function: ast.FunctionDef) -> str | None:
+        """Why a helper registered with `torch.fx.wrap` gets no twin function (None: it may):
+        the twin calls its ops on a first parameter `ops`, and the helpers it calls would need
+        holders of their own."""
+        names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+        names |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+        if names & {"ops", "self"}:
+            return (
+                "fx keeps it a leaf, and its twin function would call its ops on `ops`, a name "
+                "it uses"
+            )
+        return None
 
     def _returns(self, function: ast.FunctionDef) -> str | None:
         """Why the helper's results are not all tensors or tuples of tensors, as a module's
@@ -438,6 +478,31 @@ def existing_twins(info: FileInfo) -> dict[str, str]:
         if name and doc == TWIN_DOC.format(name) and name in info.functions:
             found[name] = cls.name
     return found
+
+
+def earlier_wrapped(info: FileInfo) -> dict[str, ast.FunctionDef]:
+    """Twin function -> its helper registered with `torch.fx.wrap`, for the helpers an earlier
+    run gave a class and a twin function `<helper>_ops` (whose first parameter is `ops`)."""
+    found = {}
+    for name in existing_twins(info):
+        twin = info.functions.get(f"{name}_ops")
+        params = [*twin.args.posonlyargs, *twin.args.args] if twin else []
+        if twin is not None and params and params[0].arg == "ops":
+            found[twin.name] = info.functions[name]
+    return found
+
+
+def _wraps_name(
+    call: ast.Call, function: ast.FunctionDef, resolve: Callable[[ast.expr], str | None]
+) -> bool:
+    """Whether a module-level call is `torch.fx.wrap("<function's name>")` (or of the function
+    itself)."""
+    if resolve(call.func) != "torch.fx.wrap" or call.keywords or len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    return (isinstance(arg, ast.Constant) and arg.value == function.name) or (
+        isinstance(arg, ast.Name) and arg.id == function.name
+    )
 
 
 def _imports(

@@ -44,6 +44,8 @@ def report_helper_ops(
             continue
         if id(function) in ctx.helpers_seen or (modules and id(function) in modules.analysed):
             continue
+        if modules and function.name in modules.wrapped_twins:
+            continue  # a twin's ops are its class's modules; what stays, its class reports
         ctx.helpers_seen.add(id(function))
         reason = None
         if modules:

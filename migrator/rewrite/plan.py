@@ -57,6 +57,9 @@ class Replace:
     """Each input with the keyword to pass it by (None: positional)."""
     index: str = ""
     """Subscripts after `self.<attr>` (`[i]`): the copy an iteration of a loop calls."""
+    via: str = ""
+    """A "call" of a helper registered with `torch.fx.wrap`: `<via>(self.<attr>, <inputs>)`,
+    its twin function given the module holding its ops ('' for `self.<attr>(<inputs>)`)."""
 
 
 TWIN_DOC = "`{}` as a module: its ops are submodules."
@@ -78,6 +81,19 @@ class HelperClass:
     decorator: str = ""
     """The class's decorator ('' for none): timm's `register_notrace_module`, for a helper
     decorated `register_notrace_function`."""
+    wrap: str = ""
+    """For a helper registered with `torch.fx.wrap` (how the file names it): a twin function
+    `<function>_ops(ops, ...)`, its body the helper's with its ops called on `ops` (the
+    class's modules), is added after the class and registered the same way: calls in the
+    helper's file, which fx keeps leaves, go through it; calls from other files, which fx
+    traces through, call the class."""
+    wrap_decorates: bool = False
+    """Whether the helper is decorated with `torch.fx.wrap` (else registered by a call)."""
+
+    @property
+    def twin(self) -> str:
+        """The name of the twin function of a helper registered with `torch.fx.wrap`."""
+        return f"{self.function}_ops"
 
 
 @dataclass

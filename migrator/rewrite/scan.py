@@ -300,6 +300,7 @@ class Scanner:
         key = self.order.key(self.method, node)
         base = function.name.strip("_") or "helper"
         ceiling = self._ceiling(label, set(), copies)
+        via = ""
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
             name = self.creator.create(
@@ -313,6 +314,12 @@ class Scanner:
             cls, where = made.name, ""
             module = f"{module_name}.{cls}" if module_name else cls
             name = self.creator.create(cls, base, [], set(), key, copies, ceiling)
+            if made.wrap:
+                via = made.twin
+                where = (
+                    f", its twin `{via}` (registered with `{made.wrap}`, so fx keeps it a leaf) "
+                    "given it"
+                )
         inputs: list[tuple[InputRef, str | None]] = [
             (InputRef("arg", i), None) for i in range(len(node.args))
         ]
@@ -327,13 +334,15 @@ class Scanner:
                 "in an nn.ModuleList"
             )
         self.ctx.plan.replaces.append(
-            Replace("call", self.ctx.positions.span(node), name, tuple(inputs), index)
+            Replace("call", self.ctx.positions.span(node), name, tuple(inputs), index, via)
         )
         self.ctx.helper_calls.add(id(node))
         self.ctx.report(
             node,
             "MIG004",
-            f"{label} -> {made_as}: `{function.name}` as a module, added beside it{where}"
+            f"{label} -> {made_as}: `{function.name}`"
+            + (" ops as a module" if via else " as a module")
+            + f", added beside it{where}"
             + self._typed_note(node.args[:1]),
             op=function.name,
             module=module,

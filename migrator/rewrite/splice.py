@@ -134,7 +134,7 @@ class _Splicer:
         wanted = {(r.kind, r.span): r for line in inside for r in self.by_line.get(line, ())}
         if any(span[0] != span[2] for _, span in wanted):
             raise _Unsure
-        if any(r.index for r in wanted.values()):  # `self.add[i](...)`: the codemod's
+        if any(r.index or r.via for r in wanted.values()):  # `self.add[i](...)`: the codemod's
             raise _Unsure
         text = "\n".join(body) + "\n"
         try:
