@@ -259,6 +259,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "loops_range",
         "loops_enumerate",
         "loops_nested",
+        "loops_conditional_container",
         "run_time_traced",
         "interpolate_antialias",
         "inherited_settings",

@@ -216,6 +216,16 @@ class Scanner:
         precede, because `__init__` runs the method there (None: anywhere); raises a MIG109
         refusal when a base's `__init__` runs it, or what the module needs comes later."""
         run = self.init_run
+        within = copies.within if copies else None
+        if within is not None and (
+            run is not None or any(self.attrs[d].top_index >= within.top_index for d in deps)
+        ):
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop over `self.{within.name}`, built in a block of "
+                "`__init__`: its copies, made right after it, would come before what they read "
+                "or after what runs them; left as is",
+            )
         if run is None:
             return None
         needs = [self.attrs[d].top_index for d in deps | (copies.deps if copies else set())]
