@@ -265,6 +265,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inherited_settings",
         "inplace_own_sliced",
         "inplace_own_pass_through",
+        "inplace_loop_accumulate",
     ],
 )
 def test_fixture_rewrites_verify(name):
