@@ -266,6 +266,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inplace_own_sliced",
         "inplace_own_pass_through",
         "inplace_loop_accumulate",
+        "inplace_read_by_method",
     ],
 )
 def test_fixture_rewrites_verify(name):
