@@ -35,6 +35,7 @@ _CONTAINERS = frozenset(
         "torch.nn.modules.container.Sequential",
     }
 )
+_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _GROWS = frozenset({"append", "extend", "insert", "add_module", "register_module"})
 """Methods of a container that add modules to it."""
 _INDEX_NAMES = ("i", "j", "k", "idx", "n", "m")
@@ -418,6 +419,14 @@ class LoopCopies:
         init = self.attributes.init
         assert init is not None  # it assigns `self.<attr>`
         refused = Refusal(None, f"`self.{attr}` is assigned conditionally or repeatedly")
+        cls = self.attributes.cls
+        if any(b not in _MODULE for b in cls.bases) or any(
+            isinstance(n, ast.Name) and n.id == attr and not isinstance(n.ctx, ast.Load)
+            for stmt in cls.node.body
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(stmt)
+        ):
+            raise refused  # a base or the class body may give it a value the arm leaves
         stores = [
             n
             for n in all_nodes(init)
