@@ -259,6 +259,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "loops_range",
         "loops_enumerate",
         "loops_nested",
+        "loops_conditional_container",
         "run_time_traced",
         "interpolate_antialias",
         "inherited_settings",
@@ -268,6 +269,8 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "helper_fx_wrap_attention",
         "helper_fx_wrap_nested",
         "helper_registered_leaf",
+        "inplace_loop_accumulate",
+        "inplace_read_by_method",
     ],
 )
 def test_fixture_rewrites_verify(name):

@@ -78,6 +78,7 @@ class ModuleCreator:
                 deps | copies.deps,
                 floor=copies.floor,
                 ceiling=ceiling,
+                within=copies.within,
             )
         self.registrations.append(registration)
         return name

@@ -94,6 +94,8 @@ class _Walk:
             return "open", None  # an in-place op on the same tensor keeps it unshared
         if isinstance(prior, ast.If) and not _shares(prior.test, name):
             return self.branches(prior, name, op)
+        if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _mutated_only(prior, name):
+            return "open", None  # changed in place at each iteration: the same tensor
         if _shares(prior, name):
             return "unsafe", "the value is read or assigned before, so it may be shared"
         return "open", None
@@ -271,6 +273,27 @@ def _used_elsewhere(
             ):
                 return True
     return False
+
+
+def _mutated_only(loop: ast.For | ast.AsyncFor | ast.While, name: str) -> bool:
+    """Whether the loop uses `name` only in statements of its body that change it in place
+    and read it nowhere else (`for ck in self.convs: out += ck(x)`): the value after it is
+    the value before it, and nothing else holds it."""
+    if _shares(loop, name, headers_only=True) or any(_shares(s, name) for s in loop.orelse):
+        return False
+    for stmt in loop.body:
+        if not _shares(stmt, name):
+            continue
+        if not _mutates(stmt, name):
+            return False
+        if isinstance(stmt, ast.AugAssign):
+            read = [stmt.value]
+        else:
+            assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)  # `_mutates`
+            read = [*stmt.value.args, *(k.value for k in stmt.value.keywords)]
+        if any(_shares(n, name) for n in read):
+            return False
+    return True
 
 
 def _mutates(stmt: ast.stmt, name: str) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from migrator.refusal import Refusal
-from migrator.rewrite.attributes import ClassAttributes
+from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.plan import Replace, ReplaceKind
@@ -35,6 +35,7 @@ _CONTAINERS = frozenset(
         "torch.nn.modules.container.Sequential",
     }
 )
+_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _GROWS = frozenset({"append", "extend", "insert", "add_module", "register_module"})
 """Methods of a container that add modules to it."""
 _INDEX_NAMES = ("i", "j", "k", "idx", "n", "m")
@@ -64,6 +65,9 @@ class Trips:
     enumerates: ast.expr | None = None
     """The target of a loop over a container that becomes `index, <target>`, its iterable
     wrapped in `enumerate`."""
+    within: InitAttr | None = None
+    """The one assignment of the container that counts the copies, in a block of `__init__`
+    (its other assignments give None): the copies go right after it, in that block."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,10 @@ class Copies:
     @property
     def floor(self) -> int:
         return max(t.floor for t in self.trips)
+
+    @property
+    def within(self) -> InitAttr | None:
+        return next((t.within for t in self.trips if t.within is not None), None)
 
     def build(self, ctor: str, container: str) -> str:
         """`container([ctor for _ in <what __init__ iterates>])`, nested as the loops are."""
@@ -118,6 +126,8 @@ class LoopCopies:
         self._aliases: dict[str, str] | None = None
         self._via: dict[str, str] = {}
         """Local name -> the value it is bound to from an argument (`len(image_shapes)`)."""
+        self._nested: dict[str, InitAttr] = {}
+        """Container attribute -> its one assignment in a block of `__init__` (`_container`)."""
 
     def copies(self, visit: Visit) -> Copies:
         """The copies a call at `visit` needs; raises a MIG105 refusal when it runs repeatedly
@@ -136,7 +146,17 @@ class LoopCopies:
             if isinstance(trips, str):
                 raise Refusal("MIG105", trips)
             found.append(trips)
-        return Copies(tuple(found))
+        copies = Copies(tuple(found))
+        within = copies.within
+        if within is not None and any(
+            t.within is not within and t.floor >= within.top_index for t in found
+        ):
+            raise Refusal(
+                "MIG105",
+                f"its copies would go right after `self.{within.name}` is built in a block of "
+                "`__init__`, before the other loops' trip counts are known; left as is",
+            )
+        return copies
 
     def commit(self, copies: Copies) -> None:
         """Give the loops that now index copies their index: rename a `_` target, or
@@ -170,7 +190,15 @@ class LoopCopies:
                 self._header_changes(loop)
                 count, deps, floor, over = self._length(loop.iter)
                 index = self._fresh([t.index for t in outer])
-                return Trips(index, count, over, frozenset(deps), floor, enumerates=loop.target)
+                return Trips(
+                    index,
+                    count,
+                    over,
+                    frozenset(deps),
+                    floor,
+                    enumerates=loop.target,
+                    within=self._within(deps),
+                )
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Name)
@@ -210,7 +238,9 @@ class LoopCopies:
                 raise Refusal(None, "the method reads `_`")
             self._header_changes(loop)
             index = self._fresh([t.index for t in outer])
-            return Trips(index, count, over, frozenset(deps), floor, rename=target)
+            return Trips(
+                index, count, over, frozenset(deps), floor, rename=target, within=self._within(deps)
+            )
         inside = [*loop.body, *rest] if isinstance(loop, ast.For) else [self._comprehension(loop)]
         if any(
             _binds(n, target.id) and n is not target for s in inside for n in ast.walk(s)
@@ -219,7 +249,26 @@ class LoopCopies:
             for n in ast.walk(self.method)
         ):
             raise Refusal(None, f"its index `{target.id}` is rebound in the loop")
-        return Trips(target.id, count, over, frozenset(deps), floor)
+        return Trips(target.id, count, over, frozenset(deps), floor, within=self._within(deps))
+
+    def _within(self, deps: set[str]) -> InitAttr | None:
+        """The assignment in a block of `__init__` of the container among `deps` that counts
+        the copies (`_container` accepted it); a refusal when several such containers, or
+        another one made after it, count them."""
+        nested = [self._nested[d] for d in deps if d in self._nested]
+        if not nested:
+            return None
+        within = nested[0]
+        attrs = self.attributes.attrs
+        if len(nested) > 1 or any(
+            attrs[d].top_index >= within.top_index for d in deps if d not in self._nested
+        ):
+            raise Refusal(
+                None,
+                f"`self.{within.name}` is built in a block of `__init__`, and the other "
+                "containers that count the copies are not all built before it",
+            )
+        return within
 
     def _header_changes(self, loop: Loop) -> None:
         """Raise a refusal when the loop's header, which must change to give it an index, is
@@ -309,8 +358,9 @@ class LoopCopies:
         info = self.attributes.attrs.get(attr)
         if info is None:
             raise Refusal(None, f"`self.{attr}` is not assigned in this class's `__init__`")
+        kept: set[int] = set()
         if info.nested or info.count > 1:
-            raise Refusal(None, f"`self.{attr}` is assigned conditionally or repeatedly")
+            info, kept = self._conditional(attr)
         if not self._sized(info.value):
             raise Refusal(
                 None, f"`self.{attr}` is not a list, tuple, nn.ModuleList or nn.Sequential"
@@ -335,7 +385,11 @@ class LoopCopies:
                 if not (self_attr(node) and node.attr == attr):
                     continue
                 parent = parents.get(id(node))
-                if isinstance(node.ctx, ast.Store) and node is not _target(info.stmt, attr):
+                if (
+                    isinstance(node.ctx, ast.Store)
+                    and node is not _target(info.stmt, attr)
+                    and id(node) not in kept
+                ):
                     if not (
                         _truncation(parent, attr) or self._emptied(parent) or _remade(parent, attr)
                     ):
@@ -347,13 +401,55 @@ class LoopCopies:
                 ):
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
                 elif isinstance(parent, ast.Attribute) and parent.attr in _GROWS:
-                    if method is not init:
+                    if method is not init or kept:
                         raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
                     assert init is not None  # `method` is it
                     floor = max(floor, _top_index(init, node))
                 elif isinstance(parent, ast.AugAssign) and parent.target is node:
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
+        if kept:
+            self._nested[attr] = info
         return floor
+
+    def _conditional(self, attr: str) -> tuple[InitAttr, set[int]]:
+        """The one assignment of a container to `self.<attr>` in a block of `__init__` (an
+        `if` arm, a loop), when its other assignments there give None, and the ids of their
+        targets; raises a refusal otherwise. Copies made right after it exist whenever the
+        container does; where it is None or unset, iterating it fails in both models."""
+        init = self.attributes.init
+        assert init is not None  # it assigns `self.<attr>`
+        refused = Refusal(None, f"`self.{attr}` is assigned conditionally or repeatedly")
+        cls = self.attributes.cls
+        if any(b not in _MODULE for b in cls.bases) or any(
+            isinstance(n, ast.Name) and n.id == attr and not isinstance(n.ctx, ast.Load)
+            for stmt in cls.node.body
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(stmt)
+        ):
+            raise refused  # a base or the class body may give it a value the arm leaves
+        stores = [
+            n
+            for n in all_nodes(init)
+            if self_attr(n) and n.attr == attr and not isinstance(n.ctx, ast.Load)
+        ]
+        assigns = [
+            (top, stmt)
+            for top, stmt in _block_statements(init)
+            if isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and self_attr(stmt.targets[0])
+            and stmt.targets[0].attr == attr
+        ]
+        sized = [
+            (top, stmt)
+            for top, stmt in assigns
+            if not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)
+        ]
+        if len(assigns) != len(stores) or len(sized) != 1:
+            raise refused
+        top, stmt = sized[0]
+        info = InitAttr(attr, stmt, stmt.value, top, nested=True)
+        return info, {id(s.targets[0]) for _, s in assigns}
 
     def _sized(self, value: ast.expr) -> bool:
         """Whether `value`, assigned in `__init__`, is a container whose length iterating it
@@ -614,6 +710,27 @@ def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
     if isinstance(node, (ast.With, ast.AsyncWith)):
         return [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars]
     return []
+
+
+def _block_statements(init: ast.FunctionDef) -> list[tuple[int, ast.stmt]]:
+    """(top-level index, statement) of every statement of `__init__`, in the blocks of its
+    compound statements too, but not in nested functions or classes."""
+    found: list[tuple[int, ast.stmt]] = []
+    for top, first in enumerate(init.body):
+        todo = [first]
+        while todo:
+            stmt = todo.pop()
+            found.append((top, stmt))
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(stmt, field, ()):
+                    todo += (
+                        child.body
+                        if isinstance(child, (ast.ExceptHandler, ast.match_case))
+                        else [child]
+                    )
+    return found
 
 
 def _target(stmt: ast.stmt, attr: str) -> ast.expr | None:

@@ -31,6 +31,9 @@ class Registration:
     ceiling: int | None = None
     """Top-level `__init__` statement it must precede (that statement runs the method using
     it); what it reads and `floor` come before it (`Scanner` checks)."""
+    within: InitAttr | None = None
+    """The assignment, in a block of `__init__`, of the container that counts its copies: it
+    goes right after it (what it reads comes before it: `Scanner` checks)."""
 
     def text(self, column: int, limit: int) -> str:
         """The statement, for a line indented by `column`, within `limit` columns."""
@@ -102,6 +105,8 @@ class Placement:
         what its arguments read, and the modules created before it."""
         init, attrs = self.attributes.init, self.attributes.attrs
         assert init is not None  # `place` inserts into it
+        if registration.within is not None:
+            return registration.within.stmt.lineno, floor
         needs = [registration.floor] + [attrs[d].top_index for d in registration.deps]
         index = max([floor, *needs])
         before = [top for key, top in runs if key < registration.key]

@@ -260,6 +260,12 @@ class ReusedModules:
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         for site in sites:
+            if isinstance(site.loop, Copies) and site.loop.within is not None:
+                raise Refusal(
+                    "MIG105",
+                    f"{where}, and its copies would have to be made in the block of `__init__` "
+                    f"that builds `self.{site.loop.within.name}`",
+                )
             if isinstance(site.loop, Copies) and not copy_can_follow(
                 self.attributes, info, site.loop.deps, site.loop.floor
             ):

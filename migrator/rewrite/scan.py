@@ -216,6 +216,16 @@ class Scanner:
         precede, because `__init__` runs the method there (None: anywhere); raises a MIG109
         refusal when a base's `__init__` runs it, or what the module needs comes later."""
         run = self.init_run
+        within = copies.within if copies else None
+        if within is not None and (
+            run is not None or any(self.attrs[d].top_index >= within.top_index for d in deps)
+        ):
+            raise Refusal(
+                "MIG105",
+                f"{label} runs in a loop over `self.{within.name}`, built in a block of "
+                "`__init__`: its copies, made right after it, would come before what they read "
+                "or after what runs them; left as is",
+            )
         if run is None:
             return None
         needs = [self.attrs[d].top_index for d in deps | (copies.deps if copies else set())]
@@ -515,6 +525,20 @@ class Scanner:
         """The class's bases and subclasses that can be found."""
         return [*self.sites.attributes.family.ancestors(self.owner), *self.sites.below()]
 
+    def _reads_only(self, call: ast.Call, arg: ast.expr) -> bool:
+        """Whether `self.<method>(..., arg, ...)` only reads the module given as `arg` (timm's
+        `self._fuse_bn_tensor(self.conv_scale)`): each class of the family that defines the
+        method takes it, at that place, in a parameter `_reads_param` accepts."""
+        func = call.func
+        if not self_attr(func):
+            return False
+        place = next((i for i, a in enumerate(call.args) if a is arg), None)
+        if place is None or any(isinstance(a, ast.Starred) for a in call.args[:place]):
+            return False
+        found = [c.methods().get(func.attr) for c in [self.owner, *self._family]]
+        defined = [m for m in found if m is not None]
+        return bool(defined) and all(_reads_param(m, place + 1) for m in defined)
+
     def _changed_later(self, attr: str) -> bool:
         """Whether a method other than an `__init__`, of the class, a base or a subclass, may
         change what `self.<attr>` holds: run-time evidence sees the models as built."""
@@ -523,7 +547,7 @@ class Scanner:
             self._later[attr] = (
                 attr in self.sites.attributes.assigned_elsewhere
                 or any(
-                    _changes(method, attr, [])
+                    _changes(method, attr, [], self._reads_only)
                     for c in classes
                     for name, method in c.methods().items()
                     if name != "__init__"
@@ -841,11 +865,16 @@ _READERS = frozenset({"isinstance", "len", "type", "id", "hasattr", "getattr"})
 """Builtins that only look at what they are given."""
 
 
-def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> bool:
+def _changes(
+    method: ast.FunctionDef,
+    attr: str,
+    assigned: list[ast.Assign],
+    reads: Callable[[ast.Call, ast.expr], bool] = lambda call, arg: False,
+) -> bool:
     """Whether `method` may change the module `self.<attr>` holds, other than by calling it:
     a method called on it (`self.blocks.append(m)`), an item stored or deleted, the module
-    handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`), or an assignment other
-    than those `assigned`."""
+    handed to a call (`setattr(self.proj, ...)`, `fuse(self.proj)`) but one that `reads`
+    only reads it, or an assignment other than those `assigned`."""
     for node, parent, above in _self_attr_uses(method).get(attr, ()):
         if not isinstance(node.ctx, ast.Load):
             if not any(parent is a for a in assigned):
@@ -859,11 +888,58 @@ def _changes(method: ast.FunctionDef, attr: str, assigned: list[ast.Assign]) -> 
             if not isinstance(parent.ctx, ast.Load):
                 return True
         elif isinstance(parent, ast.Call) and parent.func is not node:
-            if not (isinstance(parent.func, ast.Name) and parent.func.id in _READERS):
+            if not (
+                (isinstance(parent.func, ast.Name) and parent.func.id in _READERS)
+                or reads(parent, node)
+            ):
                 return True
         elif isinstance(parent, (ast.keyword, ast.Starred)):
             return True
     return False
+
+
+_LEAVES = frozenset(
+    "weight bias running_mean running_var num_batches_tracked eps momentum in_channels "
+    "out_channels kernel_size stride padding dilation groups".split()
+)
+"""Attributes of a module that hold a tensor or a setting, not a module."""
+
+
+def _reads_param(method: ast.FunctionDef, index: int) -> bool:
+    """Whether the undecorated `method` only reads the module it is given as parameter
+    `index`: each use of it is given to `isinstance`, `len`, ... (`_READERS`) or loads a chain
+    of attributes that reaches a tensor or a setting (`branch.bn.running_var`, `_LEAVES`), so
+    no module below it is called, stored into, bound or handed on."""
+    params = [*method.args.posonlyargs, *method.args.args]
+    if method.decorator_list or index >= len(params):
+        return False
+    name = params[index].arg
+    parents = {id(c): p for p in all_nodes(method) for c in child_nodes(p)}
+    for node in all_nodes(method):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return False
+        parent = parents.get(id(node))
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _READERS
+            and any(a is node for a in parent.args)
+        ):
+            continue
+        link: ast.AST = node
+        while isinstance(above := parents.get(id(link)), ast.Attribute):
+            if not isinstance(above.ctx, ast.Load):
+                return False
+            link = above
+            if above.attr in _LEAVES:
+                break
+        else:
+            return False
+    return True
 
 
 def _factory(call: ast.Call, qualname: str | None, tensors: TensorNames) -> bool | ast.expr | None:
