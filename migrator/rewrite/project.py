@@ -132,8 +132,15 @@ class FileInfo:
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
-        """The module-level functions (worked out once: the tree does not change)."""
-        return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
+        """The module-level functions whose name nothing else binds at the top level (`act =
+        _fast`, a second `def` under an `if`, an import, `global act` in a function: a call may
+        then run something else); worked out once: the tree does not change."""
+        bound = _top_level_bindings(self.tree)
+        return {
+            s.name: s
+            for s in self.tree.body
+            if isinstance(s, ast.FunctionDef) and bound.get(s.name) == 1
+        }
 
     @functools.cached_property
     def aliases(self) -> dict[str, ast.expr]:
@@ -170,6 +177,34 @@ class FileInfo:
         """`os.path.realpath` of its path, worked out once (a project's lookups ask often)."""
         assert self.path is not None
         return real_paths.real_path(self.path)
+
+
+def _top_level_bindings(tree: ast.Module) -> dict[str, int]:
+    """Name -> how many times the module's top level binds it (not inside a function, lambda
+    or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
+    imports, `except ... as`, `match` captures."""
+    counts: dict[str, int] = {}
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+            if not isinstance(node, ast.ClassDef):
+                names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names = [node.id]
+        elif isinstance(node, ast.alias):
+            names = [(node.asname or node.name).split(".")[0]]
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names = [node.name]
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names = [node.rest]
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
