@@ -181,10 +181,13 @@ class FileInfo:
         return real_paths.real_path(self.path)
 
 
-def _rebound(tree: ast.Module) -> frozenset[str]:
+def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     """The names the module's top level binds more than once (not inside a function, lambda
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
-    imports, `except ... as`, `match` captures."""
+    imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
+    source) holds no `:=`, functions not when it holds no `global`."""
+    walrus = text is None or ":=" in text
+    declared = text is None or "global" in text
     counts: dict[str, int] = {}
     todo: list[ast.AST] = list(tree.body)
     while todo:
@@ -192,7 +195,7 @@ def _rebound(tree: ast.Module) -> frozenset[str]:
         names: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
-            if not isinstance(node, ast.ClassDef):
+            if declared and not isinstance(node, ast.ClassDef):
                 names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names = [node.id]
@@ -202,11 +205,19 @@ def _rebound(tree: ast.Module) -> frozenset[str]:
             names = [node.name]
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names = [node.rest]
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        value = isinstance(node, ast.expr) and type(getattr(node, "ctx", None)) in (
+            ast.Load,
+            type(None),
+        )
+        if not isinstance(node, _SCOPES) and (walrus or not value):
             todo.extend(ast.iter_child_nodes(node))
         for name in names:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+"""Nodes whose body binds names of its own scope."""
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
@@ -316,7 +327,7 @@ class Project:
         module, is_package, root = module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
         names = collect(tree, module, is_package)
-        info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree))
+        info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
@@ -736,7 +747,7 @@ def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast
                 bases = tuple(names.resolve(b) for b in stmt.bases)
                 classes[stmt.name] = (index, stmt.lineno, bases)
         summary = Summary(
-            source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree)
+            source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
         )
         _summary_chars += len(source)
     _SUMMARIES[key] = summary
