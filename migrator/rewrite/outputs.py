@@ -47,9 +47,12 @@ _UNSEEN = frozenset(
         "__dict__",
         "setattr",
         "delattr",
+        "__setattr__",
+        "vars",
     }
 )
-"""Names through which a class may hook its calls or change its modules unseen."""
+"""Names through which a class may hook its calls or change its modules unseen
+(`object.__setattr__(self, "proj", m)`, `vars(self)["_modules"]`)."""
 
 
 class OutputKinds:
