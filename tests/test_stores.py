@@ -93,3 +93,31 @@ def test_every_store_shape_is_found():
         ("act", "called", None, "register_forward_hook", "more", 37, False, "", False),
         ("act", "inner", "inplace", None, "more", 38, False, "", False),
     ]
+
+
+def test_stores_through_vars_and_class_setattr_are_found():
+    """`vars(x)` is `x.__dict__`; `object.__setattr__(self, ...)` (any class's) and
+    `super().__setattr__(...)` set an attribute as `setattr` does."""
+    source = textwrap.dedent(
+        """
+        class Net:
+            def more(self, value):
+                vars(self)["a"] = 1
+                vars(self.b)["p"] = 1
+                vars(self).update(c=1)
+                object.__setattr__(self, "d", value)
+                nn.Module.__setattr__(self.e, "inplace", False)
+                super().__setattr__("f", value)
+                object.__delattr__(self, "g")
+        """
+    )
+    (cls,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef)]
+    assert [(s.attr, s.kind, s.part, s.call, s.line, s.deletes) for s in class_stores(cls)] == [
+        ("a", "bound", None, None, 4, False),
+        ("b", "inner", "__dict__", None, 5, False),
+        (None, "bound", None, None, 6, False),
+        ("d", "bound", None, None, 7, False),
+        ("e", "inner", "inplace", None, 8, False),
+        ("f", "bound", None, None, 9, False),
+        ("g", "bound", None, None, 10, True),
+    ]

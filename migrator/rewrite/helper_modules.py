@@ -303,32 +303,34 @@ class HelperModules:
         return made
 
     @functools.cached_property
-    def _registrations(self) -> dict[str, ast.Call]:
-        """Module-level function name -> the module-level call that is handed the function
+    def _registrations(self) -> dict[str, list[ast.Call]]:
+        """Module-level function name -> the module-level calls that are handed the function
         or its name (`torch.fx.wrap("f")`, `register_notrace_function(f)`), as a decorator
-        would be: a twin class would not be what that call registers."""
-        found: dict[str, ast.Call] = {}
+        would be, in order: a twin class would not be what such a call registers."""
+        found: dict[str, list[ast.Call]] = {}
         for stmt in self.ctx.info.tree.body:
             call = stmt.value if isinstance(stmt, ast.Expr) else None
             if not isinstance(call, ast.Call):
                 continue
             for arg in [*call.args, *(k.value for k in call.keywords)]:
                 if isinstance(arg, ast.Name):
-                    found.setdefault(arg.id, call)
+                    found.setdefault(arg.id, []).append(call)
                 elif isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.setdefault(arg.value, call)
+                    found.setdefault(arg.value, []).append(call)
         return found
 
     def _notrace_registration(self, function: ast.FunctionDef) -> list[ast.expr]:
-        """`[register_notrace_function]` when the module-level call registering the helper
+        """`[register_notrace_function]` when the one module-level call registering the helper
         (`_registrations`) is timm's `register_notrace_function(helper)`, handed the function
         itself and nothing else: it registers it as its decorator would (vit_sam's
-        `get_rel_pos`); else `[]`."""
-        call = self._registrations.get(function.name)
+        `get_rel_pos`); else `[]` (another registration, `torch.fx.wrap("helper")`, keeps it a
+        function)."""
+        calls = self._registrations.get(function.name, [])
         if self.ctx.info.functions.get(function.name) is not function:
             return []  # a static method of that name
-        if call is None or call.keywords or len(call.args) != 1:
+        if len(calls) != 1 or calls[0].keywords or len(calls[0].args) != 1:
             return []
+        call = calls[0]
         arg = call.args[0]
         if not (isinstance(arg, ast.Name) and arg.id == function.name):
             return []
@@ -381,14 +383,19 @@ class HelperModules:
         kept = [d for d in decorators if d not in wraps and not _notrace_function(resolve(d))]
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
-        registration = self._registrations.get(function.name) if not static else None
-        if wraps and registration is None:
+        registrations = self._registrations.get(function.name, []) if not static else []
+        registration = registrations[0] if len(registrations) == 1 else None
+        if wraps and not registrations:
             self._wraps[id(function)] = (self.ctx.text(wraps[0]), True)
         elif (
             registration is not None and not wraps and _wraps_name(registration, function, resolve)
         ):
             self._wraps[id(function)] = (self.ctx.text(registration.func), False)
-        elif registration is not None and not self._notrace_registration(function):
+        elif registrations and not self._notrace_registration(function):
+            registration = next(
+                (c for c in registrations if not _notrace_function(resolve(c.func))),
+                registrations[0],
+            )
             return (
                 f"it is registered by `{self.ctx.text(registration.func)}(...)` at line "
                 f"{registration.lineno}, as a decorator would register it (a module made of it "

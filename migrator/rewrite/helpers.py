@@ -36,6 +36,7 @@ def report_helper_ops(
         for f, call in _called(ctx, ctx.info, m, methods)
         if id(call) not in ctx.helper_calls and id(call) not in ctx.plain_calls
     ]
+    _report_rebound(ctx, owner, reached)
     modules = ctx.helper_modules
     while todo:
         (info, function), caller = todo.pop()
@@ -68,6 +69,37 @@ def report_helper_ops(
                 op=label.strip("`"),
             )
         todo += [(f, function) for f, _ in _called(ctx, ctx.info, function, {})]
+
+
+def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]) -> None:
+    """A forward-path call of a module-level function of the file whose name the top level
+    binds again (`act = _fast`; `FileInfo.functions` leaves it out): which function it runs
+    is not known, so the ops of its `def` are reported at the call (MIG115)."""
+    defs = {
+        s.name: s
+        for s in ctx.info.tree.body
+        if isinstance(s, ast.FunctionDef) and s.name not in ctx.info.functions
+    }
+    if not defs:
+        return
+    for method in reached:
+        for node in ctx.calls_in(method):
+            func = node.func
+            if not (isinstance(func, ast.Name) and func.id in defs):
+                continue
+            qualname = ctx.info.names.resolve(func, ctx.locals_of(method))
+            if qualname != f"{ctx.info.names.module}.{func.id}":
+                continue
+            labels = sorted({label for label, _ in ops_in(ctx.info, defs[func.id])})
+            if labels:
+                ctx.report(
+                    node,
+                    "MIG115",
+                    f"`{func.id}(...)` runs {', '.join(labels)} in `{func.id}` (line "
+                    f"{defs[func.id].lineno}), which forward reaches from `{owner}`, but the "
+                    "top level binds that name again, so it may run another function; left as is",
+                    op=func.id,
+                )
 
 
 def _report_elsewhere(

@@ -241,6 +241,8 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
     for root in nodes:
         parents = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(root):
+            if name in unnamed_binds(node):
+                return True
             if isinstance(node, ast.Name) and node.id == name:
                 parent = parents.get(id(node))
                 if (
@@ -253,6 +255,20 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
     return False
 
 
+def unnamed_binds(node: ast.AST) -> list[str]:
+    """The names `node` binds with no `Name` node: a `def` or `class`, `except ... as e`, a
+    `match` capture (`case Box() as b`, `*rest`, `**rest`), an import."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    return []
+
+
 def _used_elsewhere(
     loop: ast.For | ast.AsyncFor | ast.While, name: str, stmt: ast.stmt | None
 ) -> bool:
@@ -263,6 +279,8 @@ def _used_elsewhere(
     for part in loop.body:
         parents = {id(c): p for p in ast.walk(part) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(part):
+            if id(node) not in own and name in unnamed_binds(node):
+                return True
             if id(node) in own or not (isinstance(node, ast.Name) and node.id == name):
                 continue
             parent = parents.get(id(node))

@@ -10,7 +10,7 @@ import ast
 from migrator import catalog
 from migrator.catalog import Op, Role
 from migrator.rewrite.context import self_attr
-from migrator.rewrite.inplace import _BENIGN_ATTRIBUTES
+from migrator.rewrite.inplace import _BENIGN_ATTRIBUTES, unnamed_binds
 from migrator.rewrite.names import literal
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo, FileInfo, Project
 
@@ -47,9 +47,12 @@ _UNSEEN = frozenset(
         "__dict__",
         "setattr",
         "delattr",
+        "__setattr__",
+        "vars",
     }
 )
-"""Names through which a class may hook its calls or change its modules unseen."""
+"""Names through which a class may hook its calls or change its modules unseen
+(`object.__setattr__(self, "proj", m)`, `vars(self)["_modules"]`)."""
 
 
 class OutputKinds:
@@ -261,7 +264,7 @@ def _returned_locals(
     function: ast.FunctionDef, own: list[ast.AST], returns: list[ast.Return]
 ) -> dict[str, ast.expr]:
     """Local name -> its value, for each name `function` binds once (in nothing nested in it,
-    `own`), by `name = value`, and reads only in what its `return`s give (GhostModule's `out =
+    `own`), by `name = value` (no `def`, `except ... as`, `match` capture nor import binds it), and reads only in what its `return`s give (GhostModule's `out =
     torch.cat(...)` before `return out[:, :n]`): nothing else holds what it names, nor a view of
     it."""
     returned = {id(n) for r in returns if r.value is not None for n in ast.walk(r.value)}
@@ -283,6 +286,8 @@ def _returned_locals(
             stores[node.arg] = stores.get(node.arg, 0) + 2
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             loads.update(node.names)
+        for bound in unnamed_binds(node):  # `case Box() as out:` binds it too
+            stores[bound] = stores.get(bound, 0) + 2
     return {k: v for k, v in values.items() if stores.get(k) == 1 and k not in loads}
 
 

@@ -59,7 +59,7 @@ def _block(stmts: list[ast.stmt], wanted: _Wanted) -> tuple[int | None, int | No
             ended = _most(ended, *(through + test + e for _, e in arms if e is not None))
             ends = [t for t, _ in arms if t is not None]
             through = through + test + max(ends) if ends else None
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)) and not _suppressing(stmt):
             start = through + sum(_expr(item, wanted) for item in stmt.items)
             inner, inner_ended = _block(stmt.body, wanted)
             ended = _most(ended, *([start + inner_ended] if inner_ended is not None else []))
@@ -76,6 +76,20 @@ def _block(stmts: list[ast.stmt], wanted: _Wanted) -> tuple[int | None, int | No
     return through, ended
 
 
+def _suppressing(stmt: ast.With | ast.AsyncWith) -> bool:
+    """Whether a manager of the `with` may be `contextlib.suppress(...)` (any manager named
+    `suppress`): what follows the `with` may then run after its body raised, even where the
+    body returns, so the statement counts as every part of it ran, and goes on."""
+    for item in stmt.items:
+        manager = item.context_expr
+        func = manager.func if isinstance(manager, ast.Call) else manager
+        if (
+            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        ) == "suppress":
+            return True
+    return False
+
+
 _COMPOUND = (
     ast.For,
     ast.AsyncFor,
@@ -86,6 +100,8 @@ _COMPOUND = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
     ast.ClassDef,
+    ast.With,  # a `with` that may suppress (`_suppressing`)
+    ast.AsyncWith,
 )
 
 

@@ -119,6 +119,9 @@ class FileInfo:
     """The text, for files loaded from disk (so their own rewrite can be worked out)."""
     text: str | None = None
     """The text the tree was parsed from, when it was given (`Project.add`)."""
+    rebound: frozenset[str] = frozenset()
+    """Names the module's top level binds more than once (`_rebound`): a class or function
+    of such a name may not be what the name holds when it is called (`Proj = Pass`)."""
 
     @property
     def tree(self) -> ast.Module:
@@ -132,8 +135,14 @@ class FileInfo:
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
-        """The module-level functions (worked out once: the tree does not change)."""
-        return {s.name: s for s in self.tree.body if isinstance(s, ast.FunctionDef)}
+        """The module-level functions whose name nothing else binds at the top level
+        (`rebound`: `act = _fast`, a second `def` under an `if`: a call may then run something
+        else); worked out once: the tree does not change."""
+        return {
+            s.name: s
+            for s in self.tree.body
+            if isinstance(s, ast.FunctionDef) and s.name not in self.rebound
+        }
 
     @functools.cached_property
     def aliases(self) -> dict[str, ast.expr]:
@@ -170,6 +179,45 @@ class FileInfo:
         """`os.path.realpath` of its path, worked out once (a project's lookups ask often)."""
         assert self.path is not None
         return real_paths.real_path(self.path)
+
+
+def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
+    """The names the module's top level binds more than once (not inside a function, lambda
+    or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
+    imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
+    source) holds no `:=`, functions not when it holds no `global`."""
+    walrus = text is None or ":=" in text
+    declared = text is None or "global" in text
+    counts: dict[str, int] = {}
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+            if declared and not isinstance(node, ast.ClassDef):
+                names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names = [node.id]
+        elif isinstance(node, ast.alias):
+            names = [(node.asname or node.name).split(".")[0]]
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names = [node.name]
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names = [node.rest]
+        value = isinstance(node, ast.expr) and type(getattr(node, "ctx", None)) in (
+            ast.Load,
+            type(None),
+        )
+        if not isinstance(node, _SCOPES) and (walrus or not value):
+            todo.extend(ast.iter_child_nodes(node))
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+    return frozenset(name for name, count in counts.items() if count > 1)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+"""Nodes whose body binds names of its own scope."""
 
 
 def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
@@ -278,7 +326,8 @@ class Project:
             read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
-        info = FileInfo(path, tree, collect(tree, module, is_package), text=source)
+        names = collect(tree, module, is_package)
+        info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
@@ -297,7 +346,14 @@ class Project:
         summary, tree = summarized(source, module, is_package)
         self.generation += 1
         self._add_roots(path, root)
-        info = FileInfo(path, tree, summary.names, source=summary.text, text=summary.text)
+        info = FileInfo(
+            path,
+            tree,
+            summary.names,
+            source=summary.text,
+            text=summary.text,
+            rebound=summary.rebound,
+        )
         self._files.append(info)
         for name, index, line, bases in summary.classes:
             qual = f"{module}.{name}" if module else name
@@ -450,10 +506,15 @@ class Project:
     def find_class(self, qualname: str | None, within: FileInfo | None = None) -> ClassInfo | None:
         """The class named by a qualified name, from the given file or a file on disk."""
         if not qualname or "." not in qualname:
-            return within.classes.get(qualname) if within and qualname else None
+            found = within.classes.get(qualname) if within and qualname else None
+            return found if found is not None and found.name not in found.file.rebound else None
         if qualname in (TORCH_MODULE, "torch.nn.modules.module.Module"):
             return None  # its attribute names are catalog.MODULE_ATTRIBUTES
-        found = self._find(qualname, within, lambda info, name: info.classes.get(name))
+        found = self._find(
+            qualname,
+            within,
+            lambda info, name: info.classes.get(name) if name not in info.rebound else None,
+        )
         return found[1] if found else None
 
     def find_function(
@@ -658,6 +719,8 @@ class Summary(NamedTuple):
     classes: tuple[tuple[str, int, int, tuple[str | None, ...]], ...]
     """(name, position in the body, line, resolved bases) of each class of the module body, by name
     as `Project.add` registers them (a later class of the same name replaces the earlier)."""
+    rebound: frozenset[str]
+    """`FileInfo.rebound`."""
 
 
 _SUMMARIES: OrderedDict[tuple[str, str, bool], Summary] = OrderedDict()
@@ -683,7 +746,9 @@ def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast
             if isinstance(stmt, ast.ClassDef):
                 bases = tuple(names.resolve(b) for b in stmt.bases)
                 classes[stmt.name] = (index, stmt.lineno, bases)
-        summary = Summary(source, names, tuple((n, *rest) for n, rest in classes.items()))
+        summary = Summary(
+            source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
+        )
         _summary_chars += len(source)
     _SUMMARIES[key] = summary
     while _summary_chars > _SUMMARY_CHARS and len(_SUMMARIES) > 1:

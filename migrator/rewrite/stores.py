@@ -447,11 +447,12 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     """(attr, part, whole) when `node` is `self.<attr>` or reached from it through attributes
     and items (`self.__dict__[...]`: any attribute); None otherwise."""
     chain: list[ast.expr] = []
+    node = _dict_of(node)
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         chain.append(node)
         if isinstance(node, ast.Attribute) and _is_self(node.value):
             break
-        node = node.value
+        node = _dict_of(node.value)
     else:
         return None
     top = chain[-1]
@@ -469,6 +470,36 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     return top.attr, part, False
 
 
+def _dict_of(node: ast.expr) -> ast.expr:
+    """`vars(x)` as the `x.__dict__` it returns; any other node as it is."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "vars"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return ast.copy_location(ast.Attribute(node.args[0], "__dict__", ast.Load()), node)
+    return node
+
+
+def _setter_args(call: ast.Call) -> tuple[ast.expr, ast.expr] | None:
+    """(object, name) of a call setting or deleting an attribute by name: `setattr(obj, name,
+    v)`, `object.__setattr__(obj, name, v)` (any class's), `super().__setattr__(name, v)` (on
+    `self`)."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name):
+        return (args[0], args[1]) if func.id in _SETTERS and len(args) >= 2 else None
+    if not (isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")):
+        return None
+    owner = func.value
+    if isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super" and args:
+        return ast.copy_location(ast.Name("self", ast.Load()), owner), args[0]
+    if _is_self(owner) or len(args) < 2:
+        return None  # `self.__setattr__(name, v)`: `_SELF_SETTERS`
+    return args[0], args[1]
+
+
 def _call_stores(
     call: ast.Call,
     method: str,
@@ -478,8 +509,8 @@ def _call_stores(
     """The stores a call makes: `setattr(self..., name, value)`, `delattr`, `self.__setattr__`,
     `self.add_module(name, m)`, or a method called on `self.<attr>` or something of it."""
     func = call.func
-    if isinstance(func, ast.Name) and func.id in _SETTERS and len(call.args) >= 2:
-        owner, key = call.args[0], call.args[1]
+    if (setter := _setter_args(call)) is not None:
+        owner, key = setter
         if _is_self(owner):
             return _named(key, method, call, names, False)
         if isinstance(owner, ast.Name):  # `setattr(m, "inplace", False)` after `m = self.act`
@@ -508,7 +539,8 @@ def _call_stores(
             Store(a, "called", None, func.attr, method, *at, False)
             for a in aliases.get(func.value.id, ())
         ]
-    root = _root(func.value) if isinstance(func.value, (ast.Attribute, ast.Subscript)) else None
+    receiver = _dict_of(func.value)  # `vars(self).update(...)` as `self.__dict__.update(...)`
+    root = _root(receiver) if isinstance(receiver, (ast.Attribute, ast.Subscript)) else None
     if root is None:
         return []
     attr, part, whole = root
