@@ -421,41 +421,33 @@ def _helper_class(made: HelperClass, function: cst.FunctionDef) -> cst.ClassDef:
     assert isinstance(template, cst.ClassDef) and isinstance(template.body, cst.IndentedBlock)
     *head, stub = template.body.body
     assert isinstance(stub, cst.FunctionDef)
-    params = function.params
-    first = cst.Param(cst.Name("self"))
+    forward = function.with_changes(
+        name=cst.Name("forward"),
+        decorators=[],
+        params=_with_first(function.params, "self"),
+        leading_lines=stub.leading_lines,
+    )
+    return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
+
+
+def _with_first(params: cst.Parameters, name: str) -> cst.Parameters:
+    """`params` with a parameter `name` put first (one parameter a line stays so)."""
+    first = cst.Param(cst.Name(name))
     following = [*params.posonly_params, *params.params]
-    if following and isinstance(following[0].comma, cst.Comma):  # one parameter a line stays so
+    if following and isinstance(following[0].comma, cst.Comma):
         first = first.with_changes(
             comma=cst.Comma(whitespace_after=following[0].comma.whitespace_after)
         )
     if params.posonly_params:
-        params = params.with_changes(posonly_params=[first, *params.posonly_params])
-    else:
-        params = params.with_changes(params=[first, *params.params])
-    forward = function.with_changes(
-        name=cst.Name("forward"),
-        decorators=[],
-        params=params,
-        leading_lines=stub.leading_lines,
-    )
-    return template.with_changes(body=template.body.with_changes(body=[*head, forward]))
+        return params.with_changes(posonly_params=[first, *params.posonly_params])
+    return params.with_changes(params=[first, *params.params])
 
 
 def _twin_function(made: HelperClass, function: cst.FunctionDef) -> list[cst.BaseStatement]:
     """For a helper registered with `torch.fx.wrap`: its twin function (the helper, its
     replacements made, calling them on a first parameter `ops`, an instance of its class),
     and the twin's registration, as the helper's is made."""
-    params = function.params
-    first = cst.Param(cst.Name("ops"))
-    following = [*params.posonly_params, *params.params]
-    if following and isinstance(following[0].comma, cst.Comma):  # one parameter a line stays so
-        first = first.with_changes(
-            comma=cst.Comma(whitespace_after=following[0].comma.whitespace_after)
-        )
-    if params.posonly_params:
-        params = params.with_changes(posonly_params=[first, *params.posonly_params])
-    else:
-        params = params.with_changes(params=[first, *params.params])
+    params = _with_first(function.params, "ops")
     decorators = [
         d for d in function.decorators if made.wrap_decorates and _code(d.decorator) == made.wrap
     ]

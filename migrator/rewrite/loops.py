@@ -24,6 +24,7 @@ from migrator.refusal import Refusal
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
+from migrator.rewrite.inplace import unnamed_binds
 from migrator.rewrite.plan import Replace, ReplaceKind
 from migrator.rewrite.walk import Loop, Visit, all_nodes, child_nodes, header_lines, repeats
 
@@ -808,15 +809,7 @@ def _bound_names(node: ast.AST) -> list[str]:
         return [node.arg]
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return list(node.names)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-        return [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    if isinstance(node, ast.alias):
-        return [node.asname or node.name.split(".")[0]]
-    return []
+    return unnamed_binds(node)
 
 
 def _grows_name(node: ast.AST, name: str) -> bool:
