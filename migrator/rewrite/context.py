@@ -14,7 +14,7 @@ from migrator.rewrite.plan import Located, Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
-from migrator.rewrite.walk import Visit, all_nodes, walk
+from migrator.rewrite.walk import Visit, all_nodes, walked
 from migrator.suppress import Suppressions, suppressed
 
 if TYPE_CHECKING:
@@ -102,10 +102,10 @@ class FileContext:
         self._held[id(thing)] = thing
 
     def visits(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
-        """`walk(func)`, computed once per function."""
+        """`walk(func)`, computed once per function (`walked`)."""
         if id(func) not in self._visits:
             self.hold(func)
-            self._visits[id(func)] = list(walk(func))
+            self._visits[id(func)] = walked(func)
         return self._visits[id(func)]
 
     def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
