@@ -1,7 +1,8 @@
 """The analysis' walks against plain references: `all_nodes` is `ast.walk` without the
 Load/Store markers, `walk` visits in source order (pre-order, fields in order), `post_order`
 numbers arguments before the call that takes them and an assignment's value before its
-targets. Run over the fixtures, the examples and migrator's own sources."""
+targets. Run over the fixtures, the examples and migrator's own sources. A function's walk is
+kept while the function lives, and only then."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from migrator.rewrite.order import post_order
-from migrator.rewrite.walk import all_nodes, child_nodes, walk
+from migrator.rewrite.walk import _WALKED, all_nodes, child_nodes, walk, walked
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(
@@ -47,3 +48,15 @@ def test_walks_match_their_references(path):
         for node in (n for s in function.body for n in [*_post_order(s), s]):
             expected[id(node)] = len(expected)
         assert post_order(function) == expected
+
+
+def test_a_walk_is_kept_while_its_function_lives():
+    tree = ast.parse("def f(x):\n    return g(x) + 1\n\ndef h():\n    pass\n")
+    f, h = tree.body
+    assert isinstance(f, ast.FunctionDef) and isinstance(h, ast.FunctionDef)
+    first = walked(f)
+    assert walked(f) is first and walked(h) is not first
+    assert [id(v.node) for v in first] == [id(v.node) for v in walk(f)]
+    kept = len(_WALKED)
+    del f, h, tree, first  # reference counting frees the tree, and its walks go with it
+    assert len(_WALKED) == kept - 2

@@ -4,8 +4,10 @@ and how the file can name the classes it creates."""
 from __future__ import annotations
 
 import ast
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, TypeGuard, TypeVar
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -14,7 +16,7 @@ from migrator.rewrite.plan import Located, Plan, Positions, Replace
 from migrator.rewrite.names import function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
-from migrator.rewrite.walk import Visit, all_nodes, walk
+from migrator.rewrite.walk import Visit, all_nodes, walked
 from migrator.suppress import Suppressions, suppressed
 
 if TYPE_CHECKING:
@@ -43,6 +45,24 @@ class Site:
     """The method holding the call."""
     loop: Copies | str | None = None
     """In a loop: the copies it can index, or why none can be (None: not in a loop)."""
+
+
+_T = TypeVar("_T")
+_CALLS: weakref.WeakKeyDictionary[ast.AST, list[ast.Call]] = weakref.WeakKeyDictionary()
+_POSITIONS: weakref.WeakKeyDictionary[ast.AST, dict[int, int]] = weakref.WeakKeyDictionary()
+_LOCALS: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
+"""What `calls_in`, `positions_of` and `locals_of` found for a function, kept a process while
+the function is alive (as its walk, `walk.walked`): they depend on the function alone, and the
+files of a run read the same bases and siblings. Shared: never changed."""
+
+
+def _once(
+    table: weakref.WeakKeyDictionary[ast.AST, _T], func: ast.AST, find: Callable[[], _T]
+) -> _T:
+    found = table.get(func)
+    if found is None:
+        found = table[func] = find()
+    return found
 
 
 @dataclass
@@ -102,10 +122,10 @@ class FileContext:
         self._held[id(thing)] = thing
 
     def visits(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
-        """`walk(func)`, computed once per function."""
+        """`walk(func)`, computed once per function (`walked`)."""
         if id(func) not in self._visits:
             self.hold(func)
-            self._visits[id(func)] = list(walk(func))
+            self._visits[id(func)] = walked(func)
         return self._visits[id(func)]
 
     def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
@@ -113,24 +133,30 @@ class FileContext:
         parameters and return annotation; found once per function."""
         if id(func) not in self._calls:
             head = [*func.decorator_list, func.args, *([func.returns] if func.returns else [])]
-            self._calls[id(func)] = [
-                *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
-                *(n for part in head for n in all_nodes(part) if isinstance(n, ast.Call)),
-            ]
+            self._calls[id(func)] = _once(
+                _CALLS,
+                func,
+                lambda: [
+                    *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
+                    *(n for part in head for n in all_nodes(part) if isinstance(n, ast.Call)),
+                ],
+            )
         return self._calls[id(func)]
 
     def positions_of(self, func: ast.FunctionDef) -> dict[int, int]:
         """`post_order(func)`, computed once per function."""
         if id(func) not in self._positions:
             self.hold(func)
-            self._positions[id(func)] = post_order(func)
+            self._positions[id(func)] = _once(_POSITIONS, func, lambda: post_order(func))
         return self._positions[id(func)]
 
     def locals_of(self, func: ast.FunctionDef) -> set[str]:
         """`function_locals(func)`, computed once per function."""
         if id(func) not in self._locals:
             self.hold(func)
-            self._locals[id(func)] = function_locals(func, (v.node for v in self.visits(func)))
+            self._locals[id(func)] = _once(
+                _LOCALS, func, lambda: function_locals(func, (v.node for v in self.visits(func)))
+            )
         return self._locals[id(func)]
 
     def report(

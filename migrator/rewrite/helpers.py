@@ -17,7 +17,7 @@ from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import walk
+from migrator.rewrite.walk import walked
 
 
 def report_helper_ops(
@@ -226,7 +226,7 @@ def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | No
     """`Tensor` when every `return` of `function` (none in a nested function) gives a tensor,
     `int` when each gives a value holding no tensor (`[(h, w), ...]` of sizes), else None;
     its parameters taken for nothing known."""
-    nodes = [v.node for v in walk(function)]
+    nodes = [v.node for v in walked(function)]
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
         return None
     tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
@@ -302,7 +302,7 @@ def runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> b
 
 
 def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> bool:
-    nodes = [v.node for v in walk(function)]
+    nodes = [v.node for v in walked(function)]
     if not _plain_signature(function, nodes):
         return False
     tensors = TensorNames(
@@ -363,7 +363,7 @@ def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     only for a tensor (`if isinstance(x, torch.Tensor):`, on a parameter it never rebinds) is
     left out (timm's `get_same_padding`: `max(...)` of sizes
     for sizes, `torch.clamp(...)` for tensors). Falling off the end gives None, no tensor."""
-    nodes = [v.node for v in walk(function)]
+    nodes = [v.node for v in walked(function)]
     args = function.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     if not _plain_signature(function, nodes):
@@ -499,7 +499,7 @@ def ops_in(
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
     number, `end + 1`, is taken for a count; the first parameter is a tensor if
     `first_is_tensor`)."""
-    nodes = [v.node for v in walk(function)]
+    nodes = [v.node for v in walked(function)]
     tensors = TensorNames(
         function, nodes, info.names.resolve, set(), set(), first_is_tensor=first_is_tensor
     )

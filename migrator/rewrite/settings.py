@@ -18,7 +18,7 @@ from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.stores import Store, beside_init_plain, first_change
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import walk
+from migrator.rewrite.walk import walked
 
 
 class SubmoduleSettings:
@@ -139,7 +139,7 @@ def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
         if setting in class_level_names(each.node):
             return False
         for method in each.methods().values():
-            nodes = [v.node for v in walk(method)]
+            nodes = [v.node for v in walked(method)]
             if any(isinstance(n, ast.Name) and n.id == "setattr" for n in nodes):
                 return False
             values = _assignments(nodes).get(setting, [])

@@ -6,6 +6,7 @@ in the enclosing scope."""
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import NamedTuple, cast
 
 _REPEATING = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef})
@@ -109,6 +110,22 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
                 *((c, stmt, looped, other or (node if node.is_async else None)) for c in node.ifs),
             ]
         stack.extend(reversed(children))
+    return visits
+
+
+_WALKED: weakref.WeakKeyDictionary[ast.AST, list[Visit]] = weakref.WeakKeyDictionary()
+"""Function -> `walk` of it, while the function's tree is alive: the analyses of the files of a
+run walk the same methods of the bases and siblings they read (the parse cache keeps their
+trees). A walk holds the function's descendants, never the function itself, so an entry goes
+with its tree."""
+
+
+def walked(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
+    """`walk(func)`, once a process while `func` is alive (the list is shared: never change
+    it)."""
+    visits = _WALKED.get(func)
+    if visits is None:
+        visits = _WALKED[func] = walk(func)
     return visits
 
 
