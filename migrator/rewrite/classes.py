@@ -91,6 +91,7 @@ class ClassAnalysis:
                 aliases=self.ctx.info.aliases,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
                 first_declared=partial(self._first_declared, method, methods),
+                unknown_globals=self.ctx.info.names.unknown,
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))

@@ -229,7 +229,15 @@ def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | No
     nodes = [v.node for v in walk(function)]
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
         return None
-    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    tensors = TensorNames(
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=False,
+        unknown_globals=info.names.unknown,
+    )
     nested = {
         id(n)
         for node in nodes
@@ -314,6 +322,7 @@ def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> 
         first_is_tensor=False,
         plain_params=True,
         plain_call=lambda call: _plain_target(ctx, target_of(ctx, info, call, function, {})),
+        unknown_globals=info.names.unknown,
     )
     args = function.args
     params = {p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
@@ -369,7 +378,14 @@ def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     if not _plain_signature(function, nodes):
         return False
     tensors = TensorNames(
-        function, nodes, info.names.resolve, set(), set(), first_is_tensor=False, plain_params=True
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=False,
+        plain_params=True,
+        unknown_globals=info.names.unknown,
     )
     rebound = {p.arg for p in params if tensors.bound_times(p.arg) != 1}
     returns = _returns(function.body, {p.arg for p in params} - rebound, info.names.resolve)
@@ -501,7 +517,13 @@ def ops_in(
     `first_is_tensor`)."""
     nodes = [v.node for v in walk(function)]
     tensors = TensorNames(
-        function, nodes, info.names.resolve, set(), set(), first_is_tensor=first_is_tensor
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=first_is_tensor,
+        unknown_globals=info.names.unknown,
     )
     for node in nodes:
         if isinstance(node, ast.Call):
