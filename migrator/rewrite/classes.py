@@ -17,6 +17,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import (
     plain_calls,
     plain_result,
+    record_tensor_params,
     report_helper_ops,
     return_annotation,
     target_of,
@@ -94,6 +95,7 @@ class ClassAnalysis:
                 unknown_globals=self.ctx.info.names.unknown,
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
+            record_tensor_params(self.ctx, method, methods, tensors)
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
                 self.ctx,

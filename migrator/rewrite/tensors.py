@@ -80,6 +80,7 @@ class TensorNames:
         aliases: dict[str, ast.expr] | None = None,
         first_declared: Callable[[ast.Call], bool] | None = None,
         unknown_globals: frozenset[str] | set[str] = frozenset(),
+        tensor_params: frozenset[str] | set[str] = frozenset(),
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -96,8 +97,10 @@ class TensorNames:
         `first_declared(call)`: whether the module or helper a call runs annotates its first
         input as something else than a tensor (`size: int`): the call proves nothing of it.
         `unknown_globals`: module-level names that may hold a tensor (`ModuleNames.unknown`);
-        other globals hold none."""
+        other globals hold none. `tensor_params`: unannotated parameters that are tensors, as
+        the first is with `first_is_tensor` (a call gives them one)."""
         self.unknown_globals = unknown_globals
+        self.tensor_params = tensor_params
         self.resolve = resolve
         self.aliases = aliases or {}
         self.plain_setting = plain_setting
@@ -150,7 +153,9 @@ class TensorNames:
         params = _parameters(func)
         for i, param in enumerate(params):
             kind = self._annotation_kind(param.annotation)
-            if kind == "tensor" or (kind is None and i == 0 and first_is_tensor):
+            if kind == "tensor" or (
+                kind is None and ((i == 0 and first_is_tensor) or param.arg in self.tensor_params)
+            ):
                 self.names.add(param.arg)
             else:
                 self._declare(param.arg, kind)
