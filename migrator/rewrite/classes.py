@@ -17,6 +17,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import (
     plain_calls,
     plain_result,
+    record_tensor_params,
     report_helper_ops,
     return_annotation,
     target_of,
@@ -91,8 +92,10 @@ class ClassAnalysis:
                 aliases=self.ctx.info.aliases,
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
                 first_declared=partial(self._first_declared, method, methods),
+                unknown_globals=self.ctx.info.names.unknown,
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
+            record_tensor_params(self.ctx, method, methods, tensors)
             loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
             scanner = Scanner(
                 self.ctx,

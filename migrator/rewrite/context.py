@@ -94,6 +94,9 @@ class FileContext:
     plain_calls: set[int] = field(default_factory=set)
     """Calls of helper functions that run no op: given values holding no tensor, they run
     none (`helpers.plain_calls`)."""
+    tensor_params: dict[int, set[str]] = field(default_factory=dict)
+    """id(helper function) -> its parameters a forward-path call gives a proven tensor
+    (`helpers.record_tensor_params`)."""
     shared: dict[str, str] = field(default_factory=dict)
     """Classes of this file whose instances are handed to several modules, and where (MIG117)."""
     _visits: dict[int, list[Visit]] = field(default_factory=dict)

@@ -39,6 +39,7 @@ def forward_returns(
         tensor_attrs,
         first_is_tensor=False,
         evident={attr: (kind, []) for attr, kind in children.items() if kind == "tuple"},
+        unknown_globals=names.unknown,
     )
     nested = {
         id(n)

@@ -443,6 +443,7 @@ class HelperModules:
             set(),
             helper_call=self.helper_calls(function, {}),
             returns=lambda call: return_annotation(self.ctx, call, function, {}),
+            unknown_globals=self.ctx.info.names.unknown,
         )
         nested = {
             id(n)

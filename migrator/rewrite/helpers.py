@@ -60,7 +60,8 @@ def report_helper_ops(
             why = "ops in functions outside the class are not rewritten yet"
         else:
             why = "a call on the way stays a call of the function (its finding says why)"
-        for label, node in ops_in(ctx.info, function):
+        given = ctx.tensor_params.get(id(function), set())
+        for label, node in ops_in(ctx.info, function, tensor_params=given):
             ctx.report(
                 node,
                 "MIG115",
@@ -229,7 +230,15 @@ def _inferred_return(info: FileInfo, function: ast.FunctionDef) -> ast.expr | No
     nodes = [v.node for v in walked(function)]
     if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
         return None
-    tensors = TensorNames(function, nodes, info.names.resolve, set(), set(), first_is_tensor=False)
+    tensors = TensorNames(
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=False,
+        unknown_globals=info.names.unknown,
+    )
     nested = {
         id(n)
         for node in nodes
@@ -279,6 +288,28 @@ def plain_calls(
             yield id(call)
 
 
+def record_tensor_params(
+    ctx: FileContext,
+    caller: ast.FunctionDef,
+    methods: dict[str, ast.FunctionDef],
+    tensors: TensorNames,
+) -> None:
+    """Note, in `ctx.tensor_params`, the parameters of the helpers `caller` calls that a call
+    gives a proven tensor (`shift(self.conv(x), n)`): the ops on them are tensor ops."""
+    for (_, function), call in _called(ctx, ctx.info, caller, methods):
+        args = function.args
+        params = [a.arg for a in [*args.posonlyargs, *args.args]]
+        if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in function.decorator_list):
+            params = params[1:]
+        given = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
+        if any(isinstance(a, ast.Starred) for a in call.args[: len(given)]):
+            given = []
+        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        found = {name for name, value in given if tensors.is_tensor(value)}
+        if found:
+            ctx.tensor_params.setdefault(id(function), set()).update(found)
+
+
 def _given_plain(call: ast.Call, tensors: TensorNames) -> bool:
     """Whether every argument of `call` holds no tensor (a starred one included)."""
     values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
@@ -314,6 +345,7 @@ def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> 
         first_is_tensor=False,
         plain_params=True,
         plain_call=lambda call: _plain_target(ctx, target_of(ctx, info, call, function, {})),
+        unknown_globals=info.names.unknown,
     )
     args = function.args
     params = {p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
@@ -369,7 +401,14 @@ def _plain_result(info: FileInfo, function: ast.FunctionDef) -> bool:
     if not _plain_signature(function, nodes):
         return False
     tensors = TensorNames(
-        function, nodes, info.names.resolve, set(), set(), first_is_tensor=False, plain_params=True
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=False,
+        plain_params=True,
+        unknown_globals=info.names.unknown,
     )
     rebound = {p.arg for p in params if tensors.bound_times(p.arg) != 1}
     returns = _returns(function.body, {p.arg for p in params} - rebound, info.names.resolve)
@@ -493,15 +532,25 @@ def op_labels(info: FileInfo, function: ast.FunctionDef) -> tuple[str, ...]:
 
 
 def ops_in(
-    info: FileInfo, function: ast.FunctionDef, first_is_tensor: bool = False
+    info: FileInfo,
+    function: ast.FunctionDef,
+    first_is_tensor: bool = False,
+    tensor_params: set[str] | frozenset[str] = frozenset(),
 ) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
     number, `end + 1`, is taken for a count; the first parameter is a tensor if
-    `first_is_tensor`)."""
+    `first_is_tensor`, and so are the unannotated `tensor_params`, which a call gives one)."""
     nodes = [v.node for v in walked(function)]
     tensors = TensorNames(
-        function, nodes, info.names.resolve, set(), set(), first_is_tensor=first_is_tensor
+        function,
+        nodes,
+        info.names.resolve,
+        set(),
+        set(),
+        first_is_tensor=first_is_tensor,
+        unknown_globals=info.names.unknown,
+        tensor_params=tensor_params,
     )
     for node in nodes:
         if isinstance(node, ast.Call):

@@ -28,6 +28,10 @@ class ModuleNames:
     """Module-level names assigned exactly once, to a literal."""
     stars: list[str] = field(default_factory=list)
     """Modules imported with `from <module> import *`."""
+    unknown: set[str] = field(default_factory=set)
+    """Module-level names an assignment may bind to a tensor (`_TABLE = torch.arange(4)`):
+    a value other than literals, strings, containers and arithmetic of them, or a name or
+    subscript of such a name."""
 
     def absolute(self, level: int, module: str | None) -> str:
         """The absolute module named by a (possibly relative) `from` import."""
@@ -97,7 +101,42 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
             names.constants[name] = values[0]
     for name in names.local & set(names.imports):
         del names.imports[name]
+    names.unknown = {n for n, values in assigned.items() if not all(map(_holds_none, values))}
+    while (
+        grown := {
+            n for n, values in assigned.items() if any(_reads(v, names.unknown) for v in values)
+        }
+        - names.unknown
+    ):
+        names.unknown |= grown
     return names
+
+
+def _holds_none(value: ast.expr | None) -> bool:
+    """Whether a module-level value holds no tensor but through the names it reads
+    (`_reads`): literals, strings, containers and arithmetic of them, a function."""
+    if value is None:
+        return False
+    if isinstance(value, (ast.Constant, ast.JoinedStr, ast.Name, ast.Lambda, ast.Subscript)):
+        return True
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return all(_holds_none(e) for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return all(k is not None and _holds_none(k) for k in value.keys) and all(
+            _holds_none(v) for v in value.values
+        )
+    if isinstance(value, ast.BinOp):
+        return _holds_none(value.left) and _holds_none(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return _holds_none(value.operand)
+    return False
+
+
+def _reads(value: ast.expr | None, names: set[str]) -> bool:
+    """Whether `value` reads one of `names` (outside a lambda's body)."""
+    if value is None or isinstance(value, ast.Lambda):
+        return False
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value))
 
 
 def _visit(

@@ -99,6 +99,36 @@ class OutputKinds:
         kind = catalog.output_kind(cls, inplace_flag(cls, value))
         return kind or self.of_class(cls, file)
 
+    def keep_nothing(self, values: list[ast.expr], file: FileInfo, items: bool = False) -> bool:
+        """Whether every module built by one of `values` (in `file`) is of a torch class the
+        catalog knows, or an `nn.Sequential` of them, which keeps no reference to its input
+        (one that is None is never called). `items`: the modules are the items of each value,
+        an `nn.ModuleList` of a list, or an `nn.Sequential`."""
+        for value in values:
+            if isinstance(value, ast.IfExp):
+                if not self.keep_nothing([value.body, value.orelse], file, items):
+                    return False
+                continue
+            if items:
+                held = _held(value, file)
+                if held is None or not self.keep_nothing(held, file):
+                    return False
+                continue
+            if is_none(value):
+                continue
+            cls = file.names.resolve(value.func) if isinstance(value, ast.Call) else None
+            if not cls or cls.split(".")[0] not in ("torch", "migrator"):
+                return False
+            assert isinstance(value, ast.Call)
+            if cls == "torch.nn.Sequential":
+                if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
+                    return False
+                if not self.keep_nothing(value.args, file):
+                    return False
+            elif not catalog.output_kind(cls, inplace_flag(cls, value)):
+                return False
+        return True
+
     def of_class(self, qualname: str, within: FileInfo) -> str:
         """What a module of the project's class `qualname` returns ('' for torch's and
         migrator's own classes, which the catalog answers for)."""
@@ -229,6 +259,27 @@ class OutputKinds:
         if "" in kinds:
             return ""
         return FRESH if kinds == {FRESH} else INPUT
+
+
+def _held(value: ast.expr, file: FileInfo) -> list[ast.expr] | None:
+    """What builds the items of the container `value` builds: an `nn.Sequential`'s arguments,
+    an `nn.ModuleList`'s list or comprehension (None otherwise)."""
+    if not isinstance(value, ast.Call) or value.keywords:
+        return None
+    if any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    cls = file.names.resolve(value.func)
+    if cls == "torch.nn.Sequential":
+        return value.args
+    if cls != "torch.nn.ModuleList" or len(value.args) != 1:
+        return None
+    listed = value.args[0]
+    if isinstance(listed, (ast.List, ast.Tuple)):
+        starred = any(isinstance(e, ast.Starred) for e in listed.elts)
+        return None if starred else listed.elts
+    if isinstance(listed, ast.ListComp) and len(listed.generators) == 1:
+        return [listed.elt]
+    return None
 
 
 def _op_kind(op: Op, call: ast.Call, receiver: list[ast.expr]) -> str:

@@ -17,7 +17,13 @@ from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
-from migrator.rewrite.inplace import Parents, block_parents, inplace_unsafe
+from migrator.rewrite.inplace import (
+    _BENIGN_ATTRIBUTES,
+    Parents,
+    block_parents,
+    inplace_unsafe,
+    unnamed_binds,
+)
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
@@ -411,6 +417,7 @@ class Scanner:
         if self._parents is None:
             self._parents = block_parents(self.method)
         reason = inplace_unsafe(self.method, target, visit.stmt, self._made, self._parents)
+        reason = reason or self._kept(target, [*args, *(k.value for k in keywords)])
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         if _starred(args, [k.arg for k in keywords]):
@@ -432,6 +439,68 @@ class Scanner:
             kind="augassign" if augmented else "inplace",
             note=self._fresh_note(target),
         )
+
+    def _kept(self, target: ast.expr, values: list[ast.expr]) -> str | None:
+        """Why a call in the operands of an in-place op on `target` may keep the tensor it is
+        given (`out += ck(out)`: a module storing its input would see the original's change,
+        not the rewrite's); None when each call given `target` is a torch function, a tensor
+        method or a module of torch classes built in `__init__` alone."""
+        if not isinstance(target, ast.Name):
+            return None
+        for value in values:
+            for call in all_nodes(value):
+                if not isinstance(call, ast.Call) or not any(
+                    _reads(a, target.id) for a in [*call.args, *(k.value for k in call.keywords)]
+                ):
+                    continue
+                func = call.func
+                held = self._held_by(func)
+                if held is not None:
+                    attr, items = held
+                    built = self._attr_values(attr)
+                    if built is not None and self._outputs.keep_nothing(
+                        built, self.ctx.info, items
+                    ):
+                        continue
+                elif isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
+                    continue
+                else:
+                    qualname = self.ctx.info.names.resolve(func, self.shadowed)
+                    if qualname and catalog.by_function(qualname):
+                        continue
+                return (
+                    f"`{self.ctx.text(call.func)}` is given it and may keep it (only modules "
+                    "of torch classes built in `__init__` are known not to): what it keeps would see "
+                    "the original's change, not the rewrite's"
+                )
+        return None
+
+    def _held_by(self, func: ast.expr) -> tuple[str, bool] | None:
+        """(attr, False) for `self.<attr>`; (attr, True) for an item of it: `self.<attr>[i]`,
+        or a name that only a `for` over `self.<attr>` in this method binds."""
+        if self_attr(func):
+            return func.attr, False
+        if isinstance(func, ast.Subscript) and self_attr(func.value):
+            return func.value.attr, True
+        if not isinstance(func, ast.Name):
+            return None
+        binds = [
+            n
+            for n in all_nodes(self.method)
+            if (isinstance(n, ast.Name) and n.id == func.id and not isinstance(n.ctx, ast.Load))
+            or func.id in unnamed_binds(n)
+            or (isinstance(n, ast.arg) and n.arg == func.id)
+        ]
+        loops = [
+            n
+            for n in all_nodes(self.method)
+            if isinstance(n, ast.For) and binds and n.target is binds[0] and self_attr(n.iter)
+        ]
+        if len(binds) != 1 or not loops:
+            return None
+        iterated = loops[0].iter
+        assert isinstance(iterated, ast.Attribute)
+        return iterated.attr, True
 
     def _fresh_note(self, target: ast.expr) -> str:
         """The end of a finding for an in-place op whose tensor run-time evidence proved
@@ -501,9 +570,16 @@ class Scanner:
         of a conditional expression (`OutputKinds.built`; '' when not known, or when another
         method, a base or a subclass assigns it too, or the class or one of them may change
         what it holds)."""
+        values = self._attr_values(attr)
+        return "" if values is None else self._outputs.either(values, self.ctx.info)
+
+    def _attr_values(self, attr: str) -> list[ast.expr] | None:
+        """The values `__init__` alone assigns to `self.<attr>` (None when another method, a
+        base or a subclass assigns it too, or the class or one of them may change what it
+        holds)."""
         init = self.sites.attributes.init
         if attr not in self.attrs or init is None or self._changed_later(attr):
-            return ""
+            return None
         assigns = [
             node
             for node in all_nodes(init)
@@ -517,8 +593,8 @@ class Scanner:
             or first_change([self.owner], attr, lambda s: _in_init(s) and not s.plain)
             or first_change(self._family, attr, _in_init)
         ):
-            return ""
-        return self._outputs.either([a.value for a in assigns], self.ctx.info)
+            return None
+        return [a.value for a in assigns]
 
     @functools.cached_property
     def _family(self) -> list[ClassInfo]:
@@ -974,3 +1050,17 @@ def _self_attr_uses(method: ast.FunctionDef) -> dict[str, list[Use]]:
             parent = parents.get(id(node))
             uses.setdefault(node.attr, []).append((node, parent, parents.get(id(parent))))
     return uses
+
+
+def _reads(node: ast.expr, name: str) -> bool:
+    """Whether `node` holds `name` other than to read its size, dtype or device."""
+    parents = {id(c): p for p in ast.walk(node) for c in ast.iter_child_nodes(p)}
+    return any(
+        isinstance(n, ast.Name)
+        and n.id == name
+        and not (
+            isinstance(parent := parents.get(id(n)), ast.Attribute)
+            and parent.attr in _BENIGN_ATTRIBUTES
+        )
+        for n in ast.walk(node)
+    )

@@ -148,7 +148,13 @@ def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:
             if any(value is None for value in values):
                 return False
             tensors = TensorNames(
-                method, nodes, each.file.names.resolve, set(), set(), first_is_tensor=False
+                method,
+                nodes,
+                each.file.names.resolve,
+                set(),
+                set(),
+                first_is_tensor=False,
+                unknown_globals=each.file.names.unknown,
             )
             for value in values:
                 assert value is not None  # tested above

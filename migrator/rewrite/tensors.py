@@ -79,6 +79,8 @@ class TensorNames:
         plain_params: bool = False,
         aliases: dict[str, ast.expr] | None = None,
         first_declared: Callable[[ast.Call], bool] | None = None,
+        unknown_globals: frozenset[str] | set[str] = frozenset(),
+        tensor_params: frozenset[str] | set[str] = frozenset(),
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -93,7 +95,12 @@ class TensorNames:
         `plain_params`: every parameter holds no tensor (the function is so called). `aliases`:
         the file's type aliases (`FileInfo.aliases`), read in annotations.
         `first_declared(call)`: whether the module or helper a call runs annotates its first
-        input as something else than a tensor (`size: int`): the call proves nothing of it."""
+        input as something else than a tensor (`size: int`): the call proves nothing of it.
+        `unknown_globals`: module-level names that may hold a tensor (`ModuleNames.unknown`);
+        other globals hold none. `tensor_params`: unannotated parameters that are tensors, as
+        the first is with `first_is_tensor` (a call gives them one)."""
+        self.unknown_globals = unknown_globals
+        self.tensor_params = tensor_params
         self.resolve = resolve
         self.aliases = aliases or {}
         self.plain_setting = plain_setting
@@ -146,7 +153,9 @@ class TensorNames:
         params = _parameters(func)
         for i, param in enumerate(params):
             kind = self._annotation_kind(param.annotation)
-            if kind == "tensor" or (kind is None and i == 0 and first_is_tensor):
+            if kind == "tensor" or (
+                kind is None and ((i == 0 and first_is_tensor) or param.arg in self.tensor_params)
+            ):
                 self.names.add(param.arg)
             else:
                 self._declare(param.arg, kind)
@@ -455,7 +464,7 @@ class TensorNames:
             key = self._key(node)
             if key in self.names:
                 return False
-            return key in self.plain or key not in self._bound
+            return key in self.plain or self._plain_global(key)
         if isinstance(node, _NOT_TENSOR_LITERALS):
             return True
         if isinstance(node, ast.Attribute):
@@ -507,6 +516,11 @@ class TensorNames:
             return self.is_plain(node.body) and self.is_plain(node.orelse)
         return False
 
+    def _plain_global(self, key: str) -> bool:
+        """A name the function does not bind: a global, plain unless an assignment at the top
+        level may bind it to a tensor."""
+        return key not in self._bound and key not in self.unknown_globals
+
     def _plain_result(self, node: ast.Call) -> bool:
         """Whether `node` calls a function that returns no tensor, nor items holding one, when
         given none, and is given none (`plain_call`)."""
@@ -532,7 +546,7 @@ class TensorNames:
             key = self._key(node)
             if key in self.kinds:
                 return plainish(item_kind(self.kinds[key]))
-            return key in self.plain_items or key not in self._bound
+            return key in self.plain_items or self._plain_global(key)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return all(
                 self.holds_no_tensor(e.value if isinstance(e, ast.Starred) else e)
