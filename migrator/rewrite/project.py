@@ -11,6 +11,7 @@ import ast
 import functools
 import importlib.util
 import os
+import re
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -185,9 +186,9 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     """The names the module's top level binds more than once (not inside a function, lambda
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
     imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
-    source) holds no `:=`, functions not when it holds no `global`."""
+    source) holds no `:=`, functions not when no statement of it may be `global` (`_GLOBAL`)."""
     walrus = text is None or ":=" in text
-    declared = text is None or "global" in text
+    declared = text is None or _GLOBAL.search(text) is not None
     counts: dict[str, int] = {}
     todo: list[ast.AST] = list(tree.body)
     while todo:
@@ -215,6 +216,10 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
 
+
+_GLOBAL = re.compile(r"(?:^|[;:])[ \t]*global\b", re.MULTILINE)
+"""Where a `global` statement may start: a line's start, or after `;` or `:` (`if c: global g`);
+`global_pool` is not one."""
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 """Nodes whose body binds names of its own scope."""
