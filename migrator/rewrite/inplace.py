@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from migrator.rewrite.walk import parents_of
+
 # Reading these from a tensor does not share it.
 _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contiguous".split())
 
@@ -239,7 +241,7 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
             if getattr(stmt, f, None) is not None
         ]
     for root in nodes:
-        parents = {id(c): p for p in ast.walk(root) for c in ast.iter_child_nodes(p)}
+        parents = parents_of(root)
         for node in ast.walk(root):
             if name in unnamed_binds(node):
                 return True
@@ -277,7 +279,7 @@ def _used_elsewhere(
     its shape."""
     own = {id(n) for n in ast.walk(stmt)} if stmt is not None else set()
     for part in loop.body:
-        parents = {id(c): p for p in ast.walk(part) for c in ast.iter_child_nodes(p)}
+        parents = parents_of(part)
         for node in ast.walk(part):
             if id(node) not in own and name in unnamed_binds(node):
                 return True

@@ -13,6 +13,7 @@ from migrator.rewrite.context import self_attr
 from migrator.rewrite.inplace import _BENIGN_ATTRIBUTES, unnamed_binds
 from migrator.rewrite.names import literal
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo, FileInfo, Project
+from migrator.rewrite.walk import parents_of
 
 FRESH, INPUT = "fresh", "input"
 
@@ -237,7 +238,7 @@ class OutputKinds:
         values: list[tuple[ast.expr, FileInfo]] = []
         for cls in chain:
             for method_name, method in cls.methods().items():
-                parents = {id(c): p for p in ast.walk(method) for c in ast.iter_child_nodes(p)}
+                parents = parents_of(method)
                 for node in ast.walk(method):
                     if not (self_attr(node) and node.attr == attr):
                         continue
@@ -359,7 +360,7 @@ def _unshared(function: ast.FunctionDef, name: str, own: list[ast.AST]) -> bool:
     is an operand, is returned, or is the first argument of (or the tensor calling) what a
     `return` gives, which is worked out itself."""
     owned = {id(n) for n in own}
-    parents = {id(c): p for p in ast.walk(function) for c in ast.iter_child_nodes(p)}
+    parents = parents_of(function)
     for node in ast.walk(function):
         if isinstance(node, ast.arg) and node.arg == name and node is not _first(function, name):
             return False  # a nested function's own parameter of that name

@@ -34,7 +34,7 @@ from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.stores import Store, after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import Visit, all_nodes, child_nodes, header_lines
+from migrator.rewrite.walk import Visit, all_nodes, header_lines, parents_of
 
 
 class Scanner:
@@ -990,7 +990,7 @@ def _reads_param(method: ast.FunctionDef, index: int) -> bool:
     if method.decorator_list or index >= len(params):
         return False
     name = params[index].arg
-    parents = {id(c): p for p in all_nodes(method) for c in child_nodes(p)}
+    parents = parents_of(method)
     for node in all_nodes(method):
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return False
@@ -1043,7 +1043,7 @@ Use = tuple[ast.Attribute, ast.AST | None, ast.AST | None]
 def _self_attr_uses(method: ast.FunctionDef) -> dict[str, list[Use]]:
     """Attribute name -> each `self.<name>` in `method` (`_changes`), found in one walk per
     method: `_changes` is asked about every attribute of a class, in the methods of its family."""
-    parents = {id(c): p for p in all_nodes(method) for c in child_nodes(p)}
+    parents = parents_of(method)
     uses: dict[str, list[Use]] = {}
     for node in all_nodes(method):
         if self_attr(node):
@@ -1054,7 +1054,7 @@ def _self_attr_uses(method: ast.FunctionDef) -> dict[str, list[Use]]:
 
 def _reads(node: ast.expr, name: str) -> bool:
     """Whether `node` holds `name` other than to read its size, dtype or device."""
-    parents = {id(c): p for p in ast.walk(node) for c in ast.iter_child_nodes(p)}
+    parents = parents_of(node)
     return any(
         isinstance(n, ast.Name)
         and n.id == name

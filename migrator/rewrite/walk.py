@@ -186,6 +186,11 @@ def all_nodes(root: ast.AST) -> list[ast.AST]:
     return found
 
 
+def parents_of(root: ast.AST) -> dict[int, ast.AST]:
+    """id(node) -> the node holding it, for each node under `root` (Load/Store markers aside)."""
+    return {id(c): p for p in all_nodes(root) for c in child_nodes(p)}
+
+
 def header_lines(stmt: ast.stmt) -> range:
     """Lines a `# migrator: skip` pragma on which applies to the statement's own expressions."""
     if isinstance(
