@@ -54,9 +54,9 @@ _CALL_VISITS: weakref.WeakKeyDictionary[ast.AST, list[tuple[ast.Call, Visit]]] =
 )
 _POSITIONS: weakref.WeakKeyDictionary[ast.AST, dict[int, int]] = weakref.WeakKeyDictionary()
 _LOCALS: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
-"""What `calls_in`, `call_visits`, `positions_of` and `locals_of` found for a function, kept a process while
-the function is alive (as its walk, `walk.walked`): they depend on the function alone, and the
-files of a run read the same bases and siblings. Shared: never changed."""
+"""What `calls_in`, `call_visits`, `positions_of` and `locals_of` found for a function, kept a
+process while the function is alive (as its walk, `walk.walked`): they depend on the function
+alone, and the files of a run read the same bases and siblings. Shared: never changed."""
 
 
 def _once(
