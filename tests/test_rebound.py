@@ -20,6 +20,8 @@ from migrator.rewrite.project import _rebound
         ("def f():\n    x = 1; global g\n    g = 2\n\ng = 1\n", {"g"}),
         ("global_pool = 'avg'\n\ndef f():\n    global_pool = 2\n", set()),
         ("def f():\n    pass\n\ng = 1\n", set()),
+        ("x = 'global_pool'  # global g\n\ndef f():\n\tglobal g\n\tg = 2\n\ng = 1\n", {"g"}),
+        ("def f():\n    if True:\t global g\n    g = 2\n\ng = 1\n", {"g"}),
     ],
 )
 def test_top_level_names_bound_again(source, rebound):

@@ -211,12 +211,10 @@ class ClassAnalysis:
             methods | MODULE_ATTRIBUTES | self.attributes.tensor_attrs | self.attributes.plain_attrs
         )
         return {
-            v.node.func.attr
+            call.func.attr
             for method in reached
-            for v in self.ctx.visits(method)
-            if isinstance(v.node, ast.Call)
-            and self_attr(v.node.func)
-            and v.node.func.attr not in known
+            for call, _ in self.ctx.call_visits(method)
+            if self_attr(call.func) and call.func.attr not in known
         }
 
     def _method_calls(
@@ -226,11 +224,9 @@ class ClassAnalysis:
 
         def calls(method: ast.FunctionDef) -> list[tuple[str, ast.AST]]:
             return [
-                (v.node.func.attr, v.node)
-                for v in self.ctx.visits(method)
-                if isinstance(v.node, ast.Call)
-                and self_attr(v.node.func)
-                and v.node.func.attr in methods
+                (call.func.attr, call)
+                for call, _ in self.ctx.call_visits(method)
+                if self_attr(call.func) and call.func.attr in methods
             ]
 
         return calls

@@ -49,11 +49,14 @@ class Site:
 
 _T = TypeVar("_T")
 _CALLS: weakref.WeakKeyDictionary[ast.AST, list[ast.Call]] = weakref.WeakKeyDictionary()
+_CALL_VISITS: weakref.WeakKeyDictionary[ast.AST, list[tuple[ast.Call, Visit]]] = (
+    weakref.WeakKeyDictionary()
+)
 _POSITIONS: weakref.WeakKeyDictionary[ast.AST, dict[int, int]] = weakref.WeakKeyDictionary()
 _LOCALS: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
-"""What `calls_in`, `positions_of` and `locals_of` found for a function, kept a process while
-the function is alive (as its walk, `walk.walked`): they depend on the function alone, and the
-files of a run read the same bases and siblings. Shared: never changed."""
+"""What `calls_in`, `call_visits`, `positions_of` and `locals_of` found for a function, kept a
+process while the function is alive (as its walk, `walk.walked`): they depend on the function
+alone, and the files of a run read the same bases and siblings. Shared: never changed."""
 
 
 def _once(
@@ -102,6 +105,7 @@ class FileContext:
     _visits: dict[int, list[Visit]] = field(default_factory=dict)
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
+    _call_visits: dict[int, list[tuple[ast.Call, Visit]]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     _held: dict[int, object] = field(default_factory=dict)
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
@@ -130,6 +134,18 @@ class FileContext:
             self.hold(func)
             self._visits[id(func)] = walked(func)
         return self._visits[id(func)]
+
+    def call_visits(self, func: ast.FunctionDef) -> list[tuple[ast.Call, Visit]]:
+        """(call, its visit) of each call in `func`'s body (in the order of `visits`), found
+        once per function: the loops that read calls alone need not pass over every node."""
+        if id(func) not in self._call_visits:
+            visits = self.visits(func)
+            self._call_visits[id(func)] = _once(
+                _CALL_VISITS,
+                func,
+                lambda: [(v.node, v) for v in visits if isinstance(v.node, ast.Call)],
+            )
+        return self._call_visits[id(func)]
 
     def calls_in(self, func: ast.FunctionDef) -> list[ast.Call]:
         """The calls in `func`: its body's (from `visits`), then those of its decorators,

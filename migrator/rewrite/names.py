@@ -102,13 +102,11 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     for name in names.local & set(names.imports):
         del names.imports[name]
     names.unknown = {n for n, values in assigned.items() if not all(map(_holds_none, values))}
-    while (
-        grown := {
-            n for n, values in assigned.items() if any(_reads(v, names.unknown) for v in values)
-        }
-        - names.unknown
-    ):
+    reads = {n: _reads(values) for n, values in assigned.items() if n not in names.unknown}
+    while grown := {n for n, read in reads.items() if not read.isdisjoint(names.unknown)}:
         names.unknown |= grown
+        for name in grown:
+            del reads[name]
     return names
 
 
@@ -132,11 +130,15 @@ def _holds_none(value: ast.expr | None) -> bool:
     return False
 
 
-def _reads(value: ast.expr | None, names: set[str]) -> bool:
-    """Whether `value` reads one of `names` (outside a lambda's body)."""
-    if value is None or isinstance(value, ast.Lambda):
-        return False
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value))
+def _reads(values: list[ast.expr | None]) -> set[str]:
+    """The names `values` read (outside a lambda's body)."""
+    return {
+        n.id
+        for value in values
+        if value is not None and not isinstance(value, ast.Lambda)
+        for n in ast.walk(value)
+        if isinstance(n, ast.Name)
+    }
 
 
 def _visit(

@@ -141,9 +141,8 @@ def _counts(
     functions.update({("sub", n): f for n, f in overrides.items()})
     calls: dict[Method, dict[Method, tuple[list[ast.AST], bool]]] = {}
     for key, function in functions.items():
-        for visit in ctx.visits(function):
-            node = visit.node
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        for node, visit in ctx.call_visits(function):
+            if not isinstance(node.func, ast.Attribute):
                 continue
             owner, name = node.func.value, node.func.attr
             if self_attr(node.func):

@@ -37,6 +37,10 @@ from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Visit, all_nodes, header_lines, parents_of
 
 
+_SCANNED = (ast.Call, ast.BinOp, ast.AugAssign)
+"""The node classes `Scanner.scan` reads."""
+
+
 class Scanner:
     """Finds catalog ops and module calls in one forward-path method: module calls go to
     `sites`, ops become modules that `creator` plans, with hyper-parameters that `hyper`
@@ -101,9 +105,11 @@ class Scanner:
         return [
             (self.order.key(self.method, v.node), runs[id(v.node)], v)
             for v in self.ctx.visits(self.method)
+            if isinstance(v.node, _SCANNED)
         ]
 
     def scan(self, visit: Visit) -> None:
+        """Read one node of `_SCANNED` (`steps` gives no other: the others change nothing)."""
         node = visit.node
         if self.ctx.skip and self.ctx.skip.intersection(header_lines(visit.stmt)):
             # still a call of the module: reuse is counted

@@ -91,9 +91,8 @@ def _called(
     calls: dict[str, dict[str, list[ast.Attribute]]] = {}
     looped: dict[str, ast.Attribute] = {}
     for name in runs:
-        for visit in ctx.visits(methods[name]):
-            node = visit.node
-            if isinstance(node, ast.Call) and self_attr(node.func) and node.func.attr in attrs:
+        for node, visit in ctx.call_visits(methods[name]):
+            if self_attr(node.func) and node.func.attr in attrs:
                 calls.setdefault(node.func.attr, {}).setdefault(name, []).append(node.func)
                 if visit.repeated:
                     looped.setdefault(node.func.attr, node.func)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
-from migrator.rewrite.walk import all_nodes
+from migrator.rewrite.walk import all_nodes, walked
 
 
 class Store(NamedTuple):
@@ -328,18 +328,22 @@ _OUTSIDE_KEPT: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {}
 
 def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
     name = method.name
-    nodes = all_nodes(method)
+    head = [*method.decorator_list, method.args, *([method.returns] if method.returns else [])]
+    # every node of the method, parents first (so an assignment before its targets); the
+    # body's from the walk the analysis keeps
+    nodes = [method, *(n for part in head for n in all_nodes(part))]
+    nodes += [v.node for v in walked(method)]
     plain: set[int] = set()
     loops: list[dict[str, tuple[str, ...]]] = []
 
     def loop_names() -> dict[str, tuple[str, ...]]:  # worked out when a setter needs them
         if not loops:
-            loops.append(_loop_names(nodes))
+            loops.append(_loop_names(method, nodes))
         return loops[0]
 
     aliases = _aliases(nodes)
     found: list[Store] = []
-    for node in nodes:  # breadth first: an assignment comes before its targets
+    for node in nodes:
         kind = type(node)
         if kind not in _STORING:
             continue
@@ -364,12 +368,15 @@ _STORING = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Attribute, ast.Su
 """The node classes `_method_stores` reads."""
 
 
-def _loop_names(nodes: list[ast.AST]) -> dict[str, tuple[str, ...]]:
-    """Loop variables that take string literals only: `for n in ("fc", "head")`, also through
-    a local name bound once to such a tuple and sliced (`for n in names[i:]`)."""
-    literals: dict[str, tuple[str, ...] | None] = {}
-    if isinstance(nodes[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-        literals = {a.arg: None for a in ast.walk(nodes[0].args) if isinstance(a, ast.arg)}
+def _loop_names(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
+) -> dict[str, tuple[str, ...]]:
+    """Loop variables of `method` (whose `nodes` are given) that take string literals only:
+    `for n in ("fc", "head")`, also through a local name bound once to such a tuple and sliced
+    (`for n in names[i:]`)."""
+    literals: dict[str, tuple[str, ...] | None] = {
+        a.arg: None for a in ast.walk(method.args) if isinstance(a, ast.arg)
+    }
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
