@@ -11,6 +11,7 @@ from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Bound, Input, Predicates, bind
 from migrator.catalog import REQUIRED, Op, Role, ToolkitModule
 from migrator.evidence import proved_by
+from migrator.findings import SERVES_EVERY_ITERATION
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
@@ -34,7 +35,7 @@ from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.stores import Store, after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import Visit, all_nodes, header_lines, parents_of
+from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
 
 class Scanner:
@@ -143,26 +144,34 @@ class Scanner:
         if self.init_run:
             return f"the loop is in a method that {self.init_run.via} runs"
         try:
-            return self.loops.copies(visit)
+            copies = self.loops.copies(visit)
         except Refusal as why:
             return why.message
+        return copies.shared[0][1] if copies.shared else copies
 
-    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> Copies | None:
+    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> tuple[Copies | None, str]:
         """The copies of the module an op at `visit` becomes, one an iteration of the loops
-        around it (None: it runs once per run of the method); raises a MIG105 refusal when
-        it repeats in a way no copies can follow, or is not `copyable`."""
+        around it (None: it runs once per run of the method, or one module serves every
+        iteration of loops whose trip count depends on the input), and what the finding says
+        of such a module; raises a MIG105 refusal when it repeats in a way no copies can
+        follow, or is not `copyable`."""
         if not visit.repeated:
-            return None
+            return None, ""
         try:
             if not copyable:
                 raise Refusal("MIG105", "")
-            return self.loops.copies(visit)
+            copies = self.loops.copies(visit)
+            if copies.shared and copies.trips:  # copies shared by iterations: none reported
+                raise Refusal("MIG105", copies.shared[0][1])
         except Refusal as why:
             raise Refusal(
                 "MIG105",
                 f"{label} runs in a loop or comprehension: one module would serve every "
                 f"iteration{_no_copies(why.message)}; left as is",
             ) from None
+        if copies.shared:
+            return None, _serves_every_iteration([loop for loop, _ in copies.shared])
+        return copies, ""
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
@@ -298,7 +307,7 @@ class Scanner:
                 f"{label}: its first argument is not proven to be a tensor (nor `self`), "
                 f"which `{function.name}` as a module would take it for; left as is",
             )
-        copies = self._copies(visit, label)
+        copies, shared = self._copies(visit, label)
         self._runs_once(label)
         _module_methods(function, node, label)
         owner = self.owner if function in self.methods.values() else None
@@ -359,7 +368,8 @@ class Scanner:
             f"{label} -> {made_as}: `{function.name}`"
             + (" ops as a module" if via else " as a module")
             + f", added beside it{where}"
-            + self._typed_note(node.args[:1]),
+            + self._typed_note(node.args[:1])
+            + shared,
             op=function.name,
             module=module,
             attr=name,
@@ -708,7 +718,7 @@ class Scanner:
             if toolkit is not None and toolkit.renames is not None:
                 module, renames = toolkit.qualname, dict(toolkit.renames)
                 ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
-        copies = self._copies(visit, label, weight_module is None)
+        copies, shared = self._copies(visit, label, weight_module is None)
         self._runs_once(label)
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
@@ -756,7 +766,10 @@ class Scanner:
         self.ctx.report(
             node,
             code,
-            f"{label} -> {made}" + (f", taking {at_call} at call time" if at_call else "") + note,
+            f"{label} -> {made}"
+            + (f", taking {at_call} at call time" if at_call else "")
+            + note
+            + shared,
             op=label.strip("`"),
             module=module,
             attr=name,
@@ -872,6 +885,19 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
                 f"{label} passes `self` as `{node.func.value.id}`, whose "
                 f"`.{node.func.attr}()` could be taken for a tensor method; left as is",
             )
+
+
+def _serves_every_iteration(loops: list[Loop]) -> str:
+    """What the finding of an op converted in loops whose trip count depends on the input
+    says: one module serves every iteration."""
+    where = ", ".join(
+        f"the loop at line {loop.lineno}"
+        if isinstance(loop, ast.For)
+        else f"the comprehension at line {loop.target.lineno}"
+        for loop in loops
+    )
+    counts = "whose trip counts depend" if len(loops) > 1 else "whose trip count depends"
+    return f"{SERVES_EVERY_ITERATION}{where}, {counts} on the input"
 
 
 def _no_copies(reason: str) -> str:
