@@ -133,6 +133,8 @@ class LoopCopies:
         self._trips: dict[int, Trips | str] = {}
         self._input: set[int] = set()
         """The loops whose trip count depends on the input."""
+        self._asked: set[int] = set()
+        """The loops `input_only` analysed (its index names are not kept: no copies)."""
         self._indexed: set[int] = set()
         self._used: set[str] | None = None
         self._clauses: dict[int, ast.expr] | None = None
@@ -178,6 +180,24 @@ class LoopCopies:
                 "`__init__`, before the other loops' trip counts are known; left as is",
             )
         return copies
+
+    def input_only(self, visit: Visit) -> bool:
+        """Whether what repeats `visit`'s node is only loops whose trip count depends on the
+        input."""
+        if visit.repeater is not None or not visit.loops:
+            return False
+        for loop in visit.loops:
+            if id(loop) not in self._trips and id(loop) not in self._asked:
+                self._asked.add(id(loop))
+                try:
+                    self._analyse(loop, [])
+                except _FromInput:
+                    self._input.add(id(loop))
+                except Refusal:
+                    pass
+            if id(loop) not in self._input:
+                return False
+        return True
 
     def commit(self, copies: Copies) -> None:
         """Give the loops that now index copies their index: rename a `_` target, or

@@ -61,6 +61,7 @@ class Scanner:
         owner: ClassInfo,
         loops: LoopCopies,
         init_run: InitRun | None = None,
+        once_an_iteration: bool = False,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -84,6 +85,9 @@ class Scanner:
         self.init_run = init_run
         """How `__init__` runs the method (a module created there may not exist yet then), if
         it does."""
+        self.once_an_iteration = once_an_iteration
+        """Whether the method runs in loops whose trip count depends on the input, once an
+        iteration: one module made for its op serves every run."""
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
@@ -156,13 +160,17 @@ class Scanner:
         of such a module; raises a MIG105 refusal when it repeats in a way no copies can
         follow, or is not `copyable`."""
         if not visit.repeated:
-            return None, ""
+            return None, self._serves_every_run()
         try:
             if not copyable:
                 raise Refusal("MIG105", "")
             copies = self.loops.copies(visit)
             if copies.shared and copies.trips:  # copies shared by iterations: none reported
                 raise Refusal("MIG105", copies.shared[0][1])
+            if self.once_an_iteration and copies.trips:
+                raise Refusal(
+                    "MIG105", "the loop is in a method that runs more than once per forward"
+                )
         except Refusal as why:
             raise Refusal(
                 "MIG105",
@@ -170,8 +178,19 @@ class Scanner:
                 f"iteration{_no_copies(why.message)}; left as is",
             ) from None
         if copies.shared:
-            return None, _serves_every_iteration([loop for loop, _ in copies.shared])
+            note = _serves_every_iteration([loop for loop, _ in copies.shared])
+            return None, note + self._serves_every_run().replace(SERVES_EVERY_ITERATION, ", and ")
         return copies, ""
+
+    def _serves_every_run(self) -> str:
+        """What the finding of an op of a method that runs once an iteration of loops whose
+        trip count depends on the input says ('' for another method)."""
+        if not self.once_an_iteration:
+            return ""
+        return (
+            f"{SERVES_EVERY_ITERATION}the loops that run `{self.method.name}`, whose trip counts "
+            "depend on the input"
+        )
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
@@ -261,8 +280,9 @@ class Scanner:
         return run.before
 
     def _runs_once(self, label: str) -> None:
-        """Refuse an op in a helper method that runs more than once per forward (MIG110)."""
-        if self.times > 1:
+        """Refuse an op in a helper method that runs more than once per forward (MIG110), but
+        once an iteration of loops whose trip count depends on the input."""
+        if self.times > 1 and not self.once_an_iteration:
             raise Refusal(
                 "MIG110",
                 f"{label} is in `{self.method.name}`, which runs "
@@ -890,12 +910,13 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
 def _serves_every_iteration(loops: list[Loop]) -> str:
     """What the finding of an op converted in loops whose trip count depends on the input
     says: one module serves every iteration."""
-    where = ", ".join(
+    places = [
         f"the loop at line {loop.lineno}"
         if isinstance(loop, ast.For)
         else f"the comprehension at line {loop.target.lineno}"
         for loop in loops
-    )
+    ]
+    where = " and ".join([", ".join(places[:-1]), places[-1]] if len(places) > 1 else places)
     counts = "whose trip counts depend" if len(loops) > 1 else "whose trip count depends"
     return f"{SERVES_EVERY_ITERATION}{where}, {counts} on the input"
 
