@@ -8,7 +8,9 @@ the fix:
 - models built, and bit-exact with the original (state_dict; eval and train outputs; gradients
   and buffers after a train step), out of the models sampled;
 - convertible calls converted: calls `fix` converted out of those plus the ones `check` still
-  reports (MIG0xx) or refuses (MIG1xx about a call), then every code; the same count from the
+  reports (MIG0xx) or refuses (MIG1xx about a call; not the MIG105 of a module `fix` made to
+  serve every iteration of a loop whose trip count depends on the input, a call it converted,
+  counted in a row of its own), then every code; the same count from the
   first fix's findings, all of them and those on lines the sampled original models run (their
   eval and train forwards, traced), with what is left there by code;
 - what `migrator.prepare_model` still does at run time on the models fx can trace: ops it turns
@@ -38,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import zoo  # noqa: E402  (tests/zoo.py, not this script)
 
-from migrator.findings import CODES, Finding  # noqa: E402
+from migrator.findings import CODES, Finding, serves_every_iteration  # noqa: E402
 
 NOTICES = frozenset({"MIG111", "MIG113", "MIG201"})
 """Refusal codes not about one call (an attribute name, a walk of children, a dict forward)."""
@@ -71,13 +73,18 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
     }
     converted = Counter(f.code for f in run.first.fixed)
     before = Counter(f.code for f in run.first.fixed + run.first.left)
-    after = Counter(f.code for f in run.second.fixed + run.second.left)
+    serving = {id(f) for f in _serving_loops(run)}
+    after = Counter(f.code for f in run.second.fixed + run.second.left if id(f) not in serving)
     calls_before = sum(n for code, n in before.items() if code not in NOTICES)
     done = sum(converted.values())
     calls_after = done + sum(n for code, n in after.items() if code not in NOTICES)
     rows["convertible calls converted"] = (
         f"0/{calls_before} (0.0 %)",
         f"{done}/{calls_after} ({_percent(done, calls_after)})",
+    )
+    rows["  of those, one module serving every iteration of an input-dependent loop"] = (
+        "-",
+        str(sum(serves_every_iteration(f) for f in run.first.fixed)),
     )
     for code in codes:
         label = f"  {code} {CODES[code]}" + (" (not a call)" if code in NOTICES else "")
@@ -94,6 +101,22 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
         str(len(run.second.changed)),
     )
     return rows
+
+
+def _serving_loops(run: zoo.ZooRun) -> list[Finding]:
+    """The second fix's MIG105 findings on the modules the first made to serve every
+    iteration of a loop whose trip count depends on the input: calls converted (counted by
+    the first fix), not left."""
+    made = Counter((f.path, f.attr) for f in run.first.fixed if serves_every_iteration(f))
+    found = []
+    for f in run.second.left:
+        if f.code != "MIG105" or not f.message.startswith("`self."):
+            continue
+        key = (f.path, f.message.split("`")[1].removeprefix("self."))
+        if made[key] > 0:
+            made[key] -= 1
+            found.append(f)
+    return found
 
 
 def _on_run_lines(run: zoo.ZooRun, calls: list[Finding]) -> list[Finding]:

@@ -35,6 +35,11 @@ CODES: dict[str, str] = {
 """Every code migrator reports. MIG0xx are fixed by `migrator fix`; MIG1xx/2xx need a person."""
 
 
+SERVES_EVERY_ITERATION = "; one module serves every iteration of "
+"""What the finding of an op converted in a loop whose trip count depends on the input says:
+`check` reports the module made for it, called in that loop, with MIG105."""
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     path: str
@@ -83,3 +88,9 @@ def markdown_table() -> str:
         ["| code | meaning |", "|---|---|"]
         + [f"| {code} | {text} |" for code, text in CODES.items()]
     )
+
+
+def serves_every_iteration(finding: Finding) -> bool:
+    """Whether a fix made one module serve every iteration of a loop whose trip count depends
+    on the input (which `check` then reports with MIG105)."""
+    return finding.fixable and SERVES_EVERY_ITERATION in finding.message

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from fixture_cases import import_path
 
+from migrator.findings import serves_every_iteration
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
 
@@ -99,16 +100,21 @@ class Net(nn.Module):
 
 
 def test_what_could_outrun_the_copies_is_refused():
+    """No loop here gets copies: those zipped with a list that may grow keep MIG105, and those
+    over run-time data alone get one module serving every iteration, which the finding says."""
     new, findings, _ = fix_text(REFUSED, "refused.py", Project())
     loops = sorted(
         f.message.split("cannot index copies: ")[1] for f in findings if f.code == "MIG105"
     )
-    assert len(loops) == 7
-    assert "`self.grown` may grow in `more`; left as is" in loops
-    assert "`self.sliced` may grow in `more`; left as is" in loops
-    for op in ("torch.sigmoid(t)", "torch.tanh(t)", "torch.exp(t)", "torch.relu(t)"):
+    assert loops == [
+        "`self.grown` may grow in `more`; left as is",
+        "`self.sliced` may grow in `more`; left as is",
+    ]
+    for op in ("torch.tanh(t)", "torch.exp(t)"):
         assert op in new  # each loop left as it was
-    assert sum("depends on the input" in why for why in loops) == 5
+    assert "ModuleList" not in new
+    shared = sorted(f.op for f in findings if serves_every_iteration(f))
+    assert shared == ["*", "*", "torch.relu", "torch.sigmoid", "torch.sigmoid"]
 
 
 RUN_TIME = """
@@ -130,7 +136,16 @@ class Net(nn.Module):
 
 
 def test_a_run_time_trip_count_says_what_it_depends_on():
-    findings = fix_text(RUN_TIME, "run_time.py", Project()).findings
+    """Each op becomes one module serving every iteration, and `check` reports its calls in
+    the loop (MIG105) with what the trip count depends on."""
+    new, first, _ = fix_text(RUN_TIME, "run_time.py", Project())
+    assert [f.op for f in first if serves_every_iteration(f)] == [
+        "torch.tanh",
+        "torch.sigmoid",
+        "torch.exp",
+    ]
+    findings = fix_text(new, "run_time.py", Project()).findings
+    assert [f.code for f in findings] == ["MIG105"] * 3
     why = [f.message.split("depends on the input: ")[1].split(";")[0] for f in findings]
     assert why == [
         "the number of items in `batch.tensors`, of argument `batch` of `forward`",

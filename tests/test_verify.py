@@ -271,6 +271,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "helper_registered_leaf",
         "inplace_loop_accumulate",
         "inplace_read_by_method",
+        "loops_input_traced",
     ],
 )
 def test_fixture_rewrites_verify(name):
@@ -285,6 +286,25 @@ def test_fixture_rewrites_verify(name):
     case = FIXTURE_CASES / f"{name}.before.py"
     [result] = _verify(case, expected_after(case), Target(case, "Model")).results
     assert set(_statuses(result).values()) == {"pass"}, result
+
+
+@pytest.mark.parametrize(
+    ("name", "fx_graph"), [("loops_input_shared", "skip"), ("loops_input_shared_helpers", "skip")]
+)
+def test_one_module_serving_a_run_time_loop_verifies(name, fx_graph):
+    """One module serving every iteration of a loop whose trip count depends on the input: in
+    loops over a tensor's rows fx cannot trace (iterating a proxy), export and the outputs
+    prove it (`loops_input_traced` above: fx unrolls the loop, and the graphs match)."""
+    from fixture_cases import expected_after
+
+    case = FIXTURE_CASES / f"{name}.before.py"
+    [result] = _verify(case, expected_after(case), Target(case, "Model")).results
+    assert _statuses(result) == {
+        "state_dict": "pass",
+        "fx graph": fx_graph,
+        "export": "pass",
+        "outputs": "pass",
+    }, result
 
 
 def test_a_wrapped_helpers_twin_reads_as_the_helper_and_its_body_is_still_compared():

@@ -11,7 +11,7 @@ from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES
 from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import (
@@ -29,13 +29,13 @@ from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import inherited_reach, init_reach, reach
+from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration, reach
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import changed_after_init
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
-from migrator.rewrite.walk import header_lines
+from migrator.rewrite.walk import Visit, header_lines
 
 
 class ClassAnalysis:
@@ -73,6 +73,13 @@ class ClassAnalysis:
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)
         evident = self._evident(called - module_attrs)
+        loops_of = {
+            name: LoopCopies(
+                self.ctx, methods[name], self.attributes, hyper, self.ctx.locals_of(methods[name])
+            )
+            for name in reached
+        }
+        per_iteration = self._once_an_iteration(forward is None, reached, loops_of)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -96,7 +103,7 @@ class ClassAnalysis:
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             record_tensor_params(self.ctx, method, methods, tensors)
-            loops = LoopCopies(self.ctx, method, self.attributes, hyper, self.ctx.locals_of(method))
+            loops = loops_of[name]
             scanner = Scanner(
                 self.ctx,
                 method,
@@ -113,6 +120,7 @@ class ClassAnalysis:
                 owner=self.cls,
                 loops=loops,
                 init_run=init_runs.get(name),
+                once_an_iteration=name in per_iteration,
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
@@ -199,6 +207,22 @@ class ClassAnalysis:
             if kind:
                 found[attr] = (kind, proof)
         return found
+
+    def _once_an_iteration(
+        self, inherited: bool, reached: dict[str, int], loops_of: dict[str, LoopCopies]
+    ) -> set[str]:
+        """The methods that run once an iteration of loops whose trip count depends on the
+        input (`runs.once_an_iteration`; none for an inherited forward)."""
+        if inherited or all(times < MANY for times in reached.values()):
+            return set()
+        methods = self.attributes.methods
+        by_function = {id(methods[name]): loops for name, loops in loops_of.items()}
+
+        def input_only(function: ast.FunctionDef, visit: Visit) -> bool:
+            loops = by_function.get(id(function))
+            return loops is not None and loops.input_only(visit)
+
+        return once_an_iteration(self.ctx, self.cls, self.family, input_only)
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

@@ -12,6 +12,10 @@ iteration calls the copy at its own index; `break` and `continue` only leave cop
 (copies are indistinguishable). A loop over `_` gets a fresh index name; a loop over containers
 (`for blk in self.blocks`) gets one from `enumerate`. A `for` clause of a comprehension is such
 a loop too (an `if` clause, like `break`, only leaves copies unused).
+
+A loop whose trip count depends on the input (per image, per feature map of a list argument)
+can index no copies: one module serves every iteration (`Copies.shared`), which a stateless
+module does with the same outputs.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ _SEQUENCES = frozenset({"list", "List", "tuple", "Tuple"})
 """Return annotations of a method whose result has a length iterating it gives."""
 
 
+class _FromInput(Refusal):
+    """A loop's trip count depends on the input: no copies can be counted."""
+
+
 @dataclass(frozen=True)
 class Trips:
     """How one loop runs its copies."""
@@ -76,6 +84,9 @@ class Copies:
     """One copy per iteration of each loop of a nest (outermost first)."""
 
     trips: tuple[Trips, ...]
+    shared: tuple[tuple[Loop, str], ...] = ()
+    """The loops of the nest whose trip count depends on the input (with why), which one
+    module serves every iteration of."""
 
     @property
     def subscript(self) -> str:
@@ -120,6 +131,10 @@ class LoopCopies:
         self.hyper = hyper
         self.shadowed = shadowed
         self._trips: dict[int, Trips | str] = {}
+        self._input: set[int] = set()
+        """The loops whose trip count depends on the input."""
+        self._asked: set[int] = set()
+        """The loops `input_only` analysed (its index names are not kept: no copies)."""
         self._indexed: set[int] = set()
         self._used: set[str] | None = None
         self._clauses: dict[int, ast.expr] | None = None
@@ -136,18 +151,25 @@ class LoopCopies:
         if visit.repeater is not None:
             raise Refusal("MIG105", repeats(visit.repeater))
         found: list[Trips] = []
+        shared: list[tuple[Loop, str]] = []
         for loop in visit.loops:
             trips = self._trips.get(id(loop))
             if trips is None:
                 try:
                     trips = self._analyse(loop, found)
+                except _FromInput as why:
+                    self._input.add(id(loop))
+                    trips = why.message
                 except Refusal as why:
                     trips = why.message
                 self._trips[id(loop)] = trips
-            if isinstance(trips, str):
-                raise Refusal("MIG105", trips)
-            found.append(trips)
-        copies = Copies(tuple(found))
+            if isinstance(trips, str) and id(loop) in self._input:
+                shared.append((loop, trips))
+            elif isinstance(trips, str):
+                raise Refusal("MIG105", shared[0][1] if shared else trips)
+            else:
+                found.append(trips)
+        copies = Copies(tuple(found), tuple(shared))
         within = copies.within
         if within is not None and any(
             t.within is not within and t.floor >= within.top_index for t in found
@@ -158,6 +180,24 @@ class LoopCopies:
                 "`__init__`, before the other loops' trip counts are known; left as is",
             )
         return copies
+
+    def input_only(self, visit: Visit) -> bool:
+        """Whether what repeats `visit`'s node is only loops whose trip count depends on the
+        input."""
+        if visit.repeater is not None or not visit.loops:
+            return False
+        for loop in visit.loops:
+            if id(loop) not in self._trips and id(loop) not in self._asked:
+                self._asked.add(id(loop))
+                try:
+                    self._analyse(loop, [])
+                except _FromInput:
+                    self._input.add(id(loop))
+                except Refusal:
+                    pass
+            if id(loop) not in self._input:
+                return False
+        return True
 
     def commit(self, copies: Copies) -> None:
         """Give the loops that now index copies their index: rename a `_` target, or
@@ -553,7 +593,7 @@ class LoopCopies:
         or else with `message`."""
         return self._from_input(value, counted) or Refusal(None, message)
 
-    def _from_input(self, value: ast.expr, counted: bool = False) -> Refusal | None:
+    def _from_input(self, value: ast.expr, counted: bool = False) -> _FromInput | None:
         """A refusal saying which argument of the method the trip count `value` depends on
         (run-time data: no copies can be counted), if it reads one."""
         inputs = self._arguments()
@@ -571,7 +611,7 @@ class LoopCopies:
             what = f"the number of items in {shown}"
         else:
             what = of
-        return Refusal(
+        return _FromInput(
             None,
             f"the trip count of `{self.ctx.text(value)}` depends on the input: {what}; no "
             "container fixed at `__init__` bounds it (zipped, enumerated, or indexed with the "

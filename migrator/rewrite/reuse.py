@@ -218,11 +218,6 @@ class ReusedModules:
             if verdict
             else self.ctx.project.evidence.stateless(str(cls.file.path), cls.name, attr)
         )
-        if (verdict or proof) and (changed := self._changed(attr)):
-            raise Refusal(
-                "MIG104",
-                f"{where} but {changed}: a copy built in this `__init__` would not follow",
-            )
         if verdict is None and not proof:
             held = self.ctx.project.evidence.stateful(str(cls.file.path), cls.name, attr)
             raise Refusal(
@@ -247,6 +242,12 @@ class ReusedModules:
                     else f" (`{method.name if method else '?'}`, which calls it, runs in a loop "
                     "per forward); left as is"
                 ),
+            )
+        # a loop no copies can follow says more than why a copy would not follow
+        if (verdict or proof) and (changed := self._changed(attr)):
+            raise Refusal(
+                "MIG104",
+                f"{where} but {changed}: a copy built in this `__init__` would not follow",
             )
         if any(1 < s.times < MANY for s in sites):
             raise Refusal(

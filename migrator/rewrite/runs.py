@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
@@ -37,6 +38,25 @@ def _reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
         for name, times in most.items()
         if times > 0 and name != "__init__" and not unbound(methods[name])
     }
+
+
+def once_an_iteration(
+    ctx: FileContext,
+    cls: ClassInfo,
+    family: Family,
+    input_only: Callable[[ast.FunctionDef, Visit], bool],
+) -> set[str]:
+    """The methods forward reaches that run in loops whose trip count depends on the input,
+    once an iteration of them (`input_only`: whether a repeated call in a function repeats
+    only by such loops; counted once, such a call leaves the method running once)."""
+    times = reach(ctx, cls, family)
+    methods = cls.methods()
+    most: dict[str, int] = {}
+    overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
+    for overrides in [{}, *overriding]:
+        for name, count in _counts(ctx, methods, overrides, input_only).items():
+            most[name] = max(most.get(name, 0), count)
+    return {name for name, count in times.items() if count >= MANY and most.get(name) == 1}
 
 
 def inherited_reach(
@@ -128,9 +148,13 @@ Method = tuple[str, str]
 
 
 def _counts(
-    ctx: FileContext, methods: dict[str, ast.FunctionDef], overrides: dict[str, ast.FunctionDef]
+    ctx: FileContext,
+    methods: dict[str, ast.FunctionDef],
+    overrides: dict[str, ast.FunctionDef],
+    once: Callable[[ast.FunctionDef, Visit], bool] | None = None,
 ) -> dict[str, int]:
-    """Run counts of a class's `methods` when `overrides` replace some of them."""
+    """Run counts of a class's `methods` when `overrides` replace some of them (a repeated
+    call that `once` accepts counts as one)."""
 
     def target(name: str) -> tuple[str, str] | None:
         if name in overrides:
@@ -158,7 +182,11 @@ def _counts(
                 continue
             if callee and callee != key:
                 nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
-                again = visit.repeated and not _once_in_nested(ctx, function, visit)
+                again = (
+                    visit.repeated
+                    and not _once_in_nested(ctx, function, visit)
+                    and not (once is not None and once(function, visit))
+                )
                 calls[callee][key] = ([*nodes, node], repeated or again)
     entry = target("forward")
     counts: dict[tuple[str, str], int] = {}

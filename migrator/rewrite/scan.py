@@ -11,6 +11,7 @@ from migrator import catalog
 from migrator.binder import NOT_CONSTANT, Bound, Input, Predicates, bind
 from migrator.catalog import REQUIRED, Op, Role, ToolkitModule
 from migrator.evidence import proved_by
+from migrator.findings import SERVES_EVERY_ITERATION
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
@@ -34,7 +35,7 @@ from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.stores import Store, after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import Visit, all_nodes, header_lines, parents_of
+from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
 
 _SCANNED = (ast.Call, ast.BinOp, ast.AugAssign)
@@ -64,6 +65,7 @@ class Scanner:
         owner: ClassInfo,
         loops: LoopCopies,
         init_run: InitRun | None = None,
+        once_an_iteration: bool = False,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -87,6 +89,9 @@ class Scanner:
         self.init_run = init_run
         """How `__init__` runs the method (a module created there may not exist yet then), if
         it does."""
+        self.once_an_iteration = once_an_iteration
+        """Whether the method runs in loops whose trip count depends on the input, once an
+        iteration: one module made for its op serves every run."""
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
@@ -149,26 +154,49 @@ class Scanner:
         if self.init_run:
             return f"the loop is in a method that {self.init_run.via} runs"
         try:
-            return self.loops.copies(visit)
+            copies = self.loops.copies(visit)
         except Refusal as why:
             return why.message
+        return copies.shared[0][1] if copies.shared else copies
 
-    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> Copies | None:
+    def _copies(self, visit: Visit, label: str, copyable: bool = True) -> tuple[Copies | None, str]:
         """The copies of the module an op at `visit` becomes, one an iteration of the loops
-        around it (None: it runs once per run of the method); raises a MIG105 refusal when
-        it repeats in a way no copies can follow, or is not `copyable`."""
+        around it (None: it runs once per run of the method, or one module serves every
+        iteration of loops whose trip count depends on the input), and what the finding says
+        of such a module; raises a MIG105 refusal when it repeats in a way no copies can
+        follow, or is not `copyable`."""
         if not visit.repeated:
-            return None
+            return None, self._serves_every_run()
         try:
             if not copyable:
                 raise Refusal("MIG105", "")
-            return self.loops.copies(visit)
+            copies = self.loops.copies(visit)
+            if copies.shared and copies.trips:  # copies shared by iterations: none reported
+                raise Refusal("MIG105", copies.shared[0][1])
+            if self.once_an_iteration and copies.trips:
+                raise Refusal(
+                    "MIG105", "the loop is in a method that runs more than once per forward"
+                )
         except Refusal as why:
             raise Refusal(
                 "MIG105",
                 f"{label} runs in a loop or comprehension: one module would serve every "
                 f"iteration{_no_copies(why.message)}; left as is",
             ) from None
+        if copies.shared:
+            note = _serves_every_iteration([loop for loop, _ in copies.shared])
+            return None, note + self._serves_every_run().replace(SERVES_EVERY_ITERATION, ", and ")
+        return copies, ""
+
+    def _serves_every_run(self) -> str:
+        """What the finding of an op of a method that runs once an iteration of loops whose
+        trip count depends on the input says ('' for another method)."""
+        if not self.once_an_iteration:
+            return ""
+        return (
+            f"{SERVES_EVERY_ITERATION}the loops that run `{self.method.name}`, whose trip counts "
+            "depend on the input"
+        )
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
@@ -258,8 +286,9 @@ class Scanner:
         return run.before
 
     def _runs_once(self, label: str) -> None:
-        """Refuse an op in a helper method that runs more than once per forward (MIG110)."""
-        if self.times > 1:
+        """Refuse an op in a helper method that runs more than once per forward (MIG110), but
+        once an iteration of loops whose trip count depends on the input."""
+        if self.times > 1 and not self.once_an_iteration:
             raise Refusal(
                 "MIG110",
                 f"{label} is in `{self.method.name}`, which runs "
@@ -304,7 +333,7 @@ class Scanner:
                 f"{label}: its first argument is not proven to be a tensor (nor `self`), "
                 f"which `{function.name}` as a module would take it for; left as is",
             )
-        copies = self._copies(visit, label)
+        copies, shared = self._copies(visit, label)
         self._runs_once(label)
         _module_methods(function, node, label)
         owner = self.owner if function in self.methods.values() else None
@@ -365,7 +394,8 @@ class Scanner:
             f"{label} -> {made_as}: `{function.name}`"
             + (" ops as a module" if via else " as a module")
             + f", added beside it{where}"
-            + self._typed_note(node.args[:1]),
+            + self._typed_note(node.args[:1])
+            + shared,
             op=function.name,
             module=module,
             attr=name,
@@ -714,7 +744,7 @@ class Scanner:
             if toolkit is not None and toolkit.renames is not None:
                 module, renames = toolkit.qualname, dict(toolkit.renames)
                 ctor = [f"{renames.get(k, k)}={v}" for k, _, v in (c.partition("=") for c in ctor)]
-        copies = self._copies(visit, label, weight_module is None)
+        copies, shared = self._copies(visit, label, weight_module is None)
         self._runs_once(label)
         if weight_module is not None:
             assert isinstance(node, ast.Call)  # only a call passes a weight
@@ -762,7 +792,10 @@ class Scanner:
         self.ctx.report(
             node,
             code,
-            f"{label} -> {made}" + (f", taking {at_call} at call time" if at_call else "") + note,
+            f"{label} -> {made}"
+            + (f", taking {at_call} at call time" if at_call else "")
+            + note
+            + shared,
             op=label.strip("`"),
             module=module,
             attr=name,
@@ -878,6 +911,20 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
                 f"{label} passes `self` as `{node.func.value.id}`, whose "
                 f"`.{node.func.attr}()` could be taken for a tensor method; left as is",
             )
+
+
+def _serves_every_iteration(loops: list[Loop]) -> str:
+    """What the finding of an op converted in loops whose trip count depends on the input
+    says: one module serves every iteration."""
+    places = [
+        f"the loop at line {loop.lineno}"
+        if isinstance(loop, ast.For)
+        else f"the comprehension at line {loop.target.lineno}"
+        for loop in loops
+    ]
+    where = " and ".join([", ".join(places[:-1]), places[-1]] if len(places) > 1 else places)
+    counts = "whose trip counts depend" if len(loops) > 1 else "whose trip count depends"
+    return f"{SERVES_EVERY_ITERATION}{where}, {counts} on the input"
 
 
 def _no_copies(reason: str) -> str:

@@ -72,8 +72,9 @@ def find_shared(ctx: FileContext, family: Family) -> None:
 
 
 def _has_ops(cls: ClassInfo | None) -> bool:
-    """Whether a method of `cls` (in another file) has an op migrator would turn into a module."""
-    if cls is None:
+    """Whether a method of `cls` (in another file) has an op migrator would turn into a module
+    (migrator's own op modules are never rewritten)."""
+    if cls is None or "\n__migrator_ops__ = True" in (cls.file.source or ""):
         return False
     return any(
         op_labels(cls.file, method) for name, method in cls.methods().items() if name != "__init__"
