@@ -31,7 +31,8 @@ class ModuleNames:
     unknown: set[str] = field(default_factory=set)
     """Module-level names an assignment may bind to a tensor (`_TABLE = torch.arange(4)`):
     a value other than literals, strings, containers and arithmetic of them, or a name or
-    subscript of such a name."""
+    subscript of such a name; also names imported from the module's own package (`from
+    .tables import TABLE`, `from . import tables`), whose file may build one."""
 
     def absolute(self, level: int, module: str | None) -> str:
         """The absolute module named by a (possibly relative) `from` import."""
@@ -101,7 +102,7 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
             names.constants[name] = values[0]
     for name in names.local & set(names.imports):
         del names.imports[name]
-    names.unknown = {n for n, values in assigned.items() if not all(map(_holds_none, values))}
+    names.unknown |= {n for n, values in assigned.items() if not all(map(_holds_none, values))}
     while (
         grown := {
             n for n, values in assigned.items() if any(_reads(v, names.unknown) for v in values)
@@ -151,9 +152,16 @@ def _visit(
                 else:
                     top = alias.name.split(".")[0]
                     names.imports[top] = top
+                if names.module and alias.name.split(".")[0] == names.module.split(".")[0]:
+                    names.unknown.add((alias.asname or alias.name).split(".")[0])
         elif isinstance(stmt, ast.ImportFrom):
             base = names.absolute(stmt.level, stmt.module)
+            own = stmt.level > 0 or (
+                bool(names.module) and base.split(".")[0] == names.module.split(".")[0]
+            )
             for alias in stmt.names:
+                if own and alias.name != "*":
+                    names.unknown.add(alias.asname or alias.name)
                 if alias.name == "*":
                     names.stars.append(base)
                 else:
