@@ -9,6 +9,7 @@ torch's.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -86,16 +87,27 @@ def literal(node: ast.expr) -> bool:
     return False
 
 
-def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> ModuleNames:
+def collect(
+    tree: ast.Module, module: str = "", is_package: bool = False, text: str | None = None
+) -> ModuleNames:
     """Module-level imports, other bindings and literal constants of `tree`.
 
     Imports anywhere at module level count, including inside `if`/`try` blocks; a name bound
-    both by an import and by something else is treated as unknown.
+    both by an import and by something else is treated as unknown, and so is one a function
+    declares `global` (it may bind it to anything; functions are walked only when `text`, the
+    source, may hold such a statement).
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
 
     _visit(tree.body, names, assigned)
+    if text is None or GLOBAL_STATEMENT.search(text):
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Global):
+                        for name in node.names:
+                            assigned.setdefault(name, []).append(None)
     for name, values in assigned.items():
         names.local.add(name)
         if len(values) == 1 and values[0] is not None and literal(values[0]):
@@ -111,6 +123,11 @@ def collect(tree: ast.Module, module: str = "", is_package: bool = False) -> Mod
     ):
         names.unknown |= grown
     return names
+
+
+GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])[ \t]*global\b", re.MULTILINE)
+"""Where a `global` statement may start: a line's start, or after `;` or `:` (`if c: global g`);
+`global_pool` is not one."""
 
 
 def _holds_none(value: ast.expr | None) -> bool:

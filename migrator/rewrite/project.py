@@ -11,7 +11,6 @@ import ast
 import functools
 import importlib.util
 import os
-import re
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -21,7 +20,13 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
-from migrator.rewrite.names import ModuleNames, collect, literal, parameter_defaults
+from migrator.rewrite.names import (
+    GLOBAL_STATEMENT,
+    ModuleNames,
+    collect,
+    literal,
+    parameter_defaults,
+)
 from migrator.rewrite.type_comments import read_type_comments
 from migrator.rewrite.walk import all_nodes
 
@@ -186,9 +191,9 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     """The names the module's top level binds more than once (not inside a function, lambda
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
     imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
-    source) holds no `:=`, functions not when no statement of it may be `global` (`_GLOBAL`)."""
+    source) holds no `:=`, functions not when no statement of it may be `global` (`GLOBAL_STATEMENT`)."""
     walrus = text is None or ":=" in text
-    declared = text is None or _GLOBAL.search(text) is not None
+    declared = text is None or GLOBAL_STATEMENT.search(text) is not None
     counts: dict[str, int] = {}
     todo: list[ast.AST] = list(tree.body)
     while todo:
@@ -216,10 +221,6 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
 
-
-_GLOBAL = re.compile(r"(?:^|[;:])[ \t]*global\b", re.MULTILINE)
-"""Where a `global` statement may start: a line's start, or after `;` or `:` (`if c: global g`);
-`global_pool` is not one."""
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 """Nodes whose body binds names of its own scope."""
@@ -331,7 +332,7 @@ class Project:
             read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
-        names = collect(tree, module, is_package)
+        names = collect(tree, module, is_package, source)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
         for stmt in tree.body:
@@ -745,7 +746,7 @@ def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast
     if summary is None:
         tree = parse_cached(source)
         read_type_comments(tree, source)
-        names = collect(tree, module, is_package)
+        names = collect(tree, module, is_package, source)
         classes: dict[str, tuple[int, int, tuple[str | None, ...]]] = {}
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):
