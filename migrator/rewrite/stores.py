@@ -445,7 +445,9 @@ def _roots(
 
 def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     """(attr, part, whole) when `node` is `self.<attr>` or reached from it through attributes
-    and items (`self.__dict__[...]`: any attribute); None otherwise."""
+    and items (`self.__dict__[...]`, `getattr(self, name)`: any attribute; an item of
+    `self._modules`, `_parameters` or `_buffers`, directly or through `__dict__`: the
+    attribute it names); None otherwise."""
     chain: list[ast.expr] = []
     node = _dict_of(node)
     while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -462,7 +464,15 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
             return None, None, True
         below = chain[-2]
         key = below.slice if isinstance(below, ast.Subscript) else None
-        return (_literal(key) if key is not None else None), None, True
+        attr = _literal(key) if key is not None else None
+        if attr in _MODULE_DICTS and len(chain) > 2:
+            return _module_dict_item(chain[-3], len(chain) == 3)
+        if len(chain) > 2:  # `getattr(self, "act").inplace`
+            part = chain[-3].attr if isinstance(chain[-3], ast.Attribute) else None
+            return attr, part, False
+        return attr, None, True
+    if top.attr in _MODULE_DICTS and len(chain) > 1:
+        return _module_dict_item(chain[-2], len(chain) == 2)
     if len(chain) == 1:
         return top.attr, None, True
     below = chain[-2]
@@ -470,8 +480,36 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     return top.attr, part, False
 
 
+_MODULE_DICTS = frozenset({"_modules", "_parameters", "_buffers"})
+"""The dicts of an `nn.Module` that hold its submodules, parameters and buffers by name."""
+
+
+_DICT_SETTERS = frozenset(
+    "update __setitem__ __delitem__ setdefault pop popitem clear __ior__".split()
+)
+"""The methods of a dict that bind or delete its items."""
+
+
+def _module_dict_item(node: ast.expr, whole: bool) -> tuple[str | None, str | None, bool]:
+    """`_root` of an item of one of `_MODULE_DICTS`: the attribute its key names (None: any),
+    the part below it and whether it is the item itself."""
+    if not isinstance(node, ast.Subscript):
+        return None, None, whole  # a method of the dict (`update`, `pop`, ...): any
+    return _literal(node.slice), None, whole
+
+
 def _dict_of(node: ast.expr) -> ast.expr:
-    """`vars(x)` as the `x.__dict__` it returns; any other node as it is."""
+    """`vars(x)` as the `x.__dict__` it returns, `getattr(x, key)` as `x.__dict__[key]` (the
+    attribute it reads, for the stores through it); any other node as it is."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and not node.keywords
+    ):
+        owner = ast.copy_location(ast.Attribute(node.args[0], "__dict__", ast.Load()), node)
+        return ast.copy_location(ast.Subscript(owner, node.args[1], ast.Load()), node)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -546,6 +584,8 @@ def _call_stores(
     attr, part, whole = root
     if attr is None:  # `self.__dict__.update(...)`
         return [Store(None, "bound", None, None, method, *_at(call), False)]
+    if attr in _MODULE_DICTS and whole and func.attr in _DICT_SETTERS:  # `_modules.update(...)`
+        return [Store(None, "bound", None, None, method, *_at(call), False, "", True)]
     return [Store(attr, "called", part, func.attr, method, *_at(call), False)]
 
 
