@@ -485,7 +485,7 @@ _MODULE_DICTS = frozenset({"_modules", "_parameters", "_buffers"})
 
 
 _DICT_SETTERS = frozenset(
-    "update __setitem__ __delitem__ setdefault pop popitem clear __ior__".split()
+    {"update", "__setitem__", "__delitem__", "setdefault", "pop", "popitem", "clear", "__ior__"}
 )
 """The methods of a dict that bind or delete its items."""
 
