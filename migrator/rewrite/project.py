@@ -191,7 +191,8 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     """The names the module's top level binds more than once (not inside a function, lambda
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
     imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
-    source) holds no `:=`, functions not when no statement of it may be `global` (`GLOBAL_STATEMENT`)."""
+    source) holds no `:=`, functions and classes (whose methods may declare a name `global`) not
+    when no statement of it may be `global` (`GLOBAL_STATEMENT`)."""
     walrus = text is None or ":=" in text
     declared = text is None or GLOBAL_STATEMENT.search(text) is not None
     counts: dict[str, int] = {}
@@ -201,7 +202,7 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
         names: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
-            if declared and not isinstance(node, ast.ClassDef):
+            if declared:
                 names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names = [node.id]
