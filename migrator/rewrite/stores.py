@@ -338,6 +338,7 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         return loops[0]
 
     aliases = _aliases(nodes)
+    views = _views(nodes)
     found: list[Store] = []
     for node in nodes:  # breadth first: an assignment comes before its targets
         kind = type(node)
@@ -351,8 +352,12 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         elif isinstance(node, ast.Call):
             if type(node.func) is ast.Attribute or type(node.func) is ast.Name:
                 found += _call_stores(node, name, loop_names, aliases)
+                for func in _through_views(node.func, views):
+                    seen = ast.copy_location(ast.Call(func, node.args, node.keywords), node)
+                    found += _call_stores(seen, name, loop_names, aliases)
         elif type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            for attr, part, whole in _roots(node, aliases):  # type: ignore[arg-type]
+            targets = [node, *_through_views(node, views)]  # type: ignore[arg-type]
+            for attr, part, whole in (r for t in targets for r in _roots(t, aliases)):
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
                 how = "bound" if whole else "inner"
                 found.append(Store(attr, how, part, None, name, *_at(node), is_plain))  # type: ignore[arg-type]
@@ -422,6 +427,57 @@ def _aliases(nodes: list[ast.AST]) -> dict[str, list[str]]:
             and _is_self(node.value.value)
         ):
             found.setdefault(node.targets[0].id, []).append(node.value.attr)
+    return found
+
+
+def _views(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+    """Local names a method binds to a dict of `self` (`d = vars(self)`, `mods =
+    self._modules`, `getattr(self, "_modules")`, `self.__dict__["_modules"]`): a store through
+    the name is a store through that dict."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        value = _dict_of(node.value)
+        if value is not node.value or _reaches_dict(value):
+            found.setdefault(node.targets[0].id, []).append(value)
+    return found
+
+
+def _reaches_dict(node: ast.expr) -> bool:
+    """Whether `node` is a dict of `self`, or reached through one, by attributes and items
+    (`self._modules`, `self.__dict__["_modules"]`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            return node.attr in _MODULE_DICTS or node.attr == "__dict__"
+        node = _dict_of(node.value)
+    return False
+
+
+def _through_views(node: ast.expr, views: dict[str, list[ast.expr]]) -> list[ast.expr]:
+    """`node` (an attribute or item chain) with its root name, a name of `views`, replaced by
+    each value bound to it."""
+    chain: list[ast.expr] = []
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        chain.append(root)
+        root = root.value
+    if not chain or not isinstance(root, ast.Name) or root.id not in views:
+        return []
+    found = []
+    for value in views[root.id]:
+        rebuilt = value
+        for link in reversed(chain):
+            if isinstance(link, ast.Attribute):
+                rebuilt = ast.Attribute(rebuilt, link.attr, link.ctx)
+            else:
+                rebuilt = ast.Subscript(rebuilt, link.slice, link.ctx)
+            ast.copy_location(rebuilt, link)
+        found.append(rebuilt)
     return found
 
 
