@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
@@ -356,7 +356,8 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
                     seen = ast.copy_location(ast.Call(func, node.args, node.keywords), node)
                     found += _call_stores(seen, name, loop_names, aliases)
         elif type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            targets = [node, *_through_views(node, views)]  # type: ignore[arg-type]
+            target = cast(ast.expr, node)
+            targets = [target, *_through_views(target, views)]
             for attr, part, whole in (r for t in targets for r in _roots(t, aliases)):
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
                 how = "bound" if whole else "inner"
@@ -461,7 +462,7 @@ def _reaches_dict(node: ast.expr) -> bool:
 def _through_views(node: ast.expr, views: dict[str, list[ast.expr]]) -> list[ast.expr]:
     """`node` (an attribute or item chain) with its root name, a name of `views`, replaced by
     each value bound to it."""
-    chain: list[ast.expr] = []
+    chain: list[ast.Attribute | ast.Subscript] = []
     root = node
     while isinstance(root, (ast.Attribute, ast.Subscript)):
         chain.append(root)
@@ -470,7 +471,7 @@ def _through_views(node: ast.expr, views: dict[str, list[ast.expr]]) -> list[ast
         return []
     found = []
     for value in views[root.id]:
-        rebuilt = value
+        rebuilt: ast.expr = value
         for link in reversed(chain):
             if isinstance(link, ast.Attribute):
                 rebuilt = ast.Attribute(rebuilt, link.attr, link.ctx)
