@@ -104,6 +104,8 @@ def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]
 
 def _rebound_defs(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     """The module-level functions of the file whose name the top level binds again."""
+    if not ctx.info.rebound:
+        return {}
     return {
         s.name: s
         for s in ctx.info.tree.body

@@ -101,7 +101,7 @@ def collect(
     assigned: dict[str, list[ast.expr | None]] = {}
 
     _visit(tree.body, names, assigned)
-    if text is None or GLOBAL_STATEMENT.search(text):
+    if may_declare_global(text):
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 for node in ast.walk(stmt):
@@ -128,6 +128,14 @@ def collect(
 GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])[ \t]*global\b", re.MULTILINE)
 """Where a `global` statement may start: a line's start, or after `;` or `:` (`if c: global g`);
 `global_pool` is not one."""
+
+
+def may_declare_global(text: str | None) -> bool:
+    """Whether a source (None: unknown) may hold a `global` statement (`GLOBAL_STATEMENT`,
+    searched only when the text holds `global` and a blank: the search is slow)."""
+    if text is None:
+        return True
+    return ("global " in text or "global\t" in text) and GLOBAL_STATEMENT.search(text) is not None
 
 
 def _holds_none(value: ast.expr | None) -> bool:

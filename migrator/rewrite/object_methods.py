@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from functools import partial
 
+from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -23,12 +24,21 @@ def report_object_methods(
     else, every module the run-time evidence saw there is of such a class), whose `<method>` (not
     `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls."""
     for method in reached:
-        aliases = _aliases(method)
+        aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         for call in ctx.calls_in(method):
             func = call.func
+            if not isinstance(func, ast.Attribute):
+                continue
             if (
-                not isinstance(func, ast.Attribute)
-                or (attr := _held(func.value, aliases)) is None
+                not aliases
+                and isinstance(func.value, ast.Name)
+                and func.value.id != "self"
+                and not catalog.by_method(func.attr)  # `x.view(...)` on a tensor: no object's
+                and func.value.id in ctx.locals_of(method)
+            ):
+                aliases.append(_aliases(ctx, method))
+            if (
+                (attr := _held(func.value, aliases[0] if aliases else {})) is None
                 or func.attr == "forward"
                 or func.attr.startswith("__")
                 or id(call) in ctx.helpers_seen
@@ -79,16 +89,16 @@ def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def _aliases(method: ast.FunctionDef) -> dict[str, str]:
+def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:
     """Local names the method binds once, to an attribute of `self` (`coder = self.coder`)."""
     bound: dict[str, int] = {}
     found: dict[str, str] = {}
-    for node in ast.walk(method):
+    for node in (visit.node for visit in ctx.visits(method)):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound[node.id] = bound.get(node.id, 0) + 1
         elif isinstance(node, ast.arg):
             bound[node.arg] = bound.get(node.arg, 0) + 1
-        if (
+        elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)

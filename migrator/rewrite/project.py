@@ -21,10 +21,10 @@ from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
 from migrator.rewrite.names import (
-    GLOBAL_STATEMENT,
     ModuleNames,
     collect,
     literal,
+    may_declare_global,
     parameter_defaults,
 )
 from migrator.rewrite.type_comments import read_type_comments
@@ -192,9 +192,9 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
     imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
     source) holds no `:=`, functions and classes (whose methods may declare a name `global`) not
-    when no statement of it may be `global` (`GLOBAL_STATEMENT`)."""
+    when no statement of it may be `global` (`may_declare_global`)."""
     walrus = text is None or ":=" in text
-    declared = text is None or GLOBAL_STATEMENT.search(text) is not None
+    declared = may_declare_global(text)
     counts: dict[str, int] = {}
     todo: list[ast.AST] = list(tree.body)
     while todo:
