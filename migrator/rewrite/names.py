@@ -132,10 +132,11 @@ GLOBAL_STATEMENT = re.compile(r"(?:^|[;:])[ \t]*global\b", re.MULTILINE)
 
 def may_declare_global(text: str | None) -> bool:
     """Whether a source (None: unknown) may hold a `global` statement (`GLOBAL_STATEMENT`,
-    searched only when the text holds `global` and a blank: the search is slow)."""
+    searched only when the text holds `global` before what may separate it from a name: the
+    search is slow)."""
     if text is None:
         return True
-    return ("global " in text or "global\t" in text) and GLOBAL_STATEMENT.search(text) is not None
+    return any(f"global{gap}" in text for gap in " \t\\\f") and bool(GLOBAL_STATEMENT.search(text))
 
 
 def _holds_none(value: ast.expr | None) -> bool:
