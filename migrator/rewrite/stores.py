@@ -349,6 +349,13 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 plain.add(id(node.target))
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):  # `blocks += [...]` after `blocks = self.blocks`
+                at = _at(node.target)
+                found += [
+                    Store(a, "called", None, "__iadd__", name, *at, False)
+                    for a in aliases.get(node.target.id, ())
+                ]
         elif isinstance(node, ast.Call):
             if type(node.func) is ast.Attribute or type(node.func) is ast.Name:
                 found += _call_stores(node, name, loop_names, aliases)
@@ -366,7 +373,9 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
     return found
 
 
-_STORING = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Attribute, ast.Subscript})
+_STORING = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call, ast.Attribute, ast.Subscript}
+)
 """The node classes `_method_stores` reads."""
 
 
