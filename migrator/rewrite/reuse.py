@@ -167,6 +167,7 @@ class ReusedModules:
             raise Refusal(
                 "MIG110", f"{where} inside a helper method that runs more than once per forward"
             )
+        _refuse_aliased(sites, where)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         self.creator.can_create(label)
@@ -257,6 +258,7 @@ class ReusedModules:
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         self.creator.can_copy(info)
+        _refuse_aliased(sites, where)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         for site in sites:
@@ -275,6 +277,20 @@ class ReusedModules:
                     f"count ({site.loop.describe()}) is known in `__init__`",
                 )
         return label, proof
+
+
+def _refuse_aliased(sites: list[Site], where: str) -> None:
+    """Refuse a split when several calls go through local names bound to the module (`act =
+    self.act; act(x)`), which keep calling it: one could keep the name, not two."""
+    aliased = [s.func for s in sites if isinstance(s.func, ast.Name)]
+    if aliased and sum(s.skipped for s in sites) > 1:
+        name = aliased[0]
+        assert isinstance(name, ast.Name)  # as filtered
+        raise Refusal(
+            "MIG104",
+            f"{where}, through the local name `{name.id}` (line {name.lineno}) bound to it: "
+            "split it by hand",
+        )
 
 
 def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:

@@ -92,6 +92,8 @@ class Scanner:
         """What the modules `__init__` builds return (`catalog.output_kind`, project classes)."""
         self._later: dict[str, bool] = {}
         """`_changed_later` of each attribute asked about."""
+        self._aliases: dict[str, str] | None = None
+        """`_module_aliases`, worked out when a call of a local name asks."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -164,6 +166,26 @@ class Scanner:
                 f"iteration{_no_copies(why.message)}; left as is",
             ) from None
 
+    def _module_aliases(self) -> dict[str, str]:
+        """Local names the method binds once, to a module attribute (`act = self.act`)."""
+        if self._aliases is None:
+            bound: dict[str, int] = {}
+            found: dict[str, str] = {}
+            for node in (v.node for v in self.ctx.visits(self.method)):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    bound[node.id] = bound.get(node.id, 0) + 1
+                elif isinstance(node, ast.arg):
+                    bound[node.arg] = bound.get(node.arg, 0) + 1
+                elif (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and self._module_call(node.value)
+                ):
+                    found[node.targets[0].id] = node.value.attr
+            self._aliases = {n: attr for n, attr in found.items() if bound.get(n) == 1}
+        return self._aliases
+
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
         return self_attr(func) and func.attr in self.module_attrs
@@ -183,6 +205,13 @@ class Scanner:
                 )
             )
             return
+        if isinstance(func, ast.Name) and func.id in self.shadowed:
+            attr = self._module_aliases().get(func.id)
+            if attr is not None:  # `act(y)` after `act = self.act`: counted, never changed
+                key = self.order.key(self.method, node)
+                site = Site(attr, func, self._times(visit), key, skipped=True, method=self.method)
+                self.sites.add(site)
+                return
         helper = self._helper_of(node)
         if helper is not None:
             self._helper(node, *helper, visit)
