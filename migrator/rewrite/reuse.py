@@ -280,15 +280,15 @@ class ReusedModules:
 
 
 def _refuse_aliased(sites: list[Site], where: str) -> None:
-    """Refuse a split when several calls go through local names bound to the module (`act =
-    self.act; act(x)`), which keep calling it: one could keep the name, not two."""
-    aliased = [s.func for s in sites if isinstance(s.func, ast.Name)]
+    """Refuse a split when several calls go through a local name bound to the module (`act =
+    self.act; act(x)`) or `getattr(self, "act")`, which keep calling it: one could keep the
+    name, not two."""
+    aliased = [s.func for s in sites if isinstance(s.func, (ast.Name, ast.Call))]
     if aliased and sum(s.skipped for s in sites) > 1:
-        name = aliased[0]
-        assert isinstance(name, ast.Name)  # as filtered
+        shown = ast.unparse(aliased[0])
         raise Refusal(
             "MIG104",
-            f"{where}, through the local name `{name.id}` (line {name.lineno}) bound to it: "
+            f"{where}, through `{shown}` (line {aliased[0].lineno}), which keeps calling it: "
             "split it by hand",
         )
 

@@ -205,13 +205,16 @@ class Scanner:
                 )
             )
             return
+        attr = None
         if isinstance(func, ast.Name) and func.id in self.shadowed:
-            attr = self._module_aliases().get(func.id)
-            if attr is not None:  # `act(y)` after `act = self.act`: counted, never changed
-                key = self.order.key(self.method, node)
-                site = Site(attr, func, self._times(visit), key, skipped=True, method=self.method)
-                self.sites.add(site)
-                return
+            attr = self._module_aliases().get(func.id)  # `act(y)` after `act = self.act`
+        elif _named_attribute(func) in self.module_attrs:  # `getattr(self, "act")(y)`
+            attr = _named_attribute(func)
+        if attr is not None:  # a call of the module, counted, never changed
+            key = self.order.key(self.method, node)
+            site = Site(attr, func, self._times(visit), key, skipped=True, method=self.method)
+            self.sites.add(site)
+            return
         helper = self._helper_of(node)
         if helper is not None:
             self._helper(node, *helper, visit)
@@ -1093,3 +1096,20 @@ def _reads(node: ast.expr, name: str) -> bool:
         )
         for n in ast.walk(node)
     )
+
+
+def _named_attribute(node: ast.expr) -> str | None:
+    """The attribute `getattr(self, "<name>")` reads, None for anything else."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
