@@ -432,6 +432,32 @@ def test_inplace_method_becomes_out_of_place_only_when_safe():
     assert _equal(model, gm, x)
 
 
+def test_inplace_on_the_output_of_a_hooked_module_stays_in_place():
+    """A forward hook may make a conv return something else than a new tensor (here its
+    input): `add_` on that output stays in place, and the prepared model, prepared without
+    example inputs (no self-check), computes what the model does."""
+
+    class Hooked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 2, 1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            y.add_(1)
+            return y * x
+
+    model = Hooked().eval()
+    model.conv.register_forward_hook(lambda module, inputs, output: inputs[0])
+    x = torch.randn(1, 2, 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrepareWarning)
+        gm = prepare_model(model)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_method"] == ["add_"]
+    assert "not the fresh output" in prepare_report(gm).left[0].reason
+    assert _equal(model, gm, x)
+
+
 # --------------------------------------------------------------------------- self-check
 
 

@@ -1,6 +1,7 @@
 """The names a module's top level binds more than once (`project._rebound`): a `global`
-statement in a function counts as a binding wherever it may start, and a name like
-`global_pool` does not make the functions be read."""
+statement in a function or a method counts as a binding wherever it may start, and a name like
+`global_pool` does not make the functions be read; the module-level names that may hold a
+tensor (`names.collect`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 
 import pytest
 
+from migrator.rewrite.names import collect
 from migrator.rewrite.project import _rebound
 
 
@@ -22,8 +24,29 @@ from migrator.rewrite.project import _rebound
         ("def f():\n    pass\n\ng = 1\n", set()),
         ("x = 'global_pool'  # global g\n\ndef f():\n\tglobal g\n\tg = 2\n\ng = 1\n", {"g"}),
         ("def f():\n    if True:\t global g\n    g = 2\n\ng = 1\n", {"g"}),
+        ("def g(x):\n    return x\n\nclass M:\n    def f(self):\n        global g\n", {"g"}),
+        ("def f():\n    global\\\n        g\n\ng = 1\n", {"g"}),
     ],
 )
 def test_top_level_names_bound_again(source, rebound):
     assert _rebound(ast.parse(source), source) == rebound
     assert _rebound(ast.parse(source), None) == rebound  # without the text: everything read
+
+
+@pytest.mark.parametrize(
+    ("source", "unknown"),
+    [
+        ("_T = None\n\ndef f():\n    global _T\n    _T = 1\n", {"_T"}),
+        ("_T = None\n\nclass M:\n    def f(self):\n        global _T\n", {"_T"}),
+        ("_T = None\nglobal_pool = 1\n", set()),
+        (
+            "from .tables import TABLE\nfrom . import tables\nfrom torch import nn\n",
+            {"TABLE", "tables"},
+        ),
+        ("import pkg.tables as t\nimport os\n", {"t"}),
+    ],
+)
+def test_module_level_names_that_may_hold_a_tensor(source, unknown):
+    """A name a function or method declares `global`, and a name imported from the module's
+    own package, may hold a tensor (`ModuleNames.unknown`)."""
+    assert collect(ast.parse(source), "pkg.net", False, source).unknown == unknown

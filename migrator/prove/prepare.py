@@ -393,7 +393,7 @@ def _made_fresh(gm: fx.GraphModule, node: Node) -> bool:
     its input on, or a fill (`FILLING_METHODS`), gives of such a tensor read by nothing else."""
     if node.op == "call_module":
         module = called_module(gm, node)
-        name = _known_classes().get(type(module))
+        name = _known_classes().get(type(module)) if not _rerouted(module) else None
         inplace = bool(getattr(module, "inplace", False))
         kind = catalog.output_kind(name, inplace) if name is not None else ""
         return kind == "fresh" or (kind == "input" and _passes_fresh(gm, node))
@@ -420,8 +420,22 @@ def _passes_fresh(gm: fx.GraphModule, node: Node) -> bool:
 def _fresh_output(module: torch.nn.Module) -> bool:
     """Whether `module` always returns a new tensor (`catalog.fresh_output`, which the static
     checker asks too)."""
-    name = _known_classes().get(type(module))
+    name = _known_classes().get(type(module)) if not _rerouted(module) else None
     return name is not None and catalog.fresh_output(name, bool(getattr(module, "inplace", False)))
+
+
+def _rerouted(module: torch.nn.Module) -> bool:
+    """Whether calling `module` may give something else than its class's `forward` does: a
+    forward hook (which may return a tensor it keeps, or the input), a pre-hook (which may hand
+    it another input), of its own or global, or a `forward` of the instance."""
+    hooks = torch.nn.modules.module
+    return bool(
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or hooks._global_forward_hooks
+        or hooks._global_forward_pre_hooks
+        or "forward" in vars(module)
+    )
 
 
 @cache

@@ -60,10 +60,14 @@ def forward_returns(
 @functools.lru_cache(maxsize=256)
 def _parsed(path: str, module: str) -> tuple[ast.Module, ModuleNames] | None:
     try:
-        tree = ast.parse(Path(path).read_bytes())
+        data = Path(path).read_bytes()
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError):
         return None
-    return tree, collect(tree, module, Path(path).name == "__init__.py")
+    text = data.decode(
+        "utf-8", "replace"
+    )  # `collect` walks functions only when it may hold `global`
+    return tree, collect(tree, module, Path(path).name == "__init__.py", text)
 
 
 def _forward(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:

@@ -76,11 +76,7 @@ def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]
     """A forward-path call of a module-level function of the file whose name the top level
     binds again (`act = _fast`; `FileInfo.functions` leaves it out): which function it runs
     is not known, so the ops of its `def` are reported at the call (MIG115)."""
-    defs = {
-        s.name: s
-        for s in ctx.info.tree.body
-        if isinstance(s, ast.FunctionDef) and s.name not in ctx.info.functions
-    }
+    defs = _rebound_defs(ctx)
     if not defs:
         return
     for method in reached:
@@ -91,7 +87,10 @@ def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]
             qualname = ctx.info.names.resolve(func, ctx.locals_of(method))
             if qualname != f"{ctx.info.names.module}.{func.id}":
                 continue
-            labels = sorted({label for label, _ in ops_in(ctx.info, defs[func.id])})
+            given = ctx.tensor_params.get(id(defs[func.id]), set())
+            labels = sorted(
+                {label for label, _ in ops_in(ctx.info, defs[func.id], tensor_params=given)}
+            )
             if labels:
                 ctx.report(
                     node,
@@ -101,6 +100,17 @@ def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]
                     "top level binds that name again, so it may run another function; left as is",
                     op=func.id,
                 )
+
+
+def _rebound_defs(ctx: FileContext) -> dict[str, ast.FunctionDef]:
+    """The module-level functions of the file whose name the top level binds again."""
+    if not ctx.info.rebound:
+        return {}
+    return {
+        s.name: s
+        for s in ctx.info.tree.body
+        if isinstance(s, ast.FunctionDef) and s.name not in ctx.info.functions
+    }
 
 
 def _report_elsewhere(
@@ -295,8 +305,19 @@ def record_tensor_params(
     tensors: TensorNames,
 ) -> None:
     """Note, in `ctx.tensor_params`, the parameters of the helpers `caller` calls that a call
-    gives a proven tensor (`shift(self.conv(x), n)`): the ops on them are tensor ops."""
-    for (_, function), call in _called(ctx, ctx.info, caller, methods):
+    gives a proven tensor (`shift(self.conv(x), n)`): the ops on them are tensor ops; also of
+    the functions of the file whose name the top level binds again (`_report_rebound`)."""
+    rebound = _rebound_defs(ctx)
+    called = [
+        (function, call)
+        for call in (ctx.calls_in(caller) if rebound else ())
+        if isinstance(call.func, ast.Name)
+        and (function := rebound.get(call.func.id)) is not None
+        and ctx.info.names.resolve(call.func, ctx.locals_of(caller))
+        == f"{ctx.info.names.module}.{call.func.id}"
+    ]
+    called += [(f, call) for (_, f), call in _called(ctx, ctx.info, caller, methods)]
+    for function, call in called:
         args = function.args
         params = [a.arg for a in [*args.posonlyargs, *args.args]]
         if any(isinstance(d, ast.Name) and d.id == "classmethod" for d in function.decorator_list):

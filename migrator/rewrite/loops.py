@@ -30,6 +30,8 @@ from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import unnamed_binds
 from migrator.rewrite.plan import Replace, ReplaceKind
+from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.stores import READS, stores_of
 from migrator.rewrite.walk import Loop, Visit, all_nodes, child_nodes, header_lines, repeats
 
 _CONTAINERS = frozenset(
@@ -448,6 +450,9 @@ class LoopCopies:
                     floor = max(floor, _top_index(init, node))
                 elif isinstance(parent, ast.AugAssign) and parent.target is node:
                     raise Refusal(None, f"`self.{attr}` may grow in `{name}`")
+        for sub in [cls, *subclasses, *family.subclasses_elsewhere(cls)]:
+            if (store := _indirect_store(sub, attr)) is not None:
+                raise Refusal(None, f"`self.{attr}` may change: {store}")
         if kept:
             self._nested[attr] = info
         return floor
@@ -793,6 +798,24 @@ def _binds(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.alias):
         return (node.asname or node.name.split(".")[0]) == name
     return False
+
+
+def _indirect_store(cls: ClassInfo, attr: str) -> str | None:
+    """A store into `self.<attr>` in a method of `cls` that does not read the attribute
+    directly (through a local name, `getattr`, `vars(self)`, `self._modules`, `setattr`,
+    `add_module`: `stores.stores_of`), which the walks above do not judge, described; not a
+    deletion (`delattr(self, "blocks")`)."""
+    direct: dict[str, set[tuple[int, int]]] = {}
+    for name, method in cls.methods().items():
+        direct[name] = {
+            (n.lineno, n.col_offset) for n in all_nodes(method) if self_attr(n) and n.attr == attr
+        }
+    for store in stores_of(cls, attr):
+        if (store.kind == "called" and store.call in READS) or store.deletes:
+            continue  # iterating a deleted attribute fails in both models
+        if (store.line, store.column) not in direct.get(store.method, set()):
+            return store.describe(cls)
+    return None
 
 
 def _grows(node: ast.AST, attr: str) -> bool:

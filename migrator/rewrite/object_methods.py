@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from functools import partial
 
+from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -23,22 +24,32 @@ def report_object_methods(
     else, every module the run-time evidence saw there is of such a class), whose `<method>` (not
     `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls."""
     for method in reached:
+        aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         for call in ctx.calls_in(method):
             func = call.func
+            if not isinstance(func, ast.Attribute):
+                continue
             if (
-                not isinstance(func, ast.Attribute)
-                or not self_attr(func.value)
+                not aliases
+                and isinstance(func.value, ast.Name)
+                and func.value.id != "self"
+                and not catalog.by_method(func.attr)  # `x.view(...)` on a tensor: no object's
+                and func.value.id in ctx.locals_of(method)
+            ):
+                aliases.append(_aliases(ctx, method))
+            if (
+                (attr := _held(func.value, aliases[0] if aliases else {})) is None
                 or func.attr == "forward"
                 or func.attr.startswith("__")
                 or id(call) in ctx.helpers_seen
             ):
                 continue
             name = func.attr
-            made = settings.made_by(func.value.attr, partial(_defines, ctx, name))
+            made = settings.made_by(attr, partial(_defines, ctx, name))
             source = ""
             if not made:
                 path = str(owner.file.path)
-                held = ctx.project.evidence.classes(path, owner.name, func.value.attr)
+                held = ctx.project.evidence.classes(path, owner.name, attr)
                 if held and all(_defines(ctx, name, each) for each in held):
                     made, source = tuple(held), ", as every built model holds"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
@@ -55,6 +66,46 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object; "
                 "left as is",
             )
+
+
+def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The attribute `node` reads of `self`: `self.<attr>`, `getattr(self, "<attr>")`, or a
+    local name bound once to one of them (`aliases`)."""
+    if self_attr(node):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:
+    """Local names the method binds once, to an attribute of `self` (`coder = self.coder`)."""
+    bound: dict[str, int] = {}
+    found: dict[str, str] = {}
+    for node in (visit.node for visit in ctx.visits(method)):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound[node.id] = bound.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            bound[node.arg] = bound.get(node.arg, 0) + 1
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and (attr := _held(node.value, {})) is not None
+        ):
+            found[node.targets[0].id] = attr
+    return {name: attr for name, attr in found.items() if bound.get(name) == 1}
 
 
 def _defines(ctx: FileContext, name: str, qualname: str) -> bool:

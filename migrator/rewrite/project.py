@@ -11,7 +11,6 @@ import ast
 import functools
 import importlib.util
 import os
-import re
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -21,7 +20,13 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
-from migrator.rewrite.names import ModuleNames, collect, literal, parameter_defaults
+from migrator.rewrite.names import (
+    ModuleNames,
+    collect,
+    literal,
+    may_declare_global,
+    parameter_defaults,
+)
 from migrator.rewrite.type_comments import read_type_comments
 from migrator.rewrite.walk import all_nodes
 
@@ -186,10 +191,10 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
     """The names the module's top level binds more than once (not inside a function, lambda
     or class, but a `global` declaration there): assignment and loop targets, `def`, `class`,
     imports, `except ... as`, `match` captures, `:=`. Values are not walked when `text` (the
-    source) holds no `:=`, functions not when no statement of it may be `global`
-    (`_may_declare_global`)."""
+    source) holds no `:=`, functions and classes (whose methods may declare a name `global`) not
+    when no statement of it may be `global` (`may_declare_global`)."""
     walrus = text is None or ":=" in text
-    declared = text is None or _may_declare_global(text)
+    declared = may_declare_global(text)
     counts: dict[str, int] = {}
     todo: list[ast.AST] = list(tree.body)
     while todo:
@@ -197,7 +202,7 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
         names: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
-            if declared and not isinstance(node, ast.ClassDef):
+            if declared:
                 names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names = [node.id]
@@ -217,22 +222,6 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
 
-
-def _may_declare_global(text: str) -> bool:
-    """Whether a statement of `text` may be `global`: the word starts a line, or follows `;` or
-    `:` (`if c: global g`), but for spaces and tabs; `global_pool` is not one."""
-    for match in _GLOBAL.finditer(text):
-        start = match.start()
-        before = text[text.rfind("\n", 0, start) + 1 : start].rstrip(" \t")
-        if not before or before[-1] in ";:":
-            return True
-    return False
-
-
-_GLOBAL = re.compile(r"global\b")
-"""The word `global` (a pattern starting with a word is searched for as that word; one starting
-with `^` or a character class is tried at every position: 20 to 130 times slower on timm and
-torchvision)."""
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 """Nodes whose body binds names of its own scope."""
@@ -344,7 +333,7 @@ class Project:
             read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
-        names = collect(tree, module, is_package)
+        names = collect(tree, module, is_package, source)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
         for stmt in tree.body:
@@ -758,7 +747,7 @@ def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast
     if summary is None:
         tree = parse_cached(source)
         read_type_comments(tree, source)
-        names = collect(tree, module, is_package)
+        names = collect(tree, module, is_package, source)
         classes: dict[str, tuple[int, int, tuple[str | None, ...]]] = {}
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):

@@ -167,6 +167,7 @@ class ReusedModules:
             raise Refusal(
                 "MIG110", f"{where} inside a helper method that runs more than once per forward"
             )
+        _refuse_aliased(sites, where)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         self.creator.can_create(label)
@@ -258,6 +259,7 @@ class ReusedModules:
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
         self.creator.can_copy(info)
+        _refuse_aliased(sites, where)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")
         for site in sites:
@@ -276,6 +278,20 @@ class ReusedModules:
                     f"count ({site.loop.describe()}) is known in `__init__`",
                 )
         return label, proof
+
+
+def _refuse_aliased(sites: list[Site], where: str) -> None:
+    """Refuse a split when several calls go through a local name bound to the module (`act =
+    self.act; act(x)`) or `getattr(self, "act")`, which keep calling it: one could keep the
+    name, not two."""
+    aliased = [s.func for s in sites if isinstance(s.func, (ast.Name, ast.Call))]
+    if aliased and sum(s.skipped for s in sites) > 1:
+        shown = ast.unparse(aliased[0])
+        raise Refusal(
+            "MIG104",
+            f"{where}, through `{shown}` (line {aliased[0].lineno}), which keeps calling it: "
+            "split it by hand",
+        )
 
 
 def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:

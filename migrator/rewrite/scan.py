@@ -101,6 +101,8 @@ class Scanner:
         """What the modules `__init__` builds return (`catalog.output_kind`, project classes)."""
         self._later: dict[str, bool] = {}
         """`_changed_later` of each attribute asked about."""
+        self._aliases: dict[str, str] | None = None
+        """`_module_aliases`, worked out when a call of a local name asks."""
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -198,6 +200,26 @@ class Scanner:
             "depend on the input"
         )
 
+    def _module_aliases(self) -> dict[str, str]:
+        """Local names the method binds once, to a module attribute (`act = self.act`)."""
+        if self._aliases is None:
+            bound: dict[str, int] = {}
+            found: dict[str, str] = {}
+            for node in (v.node for v in self.ctx.visits(self.method)):
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    bound[node.id] = bound.get(node.id, 0) + 1
+                elif isinstance(node, ast.arg):
+                    bound[node.arg] = bound.get(node.arg, 0) + 1
+                elif (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and self._module_call(node.value)
+                ):
+                    found[node.targets[0].id] = node.value.attr
+            self._aliases = {n: attr for n, attr in found.items() if bound.get(n) == 1}
+        return self._aliases
+
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
         """Whether a call of `func` calls a module attribute."""
         return self_attr(func) and func.attr in self.module_attrs
@@ -216,6 +238,16 @@ class Scanner:
                     loop=self._loop(visit),
                 )
             )
+            return
+        attr = None
+        if isinstance(func, ast.Name) and func.id in self.shadowed:
+            attr = self._module_aliases().get(func.id)  # `act(y)` after `act = self.act`
+        elif _named_attribute(func) in self.module_attrs:  # `getattr(self, "act")(y)`
+            attr = _named_attribute(func)
+        if attr is not None:  # a call of the module, counted, never changed
+            key = self.order.key(self.method, node)
+            site = Site(attr, func, self._times(visit), key, skipped=True, method=self.method)
+            self.sites.add(site)
             return
         helper = self._helper_of(node)
         if helper is not None:
@@ -1117,3 +1149,20 @@ def _reads(node: ast.expr, name: str) -> bool:
         )
         for n in ast.walk(node)
     )
+
+
+def _named_attribute(node: ast.expr) -> str | None:
+    """The attribute `getattr(self, "<name>")` reads, None for anything else."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None

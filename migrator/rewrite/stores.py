@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
@@ -342,6 +342,7 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         return loops[0]
 
     aliases = _aliases(nodes)
+    views = _views(nodes)
     found: list[Store] = []
     for node in nodes:
         kind = type(node)
@@ -352,11 +353,23 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 plain.add(id(node.target))
+        elif isinstance(node, ast.AugAssign):
+            if isinstance(node.target, ast.Name):  # `blocks += [...]` after `blocks = self.blocks`
+                at = _at(node.target)
+                found += [
+                    Store(a, "called", None, "__iadd__", name, *at, False)
+                    for a in aliases.get(node.target.id, ())
+                ]
         elif isinstance(node, ast.Call):
             if type(node.func) is ast.Attribute or type(node.func) is ast.Name:
                 found += _call_stores(node, name, loop_names, aliases)
+                for func in _through_views(node.func, views):
+                    seen = ast.copy_location(ast.Call(func, node.args, node.keywords), node)
+                    found += _call_stores(seen, name, loop_names, aliases)
         elif type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            for attr, part, whole in _roots(node, aliases):  # type: ignore[arg-type]
+            target = cast(ast.expr, node)
+            targets = [target, *_through_views(target, views)]
+            for attr, part, whole in (r for t in targets for r in _roots(t, aliases)):
                 is_plain = id(node) in plain and _is_self(getattr(node, "value", None))
                 how = "bound" if whole else "inner"
                 found.append(Store(attr, how, part, None, name, *_at(node), is_plain))  # type: ignore[arg-type]
@@ -364,7 +377,9 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
     return found
 
 
-_STORING = frozenset({ast.Assign, ast.AnnAssign, ast.Call, ast.Attribute, ast.Subscript})
+_STORING = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call, ast.Attribute, ast.Subscript}
+)
 """The node classes `_method_stores` reads."""
 
 
@@ -432,6 +447,57 @@ def _aliases(nodes: list[ast.AST]) -> dict[str, list[str]]:
     return found
 
 
+def _views(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+    """Local names a method binds to a dict of `self` (`d = vars(self)`, `mods =
+    self._modules`, `getattr(self, "_modules")`, `self.__dict__["_modules"]`): a store through
+    the name is a store through that dict."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        value = _dict_of(node.value)
+        if value is not node.value or _reaches_dict(value):
+            found.setdefault(node.targets[0].id, []).append(value)
+    return found
+
+
+def _reaches_dict(node: ast.expr) -> bool:
+    """Whether `node` is a dict of `self`, or reached through one, by attributes and items
+    (`self._modules`, `self.__dict__["_modules"]`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            return node.attr in _MODULE_DICTS or node.attr == "__dict__"
+        node = _dict_of(node.value)
+    return False
+
+
+def _through_views(node: ast.expr, views: dict[str, list[ast.expr]]) -> list[ast.expr]:
+    """`node` (an attribute or item chain) with its root name, a name of `views`, replaced by
+    each value bound to it."""
+    chain: list[ast.Attribute | ast.Subscript] = []
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        chain.append(root)
+        root = root.value
+    if not chain or not isinstance(root, ast.Name) or root.id not in views:
+        return []
+    found = []
+    for value in views[root.id]:
+        rebuilt: ast.expr = value
+        for link in reversed(chain):
+            if isinstance(link, ast.Attribute):
+                rebuilt = ast.Attribute(rebuilt, link.attr, link.ctx)
+            else:
+                rebuilt = ast.Subscript(rebuilt, link.slice, link.ctx)
+            ast.copy_location(rebuilt, link)
+        found.append(rebuilt)
+    return found
+
+
 def _roots(
     node: ast.expr, aliases: dict[str, list[str]]
 ) -> list[tuple[str | None, str | None, bool]]:
@@ -452,7 +518,9 @@ def _roots(
 
 def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     """(attr, part, whole) when `node` is `self.<attr>` or reached from it through attributes
-    and items (`self.__dict__[...]`: any attribute); None otherwise."""
+    and items (`self.__dict__[...]`, `getattr(self, name)`: any attribute; an item of
+    `self._modules`, `_parameters` or `_buffers`, directly or through `__dict__`: the
+    attribute it names); None otherwise."""
     chain: list[ast.expr] = []
     node = _dict_of(node)
     while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -469,7 +537,15 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
             return None, None, True
         below = chain[-2]
         key = below.slice if isinstance(below, ast.Subscript) else None
-        return (_literal(key) if key is not None else None), None, True
+        attr = _literal(key) if key is not None else None
+        if attr in _MODULE_DICTS and len(chain) > 2:
+            return _module_dict_item(chain[-3], len(chain) == 3)
+        if len(chain) > 2:  # `getattr(self, "act").inplace`
+            part = chain[-3].attr if isinstance(chain[-3], ast.Attribute) else None
+            return attr, part, False
+        return attr, None, True
+    if top.attr in _MODULE_DICTS and len(chain) > 1:
+        return _module_dict_item(chain[-2], len(chain) == 2)
     if len(chain) == 1:
         return top.attr, None, True
     below = chain[-2]
@@ -477,8 +553,36 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     return top.attr, part, False
 
 
+_MODULE_DICTS = frozenset({"_modules", "_parameters", "_buffers"})
+"""The dicts of an `nn.Module` that hold its submodules, parameters and buffers by name."""
+
+
+_DICT_SETTERS = frozenset(
+    {"update", "__setitem__", "__delitem__", "setdefault", "pop", "popitem", "clear", "__ior__"}
+)
+"""The methods of a dict that bind or delete its items."""
+
+
+def _module_dict_item(node: ast.expr, whole: bool) -> tuple[str | None, str | None, bool]:
+    """`_root` of an item of one of `_MODULE_DICTS`: the attribute its key names (None: any),
+    the part below it and whether it is the item itself."""
+    if not isinstance(node, ast.Subscript):
+        return None, None, whole  # a method of the dict (`update`, `pop`, ...): any
+    return _literal(node.slice), None, whole
+
+
 def _dict_of(node: ast.expr) -> ast.expr:
-    """`vars(x)` as the `x.__dict__` it returns; any other node as it is."""
+    """`vars(x)` as the `x.__dict__` it returns, `getattr(x, key)` as `x.__dict__[key]` (the
+    attribute it reads, for the stores through it); any other node as it is."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and not node.keywords
+    ):
+        owner = ast.copy_location(ast.Attribute(node.args[0], "__dict__", ast.Load()), node)
+        return ast.copy_location(ast.Subscript(owner, node.args[1], ast.Load()), node)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -553,6 +657,8 @@ def _call_stores(
     attr, part, whole = root
     if attr is None:  # `self.__dict__.update(...)`
         return [Store(None, "bound", None, None, method, *_at(call), False)]
+    if attr in _MODULE_DICTS and whole and func.attr in _DICT_SETTERS:  # `_modules.update(...)`
+        return [Store(None, "bound", None, None, method, *_at(call), False, "", True)]
     return [Store(attr, "called", part, func.attr, method, *_at(call), False)]
 
 

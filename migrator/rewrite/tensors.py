@@ -477,7 +477,7 @@ class TensorNames:
             if self.plain_setting is not None and self.plain_setting(node):
                 return True
             qualname = self.resolve(node)
-            return bool(qualname) and not self.is_tensor(node)
+            return bool(qualname) and not self.is_tensor(node) and not self._unknown_root(node)
         if isinstance(node, ast.Call):
             func = node.func
             builtin = self._builtin(node)
@@ -515,6 +515,14 @@ class TensorNames:
         if isinstance(node, ast.IfExp):
             return self.is_plain(node.body) and self.is_plain(node.orelse)
         return False
+
+    def _unknown_root(self, node: ast.Attribute) -> bool:
+        """Whether an attribute chain starts at a global that may hold a tensor, or a module of
+        the package, whose attribute may be one (`tables.TABLE`)."""
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and not self._plain_global(self._key(root))
 
     def _plain_global(self, key: str) -> bool:
         """A name the function does not bind: a global, plain unless an assignment at the top

@@ -1,0 +1,115 @@
+"""A base file's work-out kept in the process (`rewrite/worked.py`) and replayed for a later
+file gives what working it out again gives: two or three files sharing a base, one of them
+taking names in the family (its own `__init__`, a mixin of a file the base's work-out never
+reads, a middle class of a third file), fixed in every order, with and without kept
+work-outs."""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+
+from migrator.config import Settings
+from migrator.rewrite import worked
+from migrator.runner import Processed, run
+
+BASE = """import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 1)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        y = self.act(self.conv(x))
+        return self.act(y) + x
+"""
+
+TREES = {
+    "shadowing_subclass": {
+        "a.py": (
+            "from pkg.base import Base\n\n\nclass A(Base):\n"
+            "    def forward(self, x):\n        return super().forward(x) * x\n"
+        ),
+        "b.py": (
+            "import torch.nn as nn\n\nfrom pkg.base import Base\n\n\nclass B(Base):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.add = nn.Identity()\n        self.act_1 = nn.Sigmoid()\n\n"
+            "    def forward(self, x):\n        return self.add(super().forward(x)) - self.act_1(x)\n"
+        ),
+    },
+    "mixin_elsewhere": {
+        "a.py": (
+            "from pkg.base import Base\n\n\nclass A(Base):\n"
+            "    def forward(self, x):\n        return super().forward(x) * x\n"
+        ),
+        "mix.py": (
+            "import torch.nn as nn\n\n\nclass Mix:\n    def build(self):\n"
+            "        self.add = nn.Identity()\n        self.act_1 = nn.Sigmoid()\n"
+        ),
+        "b.py": (
+            "from pkg.base import Base\nfrom pkg.mix import Mix\n\n\nclass B(Base, Mix):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.build()\n\n"
+            "    def forward(self, x):\n        return self.add(super().forward(x)) - x\n"
+        ),
+    },
+    "three_files": {
+        "mid.py": (
+            "import torch.nn as nn\n\nfrom pkg.base import Base\n\n\nclass Mid(Base):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.gate = nn.Sigmoid()\n\n"
+            "    def forward(self, x):\n        h = super().forward(x)\n"
+            "        return self.gate(h) * self.gate(x)\n"
+        ),
+        "a.py": (
+            "from pkg.mid import Mid\n\n\nclass A(Mid):\n"
+            "    def forward(self, x):\n        return super().forward(x) + x\n"
+        ),
+        "b.py": (
+            "import torch.nn as nn\n\nfrom pkg.mid import Mid\n\n\nclass B(Mid):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mul = nn.Identity()\n        self.gate_1 = nn.Tanh()\n\n"
+            "    def forward(self, x):\n        return self.mul(super().forward(x)) - x\n"
+        ),
+    },
+}
+
+
+class _NothingKept(OrderedDict):
+    def __setitem__(self, key, value):
+        pass
+
+
+def _outcomes(files: list[Path], monkeypatch, keep: bool) -> dict[str, tuple]:
+    monkeypatch.setattr(worked, "_KEPT", OrderedDict() if keep else _NothingKept())
+    found = {}
+    for outcome in run([str(f) for f in files], Settings(), rewrite=True):
+        assert isinstance(outcome, Processed), outcome
+        codes = [(f.line, f.col, f.code, f.message) for f in outcome.findings]
+        found[outcome.path.name] = (outcome.new_text, codes)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_kept_work_outs_change_nothing(name, tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(BASE)
+    for file, text in TREES[name].items():
+        (package / file).write_text(text)
+    files = sorted(package.glob("*.py"))
+    fresh = _outcomes(files, monkeypatch, keep=False)
+    assert "Add()" in fresh["base.py"][0]  # the base's rewrite is worked out for the others
+    replayed = []
+    replay = worked.Trace.replay
+    monkeypatch.setattr(
+        worked.Trace, "replay", lambda trace, a: replayed.append(replay(trace, a)) or replayed[-1]
+    )
+    for order in itertools.islice(itertools.permutations(files), 0, None, 9):
+        assert _outcomes(list(order), monkeypatch, keep=True) == fresh, [f.name for f in order]
+    assert any(replayed)  # kept work-outs were taken
