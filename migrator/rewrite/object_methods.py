@@ -52,9 +52,22 @@ def report_object_methods(
                 call,
                 "MIG115",
                 f"`{ctx.text(func)}` (a method of {owners}{source}) runs {len(found)} op(s) forward "
-                f"reaches ({labels}): a method of another object stays a call of that object; "
-                "left as is",
+                f"reaches ({labels}): a method of another object stays a call of that object: "
+                f"{_why(ctx, classes)}; left as is",
             )
+
+
+def _why(ctx: FileContext, classes: list[ClassInfo]) -> str:
+    """Why the ops of a method of an object of `classes` cannot become modules of its own."""
+    plain = [c for c in classes if not ctx.project.is_module(c)]
+    if plain:
+        names = ", ".join(f"`{c.name}`" for c in plain)
+        return (
+            f"{names} is no `nn.Module`, and `fix` does not make it one (each instance would "
+            "become a new child of the module holding it)"
+        )
+    names = ", ".join(f"`{c.name}`" for c in classes)
+    return f"the rewrite of {names} covers only what its own `forward` runs"
 
 
 def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
