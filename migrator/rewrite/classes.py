@@ -68,7 +68,7 @@ class ClassAnalysis:
         order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
         creator = ModuleCreator(self.ctx, self.attributes, self.family, self.names)
         hyper = HyperParameters(self.ctx, self.attributes)
-        reused = ReusedModules(self.ctx, self.attributes, creator)
+        reused = ReusedModules(self.ctx, self.attributes, creator, self.settings.held_function)
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)

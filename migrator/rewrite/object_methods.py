@@ -25,6 +25,9 @@ def report_object_methods(
     for method in reached:
         for call in ctx.calls_in(method):
             func = call.func
+            if self_attr(func) and id(call) not in ctx.helpers_seen:
+                _report_held_function(ctx, call, settings)
+                continue
             if (
                 not isinstance(func, ast.Attribute)
                 or not self_attr(func.value)
@@ -57,6 +60,29 @@ def report_object_methods(
             )
 
 
+def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
+    """Report a call `self.<attr>(...)` of a module-level function that `__init__` stores in
+    `self.<attr>` (torchvision's `self.box_similarity = box_ops.box_iou`), when it runs ops."""
+    assert isinstance(call.func, ast.Attribute)
+    held = settings.held_function(call.func.attr)
+    if held is None:
+        return
+    info, function, only = held
+    found = _ops_from(ctx, [(None, info, function)])
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = ", ".join(sorted(set(found)))
+    where = "" if info is ctx.info else f" (in `{info.names.module}`)"
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}` {'holds' if only else 'may hold'} the function "
+        f"`{function.name}`{where}, no module, which runs {len(found)} op(s) forward reaches "
+        f"({labels}): they run outside any module; left as is",
+    )
+
+
 def _why(ctx: FileContext, classes: list[ClassInfo]) -> str:
     """Why the ops of a method of an object of `classes` cannot become modules of its own."""
     plain = [c for c in classes if not ctx.project.is_module(c)]
@@ -82,12 +108,18 @@ def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
 def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
     """The labels of the ops the method `name` of `cls` (or of a base) runs: its own, those of
     the methods of the class it calls on `self` and of the helper functions it calls."""
-    found: list[str] = []
-    todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]] = []
-    seen: set[int] = set()
     method = _method(ctx, cls, name)
-    if method is not None:
-        todo.append((cls, method[0].file, method[1]))
+    return _ops_from(ctx, [(cls, method[0].file, method[1])] if method else [])
+
+
+def _ops_from(
+    ctx: FileContext, todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]]
+) -> list[str]:
+    """The labels of the ops the functions of `todo` run (each a method of its class, or a
+    function): their own, those of the methods of the class they call on `self` and of the
+    helper functions they call."""
+    found: list[str] = []
+    seen: set[int] = set()
     while todo:
         owner, info, function = todo.pop()
         if id(function) in seen:

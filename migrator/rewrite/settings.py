@@ -14,11 +14,14 @@ from migrator import catalog
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.stores import Store, beside_init_plain, first_change
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import walked
+
+NAMES = (ast.Name, ast.Attribute)
+"""Values naming something (a function held by an attribute)."""
 
 
 class SubmoduleSettings:
@@ -64,6 +67,34 @@ class SubmoduleSettings:
         if owner not in self._alone:
             self._alone[owner] = self._alone_in_family(owner)
         return made if self._alone[owner] else ()
+
+    def held_function(self, owner: str) -> tuple[FileInfo, ast.FunctionDef, bool] | None:
+        """(its file, the function, whether it is all `self.<owner>` may hold) when an
+        `__init__` assignment of `self.<owner>` gives a module-level function of the project
+        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` may hold `f`);
+        all it holds when every assignment of it, all in `__init__`, gives that function."""
+        if self.attributes.init is None or owner not in self.attributes.attrs:
+            return None
+        values = self._init_assignments.get(owner, [])
+        parts = [
+            part
+            for v in values
+            for part in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))
+        ]
+        names = {self.ctx.info.names.resolve(v) for v in parts if isinstance(v, NAMES)}
+        found = [
+            f
+            for qualname in sorted(n for n in names if n and n.split(".")[0] != "torch")
+            if (f := self.ctx.project.find_function(qualname, self.ctx.info))
+        ]
+        if not found:
+            return None
+        only = (
+            len(names) == 1
+            and all(isinstance(v, NAMES) for v in values)
+            and owner not in self.attributes.assigned_elsewhere
+        )
+        return found[0][0], found[0][1], only
 
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
