@@ -56,7 +56,7 @@ def report_object_methods(
                 "MIG115",
                 f"`{ctx.text(func)}` (a method of {owners}{source}) runs {len(found)} op(s) forward "
                 f"reaches ({labels}): a method of another object stays a call of that object: "
-                f"{_why(ctx, classes)}; left as is",
+                f"{_why(ctx, classes, owner, func.value.attr)}; left as is",
             )
 
 
@@ -83,17 +83,50 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     )
 
 
-def _why(ctx: FileContext, classes: list[ClassInfo]) -> str:
-    """Why the ops of a method of an object of `classes` cannot become modules of its own."""
+def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str) -> str:
+    """Why the ops of a method of an object of `classes`, held in `owner.<attr>`, cannot become
+    modules of its own."""
     plain = [c for c in classes if not ctx.project.is_module(c)]
     if plain:
         names = ", ".join(f"`{c.name}`" for c in plain)
+        annotated = _annotated(ctx, owner, attr)
+        if annotated:
+            return (
+                f"{names} is no `nn.Module`, and `{annotated}` declares `{attr}` of that class "
+                "for TorchScript (`__annotations__`): made a module, it would no longer script"
+            )
         return (
             f"{names} is no `nn.Module`, and `fix` does not make it one (each instance would "
             "become a new child of the module holding it)"
         )
     names = ", ".join(f"`{c.name}`" for c in classes)
     return f"the rewrite of {names} covers only what its own `forward` runs"
+
+
+def _annotated(ctx: FileContext, cls: ClassInfo, attr: str, depth: int = 0) -> str | None:
+    """The name of `cls` or of a base of the project that declares the type of `attr` at class
+    level (`__annotations__ = {"box_coder": det_utils.BoxCoder}` or `box_coder: BoxCoder`, as
+    torchvision's detection modules do for TorchScript), else None."""
+    for stmt in cls.node.body:
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == attr
+        ):
+            return cls.name
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__annotations__" for t in stmt.targets)
+            and isinstance(stmt.value, ast.Dict)
+            and any(isinstance(k, ast.Constant) and k.value == attr for k in stmt.value.keys)
+        ):
+            return cls.name
+    for base in cls.bases if depth < 8 else []:
+        found = ctx.project.find_class(base, cls.file)
+        inner = _annotated(ctx, found, attr, depth + 1) if found else None
+        if inner:
+            return inner
+    return None
 
 
 def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
