@@ -73,6 +73,7 @@ class ClassAnalysis:
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)
         evident = self._evident(called - module_attrs)
+        containers = self.settings.tensor_containers(methods)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -93,6 +94,7 @@ class ClassAnalysis:
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
                 first_declared=partial(self._first_declared, method, methods),
                 unknown_globals=self.ctx.info.names.unknown,
+                attr_kinds=containers,
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             record_tensor_params(self.ctx, method, methods, tensors)
