@@ -372,8 +372,9 @@ def _pool(kind: str, n: int) -> Op:
     )
 
 
-def _dropout(key: str, cls: str, training_default: bool) -> Op:
-    args = (_x(), _h("p", 0.5), Arg("training", Role.TRAINING, training_default), _inplace())
+def _dropout(key: str, cls: str, training_default: bool, call_module: str | None = None) -> Op:
+    p = _h("p", 0.5, at_call=call_module is not None)
+    args = (_x(), p, Arg("training", Role.TRAINING, training_default), _inplace())
     return Op(
         key,
         NN + cls,
@@ -381,6 +382,7 @@ def _dropout(key: str, cls: str, training_default: bool) -> Op:
         (F + key,),
         aliases=True,  # eval mode returns the input
         observed=SHARE,
+        call_module=call_module,
     )
 
 
@@ -594,7 +596,7 @@ def _build() -> tuple[Op, ...]:
     for kind in ("max", "avg", "adaptive_avg", "adaptive_max", "lp"):
         ops += [_pool(kind, n) for n in (1, 2, 3)]
     # Dropout: the module follows self.training, so only `training=self.training` is rewritten.
-    ops.append(_dropout("dropout", "Dropout", True))
+    ops.append(_dropout("dropout", "Dropout", True, OPS + "Dropout"))
     ops += [_dropout(f"dropout{n}d", f"Dropout{n}d", True) for n in (1, 2, 3)]
     ops.append(_dropout("alpha_dropout", "AlphaDropout", False))
     ops.append(_dropout("feature_alpha_dropout", "FeatureAlphaDropout", False))

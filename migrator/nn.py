@@ -88,6 +88,7 @@ __all__ = [
     "AdaptiveMaxPool",
     "PixelShuffle",
     "Flatten",
+    "Dropout",
     "GroupNorm",
     "Normalize",
     "GridSample",
@@ -940,6 +941,22 @@ class Flatten(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim!r}, end_dim={self.end_dim!r}"
+
+
+class Dropout(torch.nn.Module):
+    """``F.dropout(x, p, self.training, inplace)`` (``nn.Dropout``'s defaults); ``p`` may be
+    given at call time."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor, p: Optional[float] = None) -> torch.Tensor:
+        return F.dropout(x, self.p if p is None else p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p!r}, inplace={self.inplace!r}"
 
 
 class GroupNorm(torch.nn.Module):

@@ -348,7 +348,7 @@ def test_a_method_of_a_module_the_built_models_hold_is_reported(tmp_path):
     expected = (
         "23:16: MIG115 `self.head.loss` (a method of `Head`, as every built model holds) runs "
         "2 op(s) forward reaches (.sum(), torch.relu): a method of another object stays a call "
-        "of that object; left as is"
+        "of that object: the rewrite of `Head` covers only what its own `forward` runs; left as is"
     )
     assert findings(evidence) == [expected]
     evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Other", True, False), "u")

@@ -609,6 +609,21 @@ CASES = [
     ),
     Case("flatten", mnn.Flatten, _x(), lambda m, x: m(x), lambda x: torch.flatten(x, 1)),
     Case(
+        "dropout_eval",
+        lambda: mnn.Dropout(0.25).eval(),
+        _x(),
+        lambda m, x: m(x),
+        lambda x: F.dropout(x, 0.25, training=False),
+    ),
+    Case(
+        "dropout_at_call",
+        mnn.Dropout,
+        _x(),
+        lambda m, x: m(x, p=0.25),
+        lambda x: F.dropout(x, 0.25),
+        deterministic=False,
+    ),
+    Case(
         "clamp_at_call",
         lambda: mnn.Clamp(max=0.5),
         _x(),
@@ -776,7 +791,9 @@ def test_same_aten_ops_as_expression(case: Case) -> None:
     torch.manual_seed(0)
     with _OpLog() as ref_log:
         case.ref(*args)
-    assert mod_log.ops and mod_log.ops == ref_log.ops
+    # a dropout in eval mode (the fixtures' mode) runs no op: `dropout_at_call` trains
+    assert mod_log.ops or case.id in ("Dropout_from_fixture", "dropout_eval")
+    assert mod_log.ops == ref_log.ops
 
 
 def test_sdpa_dropout_applies_in_eval_mode() -> None:
@@ -801,6 +818,22 @@ def test_sdpa_dropout_train_only_follows_mode() -> None:
     _assert_equal(got, F.scaled_dot_product_attention(q, k, v, dropout_p=0.5))
     assert not torch.equal(got, F.scaled_dot_product_attention(q, k, v))
     _assert_equal(m.eval()(q, k, v), F.scaled_dot_product_attention(q, k, v))
+
+
+def test_dropout_follows_mode_and_takes_p_at_call() -> None:
+    """`F.dropout(x, p, self.training)` with `p` known at run time: the module's own mode, the
+    `p` of the call (its constructor's otherwise)."""
+    (x,) = _x()()
+    m = mnn.Dropout(0.75)
+    torch.manual_seed(7)
+    got = m(x, p=0.25)
+    torch.manual_seed(7)
+    _assert_equal(got, F.dropout(x, 0.25, training=True))
+    torch.manual_seed(7)
+    got = m(x)
+    torch.manual_seed(7)
+    _assert_equal(got, F.dropout(x, 0.75, training=True))
+    _assert_equal(m.eval()(x, p=0.25), x)
 
 
 def test_concat_many_tensors_eager() -> None:

@@ -268,6 +268,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "helper_fx_wrap_decorated",
         "helper_fx_wrap_attention",
         "helper_fx_wrap_nested",
+        "helper_training_param",
         "helper_registered_leaf",
         "inplace_loop_accumulate",
         "inplace_read_by_method",

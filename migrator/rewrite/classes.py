@@ -68,7 +68,7 @@ class ClassAnalysis:
         order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
         creator = ModuleCreator(self.ctx, self.attributes, self.family, self.names)
         hyper = HyperParameters(self.ctx, self.attributes)
-        reused = ReusedModules(self.ctx, self.attributes, creator)
+        reused = ReusedModules(self.ctx, self.attributes, creator, self.settings.held_function)
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)
@@ -80,6 +80,7 @@ class ClassAnalysis:
             for name in reached
         }
         per_iteration = self._once_an_iteration(forward is None, reached, loops_of)
+        containers = self.settings.tensor_containers(methods)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -100,6 +101,7 @@ class ClassAnalysis:
                 plain_call=partial(plain_result, self.ctx, caller=method, methods=methods),
                 first_declared=partial(self._first_declared, method, methods),
                 unknown_globals=self.ctx.info.names.unknown,
+                attr_kinds=containers,
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             record_tensor_params(self.ctx, method, methods, tensors)

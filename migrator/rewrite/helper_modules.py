@@ -28,6 +28,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
 from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.mode_params import mode_parameters
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
@@ -89,6 +90,10 @@ class HelperModules:
         self.wrapped_twins: dict[str, ast.FunctionDef] = earlier_wrapped(ctx.info)
         """Twin function an earlier run added for a helper registered with `torch.fx.wrap`
         -> that helper."""
+        self._stand_ins: dict[int, ast.FunctionDef] = {}
+        """id of a helper's stand-in `forward` -> the helper."""
+        self._modes: dict[int, set[str]] = {}
+        """id of a helper -> its parameters every call passes `self.training`."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -223,6 +228,18 @@ class HelperModules:
                 return sub.name
         return None
 
+    def follows_mode(self, method: ast.FunctionDef, value: ast.expr) -> bool:
+        """Whether `value` in `method`, the `forward` of a helper's class, is a parameter that
+        every call of the helper passes `self.training` (`mode_params`): in the helper's module
+        its own `self.training` is the same flag."""
+        function = self._stand_ins.get(id(method))
+        if function is None or not isinstance(value, ast.Name):
+            return False
+        if id(function) not in self._modes:
+            info = self.ctx.info
+            self._modes[id(function)] = mode_parameters(function, info.tree, info.path)
+        return value.id in self._modes[id(function)]
+
     def has_work(self, function: ast.FunctionDef, tensor_first: bool) -> bool:
         """Whether a helper holds ops or calls helpers of this file (which may);
         `tensor_first`: its first parameter is given a tensor."""
@@ -275,6 +292,7 @@ class HelperModules:
         self._running.add(key)
         stand_in = _stand_in(function, name, self.ctx)
         self.ctx.hold(stand_in)  # the caches of the analysis are keyed by `id` of nodes
+        self._stand_ins[id(stand_in.node.body[0])] = function
         registrations = ClassAnalysis(self.ctx, stand_in, self.family, self.analysis).run(
             place=False
         )

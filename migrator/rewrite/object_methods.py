@@ -27,6 +27,9 @@ def report_object_methods(
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         for call in ctx.calls_in(method):
             func = call.func
+            if self_attr(func) and id(call) not in ctx.helpers_seen:
+                _report_held_function(ctx, call, settings)
+                continue
             if not isinstance(func, ast.Attribute):
                 continue
             if (
@@ -63,8 +66,8 @@ def report_object_methods(
                 call,
                 "MIG115",
                 f"`{ctx.text(func)}` (a method of {owners}{source}) runs {len(found)} op(s) forward "
-                f"reaches ({labels}): a method of another object stays a call of that object; "
-                "left as is",
+                f"reaches ({labels}): a method of another object stays a call of that object: "
+                f"{_why(ctx, classes, owner, attr)}; left as is",
             )
 
 
@@ -108,6 +111,75 @@ def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:
     return {name: attr for name, attr in found.items() if bound.get(name) == 1}
 
 
+def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
+    """Report a call `self.<attr>(...)` of a module-level function that `__init__` stores in
+    `self.<attr>` (torchvision's `self.box_similarity = box_ops.box_iou`), when it runs ops."""
+    assert isinstance(call.func, ast.Attribute)
+    held = settings.held_function(call.func.attr)
+    if held is None:
+        return
+    info, function, only = held
+    found = _ops_from(ctx, [(None, info, function)])
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = ", ".join(sorted(set(found)))
+    where = "" if info is ctx.info else f" (in `{info.names.module}`)"
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}` {'holds' if only else 'may hold'} the function "
+        f"`{function.name}`{where}, no module, which runs {len(found)} op(s) forward reaches "
+        f"({labels}): they run outside any module; left as is",
+    )
+
+
+def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str) -> str:
+    """Why the ops of a method of an object of `classes`, held in `owner.<attr>`, cannot become
+    modules of its own."""
+    plain = [c for c in classes if not ctx.project.is_module(c)]
+    if plain:
+        names = ", ".join(f"`{c.name}`" for c in plain)
+        annotated = _annotated(ctx, owner, attr)
+        if annotated:
+            return (
+                f"{names} is no `nn.Module`, and `{annotated}` declares `{attr}` of that class "
+                "for TorchScript (`__annotations__`): made a module, it would no longer script"
+            )
+        return (
+            f"{names} is no `nn.Module`, and `fix` does not make it one (each instance would "
+            "become a new child of the module holding it)"
+        )
+    names = ", ".join(f"`{c.name}`" for c in classes)
+    return f"the rewrite of {names} covers only what its own `forward` runs"
+
+
+def _annotated(ctx: FileContext, cls: ClassInfo, attr: str, depth: int = 0) -> str | None:
+    """The name of `cls` or of a base of the project that declares the type of `attr` at class
+    level (`__annotations__ = {"box_coder": det_utils.BoxCoder}` or `box_coder: BoxCoder`, as
+    torchvision's detection modules do for TorchScript), else None."""
+    for stmt in cls.node.body:
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == attr
+        ):
+            return cls.name
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__annotations__" for t in stmt.targets)
+            and isinstance(stmt.value, ast.Dict)
+            and any(isinstance(k, ast.Constant) and k.value == attr for k in stmt.value.keys)
+        ):
+            return cls.name
+    for base in cls.bases if depth < 8 else []:
+        found = ctx.project.find_class(base, cls.file)
+        inner = _annotated(ctx, found, attr, depth + 1) if found else None
+        if inner:
+            return inner
+    return None
+
+
 def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
     """Whether the class `qualname` is found outside torch (an eager-mode `FloatFunctional`'s
     methods are a module's own ops) and has the method `name`."""
@@ -120,12 +192,18 @@ def _defines(ctx: FileContext, name: str, qualname: str) -> bool:
 def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
     """The labels of the ops the method `name` of `cls` (or of a base) runs: its own, those of
     the methods of the class it calls on `self` and of the helper functions it calls."""
-    found: list[str] = []
-    todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]] = []
-    seen: set[int] = set()
     method = _method(ctx, cls, name)
-    if method is not None:
-        todo.append((cls, method[0].file, method[1]))
+    return _ops_from(ctx, [(cls, method[0].file, method[1])] if method else [])
+
+
+def _ops_from(
+    ctx: FileContext, todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]]
+) -> list[str]:
+    """The labels of the ops the functions of `todo` run (each a method of its class, or a
+    function): their own, those of the methods of the class they call on `self` and of the
+    helper functions they call."""
+    found: list[str] = []
+    seen: set[int] = set()
     while todo:
         owner, info, function = todo.pop()
         if id(function) in seen:

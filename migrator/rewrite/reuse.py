@@ -4,6 +4,7 @@ and a stateless module that runs at several sites is split into one copy a site.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from migrator.evidence import proved_by
 from migrator.rewrite.attributes import ClassAttributes
@@ -28,11 +29,19 @@ class ReusedModules:
     """The call sites of one class's module attributes, and the splitting of reused ones."""
 
     def __init__(
-        self, ctx: FileContext, attributes: ClassAttributes, creator: ModuleCreator
+        self,
+        ctx: FileContext,
+        attributes: ClassAttributes,
+        creator: ModuleCreator,
+        holds_function: Callable[[str], tuple[object, object, bool] | None] = lambda a: None,
     ) -> None:
         self.ctx = ctx
         self.attributes = attributes
         self.creator = creator
+        self.holds_function = holds_function
+        """(file, function, whether that is all it holds) of an attribute that may hold a
+        function, no module (`SubmoduleSettings.held_function`): `object_methods` reports its
+        calls."""
         self.sites: dict[str, list[Site]] = {}
         self.loops: dict[int, LoopCopies] = {}
         """The loops of each scanned method (by `id`)."""
@@ -59,6 +68,9 @@ class ReusedModules:
                         replace, node, message, op = site.pending
                         self.ctx.plan.replaces.append(replace)
                         self.ctx.report(node, "MIG001", message, op=op, attr=replace.attr)
+                continue
+            held = self.holds_function(attr)
+            if isinstance(held, tuple) and held[2]:
                 continue
             first = min(sites, key=lambda s: (s.func.lineno, s.func.col_offset)).func
             try:

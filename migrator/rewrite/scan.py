@@ -895,12 +895,20 @@ class Scanner:
             show=self.ctx.text,
             constant=lambda v: ast.literal_eval(v) if literal(v) else NOT_CONSTANT,
             unfixed=unfixed,
-            follows_mode=lambda v: self_attr(v) and v.attr == "training",
+            follows_mode=self._follows_mode,
             unsplittable=unsplittable,
             weight_refused=weight_refused,
             held=held,
             gated=_training_gated,
         )
+
+    def _follows_mode(self, value: ast.expr) -> bool:
+        """Whether a `training` value is `self.training`, or, in a helper's module, a parameter
+        every call of the helper passes its caller's `self.training`."""
+        if self_attr(value):
+            return value.attr == "training"
+        modules = self.ctx.helper_modules
+        return modules is not None and modules.follows_mode(self.method, value)
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where

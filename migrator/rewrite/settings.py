@@ -11,14 +11,18 @@ import functools
 from collections.abc import Callable
 
 from migrator import catalog
+from migrator.rewrite.annotations import Kind, annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.project import ClassInfo
-from migrator.rewrite.stores import Store, beside_init_plain, first_change
+from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.stores import Store, beside_init_plain, changed_after_init, first_change
 from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import walked
+
+NAMES = (ast.Name, ast.Attribute)
+"""Values naming something (a function held by an attribute)."""
 
 
 class SubmoduleSettings:
@@ -64,6 +68,60 @@ class SubmoduleSettings:
         if owner not in self._alone:
             self._alone[owner] = self._alone_in_family(owner)
         return made if self._alone[owner] else ()
+
+    def tensor_containers(self, methods: dict[str, ast.FunctionDef]) -> dict[str, Kind]:
+        """`self.<attr>` -> the kind of the container of tensors it holds: `__init__` assigns
+        it once, nothing else assigns or stores into it or anything of it, and that is a call
+        `self.<method>(...)` of a method of the class annotated to return a sequence of tensors
+        (torchvision's `self._wh_pairs = self._generate_wh_pairs(n)`, `-> list[Tensor]`)."""
+        attributes = self.attributes
+        found: dict[str, Kind] = {}
+        if attributes.init is None:
+            return {}
+        for attr in sorted(attributes.may_hold_tensors - attributes.tensor_attrs):
+            values = self._init_assignments.get(attr, [])
+            value = values[0] if len(values) == 1 else None
+            if (
+                attr in attributes.assigned_elsewhere
+                or not isinstance(value, ast.Call)
+                or not self_attr(value.func)
+                or value.func.attr not in methods
+            ):
+                continue
+            kind = annotation_kind(methods[value.func.attr].returns)
+            if kind != ("seq", "tensor"):
+                continue
+            if changed_after_init(attributes.family, attributes.cls, attr, _may_untensor) is None:
+                found[attr] = kind
+        return found
+
+    def held_function(self, owner: str) -> tuple[FileInfo, ast.FunctionDef, bool] | None:
+        """(its file, the function, whether it is all `self.<owner>` may hold) when an
+        `__init__` assignment of `self.<owner>` gives a module-level function of the project
+        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` may hold `f`);
+        all it holds when every assignment of it, all in `__init__`, gives that function."""
+        if self.attributes.init is None or owner not in self.attributes.attrs:
+            return None
+        values = self._init_assignments.get(owner, [])
+        parts = [
+            part
+            for v in values
+            for part in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))
+        ]
+        names = {self.ctx.info.names.resolve(v) for v in parts if isinstance(v, NAMES)}
+        found = [
+            f
+            for qualname in sorted(n for n in names if n and n.split(".")[0] != "torch")
+            if (f := self.ctx.project.find_function(qualname, self.ctx.info))
+        ]
+        if not found:
+            return None
+        only = (
+            len(names) == 1
+            and all(isinstance(v, NAMES) for v in values)
+            and owner not in self.attributes.assigned_elsewhere
+        )
+        return found[0][0], found[0][1], only
 
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
@@ -115,6 +173,17 @@ class SubmoduleSettings:
         return not first_change([cls], owner, _beside_init) and not first_change(
             related, owner, _stored
         )
+
+
+def _may_untensor(store: Store) -> bool:
+    """Whether a store may make a list of tensors hold something else: all but a catalog tensor
+    method called on an item (`self._wh_pairs[k].clamp(...)`; a list has no such method)."""
+    return not (
+        store.kind == "called"
+        and store.call is not None
+        and store.call not in dir(list)
+        and bool(catalog.by_method(store.call) or catalog.by_inplace_method(store.call))
+    )
 
 
 def _kept_plain(family: Family, cls: ClassInfo, setting: str) -> bool:

@@ -81,6 +81,7 @@ class TensorNames:
         first_declared: Callable[[ast.Call], bool] | None = None,
         unknown_globals: frozenset[str] | set[str] = frozenset(),
         tensor_params: frozenset[str] | set[str] = frozenset(),
+        attr_kinds: dict[str, Kind] | None = None,
     ) -> None:
         """`first_is_tensor`: an unannotated first parameter is a tensor (forward's input).
         `helper_call(call, is_tensor)`: whether a call runs a helper function that becomes a
@@ -98,7 +99,9 @@ class TensorNames:
         input as something else than a tensor (`size: int`): the call proves nothing of it.
         `unknown_globals`: module-level names that may hold a tensor (`ModuleNames.unknown`);
         other globals hold none. `tensor_params`: unannotated parameters that are tensors, as
-        the first is with `first_is_tensor` (a call gives them one)."""
+        the first is with `first_is_tensor` (a call gives them one). `attr_kinds`: attributes
+        holding containers of tensors, by kind (`SubmoduleSettings.tensor_containers`)."""
+        self.attr_kinds = attr_kinds or {}
         self.unknown_globals = unknown_globals
         self.tensor_params = tensor_params
         self.resolve = resolve
@@ -637,6 +640,10 @@ class TensorNames:
         if isinstance(node, ast.Subscript):
             kind = self._kind(node.value)
             return item_kind(kind, None if node.slice is _ITERATED else node.slice)
+        if isinstance(node, ast.Attribute):
+            owner = node.value
+            own = isinstance(owner, ast.Name) and owner.id == "self"
+            return self.attr_kinds.get(node.attr) if own else None
         if not isinstance(node, ast.Call):
             return None
         func = node.func

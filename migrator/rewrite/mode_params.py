@@ -1,0 +1,106 @@
+"""A helper's parameter that every call passes the calling module's `self.training`
+(torchvision's `shifted_window_attention(..., training=self.training)`): in the helper's
+module, created in that caller's `__init__`, `self.training` is the same flag (`train()` and
+`eval()` set it on every submodule), so a dropout given the parameter may become a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.walk import all_nodes
+
+
+def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | None) -> set[str]:
+    """The parameters of the module-level `function` that its body never binds again and that
+    every call of it in `tree` passes as `self.training` of the method it is in (positionally
+    or by keyword; `*args` or `**kwargs` prove nothing): the call as written, `self.<name>(...)`
+    or `self.<name>_<n>(...)` as `fix` makes it, or `<name>_ops(ops, ...)`, the twin function of
+    a `torch.fx.wrap`'d helper. None when there is no such call, or a method of another file of
+    the package calls it (its callers there are not read)."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    names = {p.arg for p in params}
+    own = {id(a) for a in ast.walk(function.args)}
+    for node in all_nodes(function):
+        if node is function or id(node) in own:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.discard(node.id)
+        elif isinstance(node, ast.arg):  # a nested function's or lambda's own
+            names.discard(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.difference_update(node.names)
+    if not names or (path is not None and PackageCalls(path).from_methods(function.name)):
+        return set()
+    calls = 0
+    for method, call, shift in _calls(function.name, tree):
+        calls += 1
+        first = [*method.args.posonlyargs, *method.args.args][:1]
+        plain = not any(_named(d, ("staticmethod", "classmethod")) for d in method.decorator_list)
+        owner = "self" if plain and first and first[0].arg == "self" else None
+        for index, param in enumerate(params):
+            if param.arg in names and not _passes_mode(call, index + shift, param.arg, owner):
+                names.discard(param.arg)
+    return names if calls else set()
+
+
+def _calls(name: str, tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.Call, int]]:
+    """(the method it is in, the call, how many arguments come before the function's own) for
+    each call of the helper `name` in `tree`; a call outside a method of a class stands for one
+    that passes nothing (its method is the module's first function, with no `self`)."""
+    own = re.compile(rf"{re.escape(name)}(_\d+)?")
+    found: list[tuple[ast.FunctionDef, ast.Call, int]] = []
+    outside = ast.FunctionDef("", ast.arguments([], [], None, [], [], None, []), [], [])
+    methods = {
+        id(m)
+        for c in all_nodes(tree)
+        if isinstance(c, ast.ClassDef)
+        for m in c.body
+        if isinstance(m, ast.FunctionDef)
+    }
+    stack: list[tuple[ast.AST, ast.FunctionDef]] = [(tree, outside)]
+    while stack:
+        node, method = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            method = node if id(node) in methods else outside  # type: ignore[assignment]
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in (name, f"{name}_ops"):
+                found.append((method, node, int(func.id != name)))
+            elif (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and own.fullmatch(func.attr)
+            ):
+                found.append((method, node, 0))
+        stack += [(child, method) for child in ast.iter_child_nodes(node)]
+    return found
+
+
+def _passes_mode(call: ast.Call, index: int, name: str, owner: str | None) -> bool:
+    """Whether `call` passes `<owner>.training` as the parameter `name` at `index`."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return False
+    if index < len(call.args):
+        value: ast.expr | None = call.args[index]
+    else:
+        value = next((k.value for k in call.keywords if k.arg == name), None)
+    return (
+        owner is not None
+        and isinstance(value, ast.Attribute)
+        and value.attr == "training"
+        and isinstance(value.value, ast.Name)
+        and value.value.id == owner
+    )
+
+
+def _named(decorator: ast.expr, names: tuple[str, ...]) -> bool:
+    """Whether the decorator is one of `names` (also called, or as an attribute)."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")) in names
