@@ -253,7 +253,7 @@ def test_the_ops_a_wrapped_helpers_twin_calls_are_named_by_their_module_and_call
     assert set(named) == {
         f"window_attention.{op}"
         for op in ("matmul (matmul)", "mul (mul)", "add (add)", "softmax (softmax)")
-    } | {"window_attention.matmul_1 (matmul)"}
+    } | {"window_attention.matmul_1 (matmul)", "window_attention.dropout (dropout)"}
     for sources in named.values():
         [source] = sources
         code = lines[int(source.rsplit(":", 1)[1]) - 1]
