@@ -61,7 +61,7 @@ class Bound(Generic[V]):
     ctor: tuple[tuple[str, object], ...]
     """Constructor keywords: `Op.call_extra` when the call becomes `Op.call_module`, then in
     catalog order hyper-parameters the call passes (world values) and defaults the module does
-    not share, then `Op.ctor_extra` (plain values)."""
+    not share, then, for `Op.module`, `Op.ctor_extra` (plain values)."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
     module: str
@@ -169,16 +169,13 @@ def bind(
                 return Refusal(
                     "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
                 )
+        elif arg.role is Role.AFFINE:
+            none = not passed or predicates.constant(value) is None
+            inputs.append(Input(arg, value, not none))
+            own = own or not none
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
-                held = predicates.held(value) if passed and arg.learned else None
-                if held and held[0]:
-                    return Refusal(
-                        "MIG106",
-                        f"`{arg.name}={shown}` {held[1]}: a new {op.module_name} takes none, "
-                        "and moving it into one would change its state_dict key; left as is",
-                    )
                 return Refusal(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
@@ -201,10 +198,10 @@ def bind(
     if unfixed is not None:
         return unfixed
     module, key = op.module_for(bool(call) or own)
-    extra = op.call_extra if module == op.call_module else ()
+    called = module == op.call_module
     return Bound(
         tuple(inputs),
-        extra + tuple(ctor) + op.ctor_extra,
+        op.call_extra + tuple(ctor) if called else tuple(ctor) + op.ctor_extra,
         frozenset(given),
         module,
         key,

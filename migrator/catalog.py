@@ -78,6 +78,11 @@ class Role(Enum):
     DATA = "data"
     """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
     may be) a learned parameter, which is refused: it would be observed as an activation."""
+    AFFINE = "affine"
+    """A norm's affine weight or bias (None: none), a forward input of a module that holds
+    none: a parameter passed there stays where it is, so state_dict keys do not change, and
+    the quantizer keeps it in float as a norm module's own (`AFFINE_CALLS`). A call passing
+    one becomes `Op.call_module` when the op has one."""
     STATE = "state"
     """A tensor the op reads as module state (F.batch_norm's running stats, weight and bias):
     a forward input only when no module holds it; a parameter or buffer is refused."""
@@ -129,9 +134,6 @@ class Arg:
     gate: str | None = None
     """For a HYPER argument: the module's constructor flag that applies it in training mode only
     (its default in eval mode), so `v if self.training else <default>` becomes `v` and the flag."""
-    learned: bool = False
-    """For a FIXED argument: it takes a learned tensor (a norm's weight or bias), so a parameter
-    passed there is one the module cannot take without moving it (MIG106)."""
     call_only: bool = False
     """A HYPER argument only `Op.call_module` takes (`antialias`: nn.Upsample has none): a call
     passing another value than the default becomes `call_module`."""
@@ -164,7 +166,8 @@ class Op:
     inplace_methods: tuple[str, ...] = ()
     """In-place tensor methods (`add_`) rewritten out-of-place when that is provably safe."""
     ctor_extra: tuple[tuple[str, object], ...] = ()
-    """Constructor keywords always passed, with their values (`inplace=True` for `relu_`)."""
+    """Constructor keywords `module` always takes, with their values (`inplace=True` for
+    `relu_`)."""
     module_defaults: tuple[tuple[str, object], ...] = ()
     """Constructor defaults that differ from the callable's: such hyper-parameters are always
     passed, even when the call leaves them at their default."""
@@ -715,21 +718,24 @@ def _build() -> tuple[Op, ...]:
             observed=SHARE,
         )
     )
-    # Normalisation without learned weights.
+    # Normalisation: without affine tensors an nn.LayerNorm; with them (the caller's own
+    # parameters, or arguments) a module taking them at call time, as it takes settings not
+    # fixed at `__init__` time.
     ops.append(
         Op(
             "layer_norm",
             NN + "LayerNorm",
             (
                 _x(),
-                _h("normalized_shape"),
-                Arg("weight", Role.FIXED, None, learned=True),
-                Arg("bias", Role.FIXED, None, learned=True),
-                _h("eps", 1e-5),
+                _h("normalized_shape", at_call=True),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                _h("eps", 1e-5, at_call=True),
             ),
             (F + "layer_norm",),
             ctor_extra=(("elementwise_affine", False),),
             observed=OWN,
+            call_module=OPS + "LayerNorm",
         )
     )
     ops.append(
@@ -738,10 +744,10 @@ def _build() -> tuple[Op, ...]:
             OPS + "GroupNorm",
             (
                 _x(),
-                _h("num_groups"),
-                Arg("weight", Role.FIXED, None, learned=True),
-                Arg("bias", Role.FIXED, None, learned=True),
-                _h("eps", 1e-5),
+                _h("num_groups", at_call=True),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                _h("eps", 1e-5, at_call=True),
             ),
             (F + "group_norm",),
             observed=OWN,
@@ -1150,6 +1156,12 @@ class WeightedCall:
     weight: int
     bias: int | None
     observed: Observation
+
+
+# ATen ops that take a norm's affine weight and bias (`Role.AFFINE`): their positions. A float
+# tensor passed there stays in float, as a norm module's own parameters do, never observed as
+# an activation.
+AFFINE_CALLS: dict[str, tuple[int, ...]] = {"layer_norm": (2, 3), "group_norm": (2, 3)}
 
 
 # ATen ops that compute with a learned weight, wherever they run: inside the WEIGHTED modules

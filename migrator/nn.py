@@ -88,6 +88,7 @@ __all__ = [
     "AdaptiveMaxPool",
     "PixelShuffle",
     "Flatten",
+    "LayerNorm",
     "GroupNorm",
     "Normalize",
     "GridSample",
@@ -942,16 +943,60 @@ class Flatten(torch.nn.Module):
         return f"start_dim={self.start_dim!r}, end_dim={self.end_dim!r}"
 
 
-class GroupNorm(torch.nn.Module):
-    """``F.group_norm(x, num_groups, None, None, eps)``: group norm without affine weights."""
+class LayerNorm(torch.nn.Module):
+    """``F.layer_norm(x, normalized_shape, weight, bias, eps)`` with the affine ``weight`` and
+    ``bias`` given at call time: the caller's own parameters stay where they are, so its
+    ``state_dict`` keys do not change. ``normalized_shape`` and ``eps`` may be given at call
+    time too, then replacing the constructor's."""
 
-    def __init__(self, num_groups: int, eps: float = 1e-5) -> None:
+    normalized_shape: Optional[List[int]]
+
+    def __init__(
+        self, normalized_shape: Optional[Union[int, Sequence[int]]] = None, eps: float = 1e-5
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = [normalized_shape]
+        self.normalized_shape = None if normalized_shape is None else list(normalized_shape)
+        self.eps = eps
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+        normalized_shape: Optional[List[int]] = None,
+        eps: Optional[float] = None,
+    ) -> torch.Tensor:
+        shape = self.normalized_shape if normalized_shape is None else normalized_shape
+        assert shape is not None, "LayerNorm built without `normalized_shape` takes it at call"
+        return F.layer_norm(x, shape, weight, bias, self.eps if eps is None else eps)
+
+    def extra_repr(self) -> str:
+        return f"normalized_shape={self.normalized_shape!r}, eps={self.eps!r}"
+
+
+class GroupNorm(torch.nn.Module):
+    """``F.group_norm(x, num_groups, weight, bias, eps)``; the affine ``weight`` and ``bias``,
+    when there are some, are given at call time (the caller's own parameters stay where they
+    are), and ``num_groups`` and ``eps`` may be, then replacing the constructor's."""
+
+    def __init__(self, num_groups: Optional[int] = None, eps: float = 1e-5) -> None:
         super().__init__()
         self.num_groups = num_groups
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.group_norm(x, self.num_groups, None, None, self.eps)
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+        num_groups: Optional[int] = None,
+        eps: Optional[float] = None,
+    ) -> torch.Tensor:
+        groups = self.num_groups if num_groups is None else num_groups
+        assert groups is not None, "GroupNorm built without `num_groups` takes it at call"
+        return F.group_norm(x, groups, weight, bias, self.eps if eps is None else eps)
 
     def extra_repr(self) -> str:
         return f"num_groups={self.num_groups!r}, eps={self.eps!r}"

@@ -20,7 +20,7 @@ from torch.fx import Node
 from fixture_cases import module_in_fixture
 from migrator.catalog import CATALOG, OBSERVATIONS, OPS, REQUIRED, Observe, Role
 from migrator.graph import owning_module
-from migrator.nn import FloorDiv, Mul
+from migrator.nn import FloorDiv, GroupNorm, LayerNorm, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
 from migrator.observe.capture import capture
 from migrator.observe.policy import observation_of, resolve_class
@@ -71,6 +71,7 @@ CTOR: dict[str, dict] = {
     "migrator.nn.Pad": {"pad": (1, 1)},
     "migrator.nn.Interpolate": {"scale_factor": 2},
     "migrator.nn.GroupNorm": {"num_groups": 2},
+    "migrator.nn.LayerNorm": {"normalized_shape": 8},
     **{f"migrator.nn.{kind}Pool": {"dims": 2, "kernel_size": 2} for kind in ("Max", "Avg")},
     **{f"migrator.nn.Adaptive{kind}Pool": {"dims": 2, "output_size": 2} for kind in ("Max", "Avg")},
     "migrator.nn.PixelShuffle": {"upscale_factor": 2},
@@ -246,6 +247,35 @@ def test_every_module_class_is_observed_as_its_policy_says(module):
             assert weights["m.weight"].ch_axis == observation.weight_axis
         else:
             assert weights == {}  # a norm's affine weight and bias stay in float
+    assert observer_report(prepared, quantizer).ok
+
+
+class AffineOfTheCaller(nn.Module):
+    """Calls its norm `m` with its own weight and bias, as migrated code calls migrator's
+    LayerNorm and GroupNorm (`Role.AFFINE`)."""
+
+    def __init__(self, m: nn.Module, channels: int) -> None:
+        super().__init__()
+        self.m = m
+        self.weight = nn.Parameter(torch.rand(channels) + 0.5)
+        self.bias = nn.Parameter(torch.rand(channels))
+
+    def forward(self, x):
+        return self.m(x, self.weight, self.bias)
+
+
+@pytest.mark.parametrize("make, channels", [(lambda: LayerNorm(8), 8), (lambda: GroupNorm(2), 4)])
+def test_affine_tensors_of_the_caller_stay_in_float(make, channels):
+    """The caller's weight and bias reach the norm as forward inputs: kept in float, as a norm
+    module's own, not observed as activations; the input and the output are observed."""
+    torch.manual_seed(0)
+    inputs = (torch.rand(2, 4, 8, 8),)
+    model = AffineOfTheCaller(make(), channels).eval()
+    quantizer = ModuleQuantizer()
+    prepared = prepare_pt2e(capture(model, inputs).graph_module, quantizer)
+    calibrate(prepared, calibration_batches(inputs, None))
+    received, outputs = _observers_of_m(quantizer)
+    assert [producer.op for producer in received] == ["placeholder"] and len(outputs) == 1
     assert observer_report(prepared, quantizer).ok
 
 

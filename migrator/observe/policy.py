@@ -16,6 +16,7 @@ from functools import cache
 from torch.fx import Graph, Node
 
 from migrator.catalog import (
+    AFFINE_CALLS,
     DATA_MOVEMENT_OPS,
     OBSERVATIONS,
     SHARE,
@@ -106,6 +107,13 @@ def weighted_role(producer: Node, consumer: Node) -> str | None:
             if consumer.args[position] is producer:
                 return role
     return None
+
+
+def is_affine(producer: Node, consumer: Node) -> bool:
+    """Whether `consumer` is a norm taking `producer` as its affine weight or bias
+    (`AFFINE_CALLS`): a parameter, kept in float."""
+    positions = AFFINE_CALLS.get(op_name(consumer), ())
+    return any(p < len(consumer.args) and consumer.args[p] is producer for p in positions)
 
 
 def units(graph: Graph) -> list[Unit]:
