@@ -41,6 +41,9 @@ class Predicates(Generic[V]):
     parameter, else a buffer; None when no module holds it (a local or computed tensor)."""
     gated: Callable[[V], tuple[V, V] | None] = lambda value: None
     """`(v, d)` when the value is `v if self.training else d` (None: it is not)."""
+    literal_mode: Callable[[V], object] = lambda value: None
+    """The bool a `training` value is written as (`training=True`), else None: in a trace,
+    `self.training` is a constant too, so only the source tells."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,10 @@ def bind(
             elif module_defaults.get(arg.ctor_name, value) != value:
                 ctor.append((arg.ctor_name, value))
         elif arg.role is Role.TRAINING:
-            if not (passed and predicates.follows_mode(value)):
+            literal = predicates.literal_mode(value) if passed else value
+            if arg.mode and isinstance(literal, bool):
+                ctor.append((arg.mode, literal))
+            elif not (passed and predicates.follows_mode(value)):
                 return Refusal(
                     "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
                 )

@@ -14,7 +14,8 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   compute new values: add, sub, mul, div, matmul, bmm, addmm, baddbmm, einsum, pow, exp, log,
   sqrt, rsqrt, erf, abs, neg, square (each maps the input's range onto another), cumsum, sdpa,
   mean, sum, norm, vector_norm, functional batch_norm (its statistics are computed in forward:
-  module-held ones are refused, so they are activations too), gelu, silu,
+  module-held ones are refused, so they are activations too; its weight and bias stay in
+  float, `AFFINE_CALLS`), gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -140,6 +141,10 @@ class Arg:
     tensor: bool = False
     """A HYPER argument that may be a tensor (clamp's bounds): a parameter or buffer passed there
     is not passed at call time, where it would be observed as an activation."""
+    mode: str | None = None
+    """For a TRAINING argument: the module's constructor keyword that fixes the mode the op
+    computes in, whatever the module's own: a literal bool written there (`training=True` in
+    timm's weight standardisation, or the default) becomes that keyword."""
 
     @property
     def ctor_name(self) -> str:
@@ -754,7 +759,8 @@ def _build() -> tuple[Op, ...]:
         )
     )
     # F.batch_norm as a function of its tensors: the module holds none of them, so only
-    # tensors no module holds (a local, an argument, None) can be its forward inputs.
+    # statistics no module holds (a local, an argument, None) can be its forward inputs; the
+    # affine weight and bias go as a norm's do.
     ops.append(
         Op(
             "batch_norm",
@@ -763,9 +769,9 @@ def _build() -> tuple[Op, ...]:
                 _x(),
                 Arg("running_mean", Role.STATE),
                 Arg("running_var", Role.STATE),
-                Arg("weight", Role.STATE, None),
-                Arg("bias", Role.STATE, None),
-                Arg("training", Role.TRAINING, False),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                Arg("training", Role.TRAINING, False, mode="training_mode"),
                 _h("momentum", 0.1),
                 _h("eps", 1e-5),
             ),
@@ -1161,7 +1167,11 @@ class WeightedCall:
 # ATen ops that take a norm's affine weight and bias (`Role.AFFINE`): their positions. A float
 # tensor passed there stays in float, as a norm module's own parameters do, never observed as
 # an activation.
-AFFINE_CALLS: dict[str, tuple[int, ...]] = {"layer_norm": (2, 3), "group_norm": (2, 3)}
+AFFINE_CALLS: dict[str, tuple[int, ...]] = {
+    "layer_norm": (2, 3),
+    "group_norm": (2, 3),
+    "batch_norm": (1, 2),
+}
 
 
 # ATen ops that compute with a learned weight, wherever they run: inside the WEIGHTED modules

@@ -1056,13 +1056,19 @@ class GridSample(torch.nn.Module):
 
 
 class BatchNorm(torch.nn.Module):
-    """``F.batch_norm(x, running_mean, running_var, weight, bias, self.training, momentum,
-    eps)``: the statistics and affine tensors are forward inputs (the module holds none)."""
+    """``F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)``:
+    the statistics and affine tensors are forward inputs (the module holds none); ``training``
+    is the module's mode, or ``training_mode`` when that is set (a call that passed a literal
+    ``training=True``: weight standardisation normalises with the batch statistics in eval
+    mode too)."""
 
-    def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
+    def __init__(
+        self, momentum: float = 0.1, eps: float = 1e-5, training_mode: Optional[bool] = None
+    ) -> None:
         super().__init__()
         self.momentum = momentum
         self.eps = eps
+        self.training_mode = training_mode
 
     def forward(
         self,
@@ -1072,12 +1078,15 @@ class BatchNorm(torch.nn.Module):
         weight: Optional[torch.Tensor] = None,
         bias: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
+        mode = self.training_mode
+        training = self.training if mode is None else mode
         return F.batch_norm(
-            x, running_mean, running_var, weight, bias, self.training, self.momentum, self.eps
+            x, running_mean, running_var, weight, bias, training, self.momentum, self.eps
         )
 
     def extra_repr(self) -> str:
-        return f"momentum={self.momentum!r}, eps={self.eps!r}"
+        mode = "" if self.training_mode is None else f", training_mode={self.training_mode!r}"
+        return f"momentum={self.momentum!r}, eps={self.eps!r}{mode}"
 
 
 class Embedding(torch.nn.Module):

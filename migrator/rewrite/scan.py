@@ -829,6 +829,7 @@ class Scanner:
             weight_refused=weight_refused,
             held=held,
             gated=_training_gated,
+            literal_mode=lambda v: v.value if isinstance(v, ast.Constant) else None,
         )
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
