@@ -35,7 +35,8 @@ class Predicates(Generic[V]):
     unsplittable: Callable[[V], str | None]
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
     weight_refused: Callable[[Op, V], str | None]
-    """Why a learned weight cannot go to the op's module (None: it can)."""
+    """Why a learned weight is no weight of a module of the op's class, which would be called
+    instead (None: it is one); such a weight goes at call time to `Op.call_module`."""
     held: Callable[[V], tuple[bool, str] | None]
     """(learned, what holds it) for a tensor a module holds: learned when it is, or may be, a
     parameter, else a buffer; None when no module holds it (a local or computed tensor)."""
@@ -197,10 +198,11 @@ def bind(
                 )
             inputs.append(Input(arg, value, passed))
         elif arg.role is Role.WEIGHT:
-            reason = predicates.weight_refused(op, value)
-            if reason:
-                return Refusal("MIG106", f"weight `{shown}` {reason}")
-            weight = value
+            if predicates.weight_refused(op, value):  # `Op.call_module` takes it at call time
+                inputs.append(Input(arg, value, True))
+                own = True
+            else:
+                weight = value
     if unfixed is not None:
         return unfixed
     module, key = op.module_for(bool(call) or own)

@@ -75,7 +75,9 @@ class Role(Enum):
     IGNORED = "ignored"
     """Has no effect on the result (e.g. softmax's _stacklevel)."""
     WEIGHT = "weight"
-    """A learned tensor owned by the module (prelu): moves only in special cases."""
+    """A learned tensor a module of the op's class owns (prelu's `self.act.weight` of an
+    nn.PReLU): that module is called instead; any other tensor goes at call time to
+    `Op.call_module`, kept in float as a norm's affine tensors are (`AFFINE_CALLS`)."""
     DATA = "data"
     """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
     may be) a learned parameter, which is refused: it would be observed as an activation."""
@@ -496,6 +498,7 @@ def _build() -> tuple[Op, ...]:
             (F + "prelu", "torch.prelu"),
             ("prelu",),
             observed=OWN,
+            call_module=OPS + "PReLU",
         )
     )
     ops.append(
@@ -1164,13 +1167,14 @@ class WeightedCall:
     observed: Observation
 
 
-# ATen ops that take a norm's affine weight and bias (`Role.AFFINE`): their positions. A float
-# tensor passed there stays in float, as a norm module's own parameters do, never observed as
-# an activation.
+# ATen ops that take a norm's affine weight and bias (`Role.AFFINE`), or prelu's slopes: their
+# positions. A float tensor passed there stays in float, as a norm's or nn.PReLU's own
+# parameters do, never observed as an activation.
 AFFINE_CALLS: dict[str, tuple[int, ...]] = {
     "layer_norm": (2, 3),
     "group_norm": (2, 3),
     "batch_norm": (1, 2),
+    "prelu": (1,),
 }
 
 

@@ -88,6 +88,7 @@ __all__ = [
     "AdaptiveMaxPool",
     "PixelShuffle",
     "Flatten",
+    "PReLU",
     "LayerNorm",
     "GroupNorm",
     "Normalize",
@@ -941,6 +942,14 @@ class Flatten(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim!r}, end_dim={self.end_dim!r}"
+
+
+class PReLU(torch.nn.Module):
+    """``F.prelu(x, weight)`` with the slopes given at call time: the caller's own parameter
+    stays where it is, so its ``state_dict`` keys do not change."""
+
+    def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.prelu(x, weight)
 
 
 class LayerNorm(torch.nn.Module):

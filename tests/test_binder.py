@@ -36,6 +36,9 @@ def test_roles_sorted():
     assert [i.given for i in sdpa.inputs] == [True, True, True, False]
     assert _bind("torch.cat", ["a", "b"], 1).inputs[0].value == ["a", "b"]
     assert _bind("torch.nn.functional.prelu", "x", "owned").weight == "owned"
+    slopes = _bind("torch.nn.functional.prelu", "x", "w")  # no module of its class owns it
+    assert (slopes.module, slopes.weight) == ("migrator.nn.PReLU", None)
+    assert [i.value for i in slopes.inputs] == ["x", "w"]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +65,6 @@ def test_roles_sorted():
             "MIG102",
             "`training=True (default)`; the module would follow `self.training` instead",
         ),
-        ("torch.nn.functional.prelu", ("x", "w"), {}, "MIG106", "weight `'w'` is not owned"),
         (
             "torch.sum",
             ("x",),

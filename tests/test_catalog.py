@@ -237,3 +237,14 @@ def test_affine_tensors_are_forward_keywords(op):
     assert len(catalog.AFFINE_CALLS[op.key]) == len(affine)
     if op.key != "batch_norm":  # aten.batch_norm takes them before the statistics
         assert catalog.AFFINE_CALLS[op.key] == tuple(affine)
+
+
+def test_a_weight_not_owned_goes_to_a_call_module():
+    """A `Role.WEIGHT` no module of the op's class owns goes at call time to `call_module`,
+    whose forward takes it under the argument's name, and is kept in float there."""
+    for op in catalog.CATALOG:
+        weights = [a for a in op.args if a.role is catalog.Role.WEIGHT]
+        if weights:
+            forward = inspect.signature(_resolve(op.module_for(True)[0]).forward).parameters
+            assert op.call_module and all(a.name in forward for a in weights), op.key
+            assert op.key in catalog.AFFINE_CALLS

@@ -685,7 +685,7 @@ def _fixture_case(cls: type) -> Case | None:
         return None
     module, args, kwargs = found
     named = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # weight=self.weight
-    tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+    tensors = tuple(a.detach() for a in args if isinstance(a, torch.Tensor))
     tensors += tuple(kwargs[k].detach() for k in named)
     if not (
         1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)

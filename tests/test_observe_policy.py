@@ -88,7 +88,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
 }
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
 
-UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm")
+UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm", "migrator.nn.PReLU")
 """Classes whose inputs cannot all share a dynamic batch dimension (a matrix operand):
 captured with static shapes."""
 
@@ -156,6 +156,8 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
         return torch.randint(0, 10, (10, 5)), torch.randn(10, 4)
     if module == "migrator.nn.BatchNorm":  # statistics computed in forward: activations too
         return torch.randn(2, 4, 8, 8), torch.rand(4), torch.rand(4) + 0.5
+    if module == "migrator.nn.PReLU":  # the slopes, given at call time, stay in float
+        return torch.randn(2, 4, 8, 8), torch.rand(4)
     rows = [op for op in CATALOG if op.module == module]
     required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
     roles = [a.role for a in required] if rows else [Role.INPUT]
@@ -186,7 +188,8 @@ def _observe(module: str):
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(graph_module, quantizer)
     calibrate(prepared, calibration_batches(inputs, None))
-    return prepared, quantizer, sum(x.is_floating_point() for x in inputs)
+    kept = 1 if module == "migrator.nn.PReLU" else 0  # its slopes (`AFFINE_CALLS`)
+    return prepared, quantizer, sum(x.is_floating_point() for x in inputs) - kept
 
 
 def _observers_of_m(quantizer: ModuleQuantizer) -> tuple[dict[Node, object], list[object]]:
