@@ -148,17 +148,11 @@ def bind(
                 if arg.call_only and _is_default(arg, value, predicates):
                     continue
                 reason = predicates.unfixed(value)
-                held = predicates.held(value) if reason and arg.tensor else None
-                if reason and arg.at_call and not held:
+                if reason and arg.at_call:
                     call.append((arg.name, value))
                     own = own or arg.call_only
                     continue
                 if reason:
-                    if held:
-                        reason += (
-                            f"; and it {held[1]}: passed at call time, it would be observed "
-                            "as an activation"
-                        )
                     unfixed = unfixed or Refusal(
                         "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
                     )

@@ -15,7 +15,7 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   sqrt, rsqrt, erf, abs, neg, square (each maps the input's range onto another), cumsum, sdpa,
   mean, sum, norm, vector_norm, functional batch_norm (its statistics are computed in forward:
   module-held ones are refused, so they are activations too; its weight and bias stay in
-  float, `AFFINE_CALLS`), gelu, silu,
+  float, `FLOAT_ARGUMENTS`), gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -77,14 +77,14 @@ class Role(Enum):
     WEIGHT = "weight"
     """A learned tensor a module of the op's class owns (prelu's `self.act.weight` of an
     nn.PReLU): that module is called instead; any other tensor goes at call time to
-    `Op.call_module`, kept in float as a norm's affine tensors are (`AFFINE_CALLS`)."""
+    `Op.call_module`, kept in float as a norm's affine tensors are (`FLOAT_ARGUMENTS`)."""
     DATA = "data"
     """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
     may be) a learned parameter, which is refused: it would be observed as an activation."""
     AFFINE = "affine"
     """A norm's affine weight or bias (None: none), a forward input of a module that holds
     none: a parameter passed there stays where it is, so state_dict keys do not change, and
-    the quantizer keeps it in float as a norm module's own (`AFFINE_CALLS`). A call passing
+    the quantizer keeps it in float as a norm module's own (`FLOAT_ARGUMENTS`). A call passing
     one becomes `Op.call_module` when the op has one."""
     STATE = "state"
     """A tensor the op reads as module state (F.batch_norm's running stats, weight and bias):
@@ -140,9 +140,6 @@ class Arg:
     call_only: bool = False
     """A HYPER argument only `Op.call_module` takes (`antialias`: nn.Upsample has none): a call
     passing another value than the default becomes `call_module`."""
-    tensor: bool = False
-    """A HYPER argument that may be a tensor (clamp's bounds): a parameter or buffer passed there
-    is not passed at call time, where it would be observed as an activation."""
     mode: str | None = None
     """For a TRAINING argument: the module's constructor keyword that fixes the mode the op
     computes in, whatever the module's own: a literal bool written there (`training=True` in
@@ -263,11 +260,8 @@ def _h(
     at_call: bool = False,
     gate: str | None = None,
     call_only: bool = False,
-    tensor: bool = False,
 ) -> Arg:
-    return Arg(
-        name, Role.HYPER, default, ctor, kw, at_call, gate, call_only=call_only, tensor=tensor
-    )
+    return Arg(name, Role.HYPER, default, ctor, kw, at_call, gate, call_only=call_only)
 
 
 def _inplace() -> Arg:
@@ -895,8 +889,8 @@ def _build() -> tuple[Op, ...]:
             OPS + "Clamp",
             (
                 _x(),
-                _h("min", None, at_call=True, tensor=True),
-                _h("max", None, at_call=True, tensor=True),
+                _h("min", None, at_call=True),
+                _h("max", None, at_call=True),
             ),
             ("torch.clamp", "torch.clip"),
             ("clamp", "clip"),
@@ -934,7 +928,7 @@ def _build() -> tuple[Op, ...]:
         Op(
             "masked_fill",
             OPS + "MaskedFill",
-            (_x(), Arg("mask", Role.INPUT), _h("value")),
+            (_x(), Arg("mask", Role.INPUT), _h("value", at_call=True)),
             ("torch.masked_fill",),
             ("masked_fill",),
             inplace_methods=("masked_fill_",),
@@ -1167,14 +1161,15 @@ class WeightedCall:
     observed: Observation
 
 
-# ATen ops that take a norm's affine weight and bias (`Role.AFFINE`), or prelu's slopes: their
-# positions. A float tensor passed there stays in float, as a norm's or nn.PReLU's own
-# parameters do, never observed as an activation.
-AFFINE_CALLS: dict[str, tuple[int, ...]] = {
+# ATen ops' arguments that stay in float, by position, never observed as activations: a norm's
+# affine weight and bias (`Role.AFFINE`) and prelu's slopes, as a norm's or nn.PReLU's own
+# parameters do, and clamp's tensor bounds (a parameter or buffer passed at call time).
+FLOAT_ARGUMENTS: dict[str, tuple[int, ...]] = {
     "layer_norm": (2, 3),
     "group_norm": (2, 3),
     "batch_norm": (1, 2),
     "prelu": (1,),
+    "clamp": (1, 2),
 }
 
 

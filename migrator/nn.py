@@ -405,14 +405,20 @@ class Where(torch.nn.Module):
 
 
 class MaskedFill(torch.nn.Module):
-    """``x.masked_fill(mask, value)`` with a constant ``value``."""
+    """``x.masked_fill(mask, value)``; ``value`` may also be given at call time (a dtype's
+    minimum, ``torch.finfo(dtype).min``), then replacing the constructor's."""
 
-    def __init__(self, value: Union[int, float, bool]) -> None:
+    def __init__(self, value: Optional[Union[int, float, bool]] = None) -> None:
         super().__init__()
         self.value = value
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return x.masked_fill(mask, self.value)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, value: Optional[float] = None
+    ) -> torch.Tensor:
+        if value is None:
+            assert self.value is not None, "MaskedFill built without `value` takes it at call"
+            return x.masked_fill(mask, self.value)
+        return x.masked_fill(mask, value)
 
     def extra_repr(self) -> str:
         return f"value={self.value!r}"

@@ -230,13 +230,13 @@ def _exists(qualname: str) -> bool:
 def test_affine_tensors_are_forward_keywords(op):
     """A norm's weight and bias (`Role.AFFINE`) go to the module a call passing them becomes, as
     forward keywords of their own names, and the observer finds them where the ATen op takes
-    them (`AFFINE_CALLS`: the ATen op's positions)."""
+    them (`FLOAT_ARGUMENTS`: the ATen op's positions)."""
     forward = inspect.signature(_resolve(op.module_for(True)[0]).forward).parameters
     affine = [i for i, a in enumerate(op.args) if a.role is catalog.Role.AFFINE]
     assert all(op.args[i].name in forward for i in affine)
-    assert len(catalog.AFFINE_CALLS[op.key]) == len(affine)
+    assert len(catalog.FLOAT_ARGUMENTS[op.key]) == len(affine)
     if op.key != "batch_norm":  # aten.batch_norm takes them before the statistics
-        assert catalog.AFFINE_CALLS[op.key] == tuple(affine)
+        assert catalog.FLOAT_ARGUMENTS[op.key] == tuple(affine)
 
 
 def test_a_weight_not_owned_goes_to_a_call_module():
@@ -247,4 +247,4 @@ def test_a_weight_not_owned_goes_to_a_call_module():
         if weights:
             forward = inspect.signature(_resolve(op.module_for(True)[0]).forward).parameters
             assert op.call_module and all(a.name in forward for a in weights), op.key
-            assert op.key in catalog.AFFINE_CALLS
+            assert op.key in catalog.FLOAT_ARGUMENTS

@@ -463,6 +463,13 @@ CASES = [
         lambda x, w: F.layer_norm(x, (6, 6), w, None, 1e-3),
         scriptable=False,
     ),
+    Case(
+        "masked_fill_value_at_call",
+        mnn.MaskedFill,
+        lambda: (_randn(2, 4, 6, 6, seed=0), _randn(2, 4, 6, 6, seed=1) > 0),
+        lambda m, x, mask: m(x, mask, value=-3.5),
+        lambda x, mask: x.masked_fill(mask, -3.5),
+    ),
     Case("normalize", mnn.Normalize, _x(), lambda m, x: m(x), lambda x: F.normalize(x)),
     Case(
         "normalize_p1_last",

@@ -20,7 +20,7 @@ from torch.fx import Node
 from fixture_cases import module_in_fixture
 from migrator.catalog import CATALOG, OBSERVATIONS, OPS, REQUIRED, Observe, Role
 from migrator.graph import owning_module
-from migrator.nn import FloorDiv, GroupNorm, LayerNorm, Mul
+from migrator.nn import Clamp, FloorDiv, GroupNorm, LayerNorm, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
 from migrator.observe.capture import capture
 from migrator.observe.policy import observation_of, resolve_class
@@ -188,7 +188,7 @@ def _observe(module: str):
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(graph_module, quantizer)
     calibrate(prepared, calibration_batches(inputs, None))
-    kept = 1 if module == "migrator.nn.PReLU" else 0  # its slopes (`AFFINE_CALLS`)
+    kept = 1 if module == "migrator.nn.PReLU" else 0  # its slopes (`FLOAT_ARGUMENTS`)
     return prepared, quantizer, sum(x.is_floating_point() for x in inputs) - kept
 
 
@@ -254,8 +254,8 @@ def test_every_module_class_is_observed_as_its_policy_says(module):
 
 
 class AffineOfTheCaller(nn.Module):
-    """Calls its norm `m` with its own weight and bias, as migrated code calls migrator's
-    LayerNorm and GroupNorm (`Role.AFFINE`)."""
+    """Calls `m` with its own weight and bias, as migrated code calls migrator's LayerNorm and
+    GroupNorm (`Role.AFFINE`), or Clamp with bounds the module holds."""
 
     def __init__(self, m: nn.Module, channels: int) -> None:
         super().__init__()
@@ -267,10 +267,12 @@ class AffineOfTheCaller(nn.Module):
         return self.m(x, self.weight, self.bias)
 
 
-@pytest.mark.parametrize("make, channels", [(lambda: LayerNorm(8), 8), (lambda: GroupNorm(2), 4)])
+@pytest.mark.parametrize(
+    "make, channels", [(lambda: LayerNorm(8), 8), (lambda: GroupNorm(2), 4), (Clamp, 8)]
+)
 def test_affine_tensors_of_the_caller_stay_in_float(make, channels):
-    """The caller's weight and bias reach the norm as forward inputs: kept in float, as a norm
-    module's own, not observed as activations; the input and the output are observed."""
+    """The caller's tensors reach the norm (or clamp) as forward inputs: kept in float, as a
+    norm module's own, not observed as activations; the input and the output are observed."""
     torch.manual_seed(0)
     inputs = (torch.rand(2, 4, 8, 8),)
     model = AffineOfTheCaller(make(), channels).eval()

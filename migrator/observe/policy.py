@@ -16,7 +16,7 @@ from functools import cache
 from torch.fx import Graph, Node
 
 from migrator.catalog import (
-    AFFINE_CALLS,
+    FLOAT_ARGUMENTS,
     DATA_MOVEMENT_OPS,
     OBSERVATIONS,
     SHARE,
@@ -109,10 +109,10 @@ def weighted_role(producer: Node, consumer: Node) -> str | None:
     return None
 
 
-def is_affine(producer: Node, consumer: Node) -> bool:
+def kept_in_float(producer: Node, consumer: Node) -> bool:
     """Whether `consumer` is a norm taking `producer` as its affine weight or bias
-    (`AFFINE_CALLS`): a parameter, kept in float."""
-    positions = AFFINE_CALLS.get(op_name(consumer), ())
+    (`FLOAT_ARGUMENTS`): a parameter, kept in float."""
+    positions = FLOAT_ARGUMENTS.get(op_name(consumer), ())
     return any(p < len(consumer.args) and consumer.args[p] is producer for p in positions)
 
 

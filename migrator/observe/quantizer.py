@@ -24,7 +24,7 @@ from migrator.observe.choices import Choices, Override, Quantization
 from migrator.observe.groups import SharingGroup, sharing_groups
 from migrator.observe.policy import (
     Unit,
-    is_affine,
+    kept_in_float,
     op_name,
     resolve_class,
     units,
@@ -154,7 +154,7 @@ def _specs(unit: Unit, choices: Choices) -> tuple[dict, dict]:
     weighted = observation.how is Observe.WEIGHTED  # a data table (migrator's Embedding) is input
     roles = {edge: weighted_role(*edge) if weighted else None for edge in floats}
     activations = [
-        edge for edge in floats if not (roles[edge] or unit.owns(edge[0]) or is_affine(*edge))
+        edge for edge in floats if not (roles[edge] or unit.owns(edge[0]) or kept_in_float(*edge))
     ]
     outputs = [node for node in unit.outputs() if _is_float_tensor(node)]
     inputs = {edge: _input_spec(edge[0], act) for edge in activations}
