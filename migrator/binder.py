@@ -35,12 +35,16 @@ class Predicates(Generic[V]):
     unsplittable: Callable[[V], str | None]
     """Why a tensor sequence cannot be passed as separate forward inputs (None: it can)."""
     weight_refused: Callable[[Op, V], str | None]
-    """Why a learned weight cannot go to the op's module (None: it can)."""
+    """Why a learned weight is no weight of a module of the op's class, which would be called
+    instead (None: it is one); such a weight goes at call time to `Op.call_module`."""
     held: Callable[[V], tuple[bool, str] | None]
     """(learned, what holds it) for a tensor a module holds: learned when it is, or may be, a
     parameter, else a buffer; None when no module holds it (a local or computed tensor)."""
     gated: Callable[[V], tuple[V, V] | None] = lambda value: None
     """`(v, d)` when the value is `v if self.training else d` (None: it is not)."""
+    literal_mode: Callable[[V], object] = lambda value: None
+    """The bool a `training` value is written as (`training=True`), else None: in a trace,
+    `self.training` is a constant too, so only the source tells."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Bound(Generic[V]):
     ctor: tuple[tuple[str, object], ...]
     """Constructor keywords: `Op.call_extra` when the call becomes `Op.call_module`, then in
     catalog order hyper-parameters the call passes (world values) and defaults the module does
-    not share, then `Op.ctor_extra` (plain values)."""
+    not share, then, for `Op.module`, `Op.ctor_extra` (plain values)."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
     module: str
@@ -144,17 +148,11 @@ def bind(
                 if arg.call_only and _is_default(arg, value, predicates):
                     continue
                 reason = predicates.unfixed(value)
-                held = predicates.held(value) if reason and arg.tensor else None
-                if reason and arg.at_call and not held:
+                if reason and arg.at_call:
                     call.append((arg.name, value))
                     own = own or arg.call_only
                     continue
                 if reason:
-                    if held:
-                        reason += (
-                            f"; and it {held[1]}: passed at call time, it would be observed "
-                            "as an activation"
-                        )
                     unfixed = unfixed or Refusal(
                         "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
                     )
@@ -165,20 +163,20 @@ def bind(
             elif module_defaults.get(arg.ctor_name, value) != value:
                 ctor.append((arg.ctor_name, value))
         elif arg.role is Role.TRAINING:
-            if not (passed and predicates.follows_mode(value)):
+            literal = predicates.literal_mode(value) if passed else value
+            if arg.mode and isinstance(literal, bool):
+                ctor.append((arg.mode, literal))
+            elif not (passed and predicates.follows_mode(value)):
                 return Refusal(
                     "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
                 )
+        elif arg.role is Role.AFFINE:
+            none = not passed or predicates.constant(value) is None
+            inputs.append(Input(arg, value, not none))
+            own = own or not none
         elif arg.role is Role.FIXED:
             constant = predicates.constant(value) if passed else value
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
-                held = predicates.held(value) if passed and arg.learned else None
-                if held and held[0]:
-                    return Refusal(
-                        "MIG106",
-                        f"`{arg.name}={shown}` {held[1]}: a new {op.module_name} takes none, "
-                        "and moving it into one would change its state_dict key; left as is",
-                    )
                 return Refusal(
                     "MIG107",
                     f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
@@ -194,17 +192,18 @@ def bind(
                 )
             inputs.append(Input(arg, value, passed))
         elif arg.role is Role.WEIGHT:
-            reason = predicates.weight_refused(op, value)
-            if reason:
-                return Refusal("MIG106", f"weight `{shown}` {reason}")
-            weight = value
+            if predicates.weight_refused(op, value):  # `Op.call_module` takes it at call time
+                inputs.append(Input(arg, value, True))
+                own = True
+            else:
+                weight = value
     if unfixed is not None:
         return unfixed
     module, key = op.module_for(bool(call) or own)
-    extra = op.call_extra if module == op.call_module else ()
+    called = module == op.call_module
     return Bound(
         tuple(inputs),
-        extra + tuple(ctor) + op.ctor_extra,
+        op.call_extra + tuple(ctor) if called else tuple(ctor) + op.ctor_extra,
         frozenset(given),
         module,
         key,

@@ -14,7 +14,8 @@ returns; its own parameters stay in float except a WEIGHTED module's `weight`.
   compute new values: add, sub, mul, div, matmul, bmm, addmm, baddbmm, einsum, pow, exp, log,
   sqrt, rsqrt, erf, abs, neg, square (each maps the input's range onto another), cumsum, sdpa,
   mean, sum, norm, vector_norm, functional batch_norm (its statistics are computed in forward:
-  module-held ones are refused, so they are activations too), gelu, silu,
+  module-held ones are refused, so they are activations too; its weight and bias stay in
+  float, `FLOAT_ARGUMENTS`), gelu, silu,
   mish, hardswish, elu, celu, selu, leaky_relu, rrelu, prelu, glu, softplus, softsign,
   logsigmoid, softshrink, tanhshrink, threshold, log_softmax, avg/adaptive-avg/lp pools,
   norms (their affine weight and bias stay in float).
@@ -74,10 +75,17 @@ class Role(Enum):
     IGNORED = "ignored"
     """Has no effect on the result (e.g. softmax's _stacklevel)."""
     WEIGHT = "weight"
-    """A learned tensor owned by the module (prelu): moves only in special cases."""
+    """A learned tensor a module of the op's class owns (prelu's `self.act.weight` of an
+    nn.PReLU): that module is called instead; any other tensor goes at call time to
+    `Op.call_module`, kept in float as a norm's affine tensors are (`FLOAT_ARGUMENTS`)."""
     DATA = "data"
     """A tensor the op reads as data (F.embedding's table): a forward input, unless it is (or
     may be) a learned parameter, which is refused: it would be observed as an activation."""
+    AFFINE = "affine"
+    """A norm's affine weight or bias (None: none), a forward input of a module that holds
+    none: a parameter passed there stays where it is, so state_dict keys do not change, and
+    the quantizer keeps it in float as a norm module's own (`FLOAT_ARGUMENTS`). A call passing
+    one becomes `Op.call_module` when the op has one."""
     STATE = "state"
     """A tensor the op reads as module state (F.batch_norm's running stats, weight and bias):
     a forward input only when no module holds it; a parameter or buffer is refused."""
@@ -129,15 +137,13 @@ class Arg:
     gate: str | None = None
     """For a HYPER argument: the module's constructor flag that applies it in training mode only
     (its default in eval mode), so `v if self.training else <default>` becomes `v` and the flag."""
-    learned: bool = False
-    """For a FIXED argument: it takes a learned tensor (a norm's weight or bias), so a parameter
-    passed there is one the module cannot take without moving it (MIG106)."""
     call_only: bool = False
     """A HYPER argument only `Op.call_module` takes (`antialias`: nn.Upsample has none): a call
     passing another value than the default becomes `call_module`."""
-    tensor: bool = False
-    """A HYPER argument that may be a tensor (clamp's bounds): a parameter or buffer passed there
-    is not passed at call time, where it would be observed as an activation."""
+    mode: str | None = None
+    """For a TRAINING argument: the module's constructor keyword that fixes the mode the op
+    computes in, whatever the module's own: a literal bool written there (`training=True` in
+    timm's weight standardisation, or the default) becomes that keyword."""
 
     @property
     def ctor_name(self) -> str:
@@ -164,7 +170,8 @@ class Op:
     inplace_methods: tuple[str, ...] = ()
     """In-place tensor methods (`add_`) rewritten out-of-place when that is provably safe."""
     ctor_extra: tuple[tuple[str, object], ...] = ()
-    """Constructor keywords always passed, with their values (`inplace=True` for `relu_`)."""
+    """Constructor keywords `module` always takes, with their values (`inplace=True` for
+    `relu_`)."""
     module_defaults: tuple[tuple[str, object], ...] = ()
     """Constructor defaults that differ from the callable's: such hyper-parameters are always
     passed, even when the call leaves them at their default."""
@@ -253,11 +260,8 @@ def _h(
     at_call: bool = False,
     gate: str | None = None,
     call_only: bool = False,
-    tensor: bool = False,
 ) -> Arg:
-    return Arg(
-        name, Role.HYPER, default, ctor, kw, at_call, gate, call_only=call_only, tensor=tensor
-    )
+    return Arg(name, Role.HYPER, default, ctor, kw, at_call, gate, call_only=call_only)
 
 
 def _inplace() -> Arg:
@@ -490,6 +494,7 @@ def _build() -> tuple[Op, ...]:
             (F + "prelu", "torch.prelu"),
             ("prelu",),
             observed=OWN,
+            call_module=OPS + "PReLU",
         )
     )
     ops.append(
@@ -717,21 +722,24 @@ def _build() -> tuple[Op, ...]:
             observed=SHARE,
         )
     )
-    # Normalisation without learned weights.
+    # Normalisation: without affine tensors an nn.LayerNorm; with them (the caller's own
+    # parameters, or arguments) a module taking them at call time, as it takes settings not
+    # fixed at `__init__` time.
     ops.append(
         Op(
             "layer_norm",
             NN + "LayerNorm",
             (
                 _x(),
-                _h("normalized_shape"),
-                Arg("weight", Role.FIXED, None, learned=True),
-                Arg("bias", Role.FIXED, None, learned=True),
-                _h("eps", 1e-5),
+                _h("normalized_shape", at_call=True),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                _h("eps", 1e-5, at_call=True),
             ),
             (F + "layer_norm",),
             ctor_extra=(("elementwise_affine", False),),
             observed=OWN,
+            call_module=OPS + "LayerNorm",
         )
     )
     ops.append(
@@ -740,17 +748,18 @@ def _build() -> tuple[Op, ...]:
             OPS + "GroupNorm",
             (
                 _x(),
-                _h("num_groups"),
-                Arg("weight", Role.FIXED, None, learned=True),
-                Arg("bias", Role.FIXED, None, learned=True),
-                _h("eps", 1e-5),
+                _h("num_groups", at_call=True),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                _h("eps", 1e-5, at_call=True),
             ),
             (F + "group_norm",),
             observed=OWN,
         )
     )
     # F.batch_norm as a function of its tensors: the module holds none of them, so only
-    # tensors no module holds (a local, an argument, None) can be its forward inputs.
+    # statistics no module holds (a local, an argument, None) can be its forward inputs; the
+    # affine weight and bias go as a norm's do.
     ops.append(
         Op(
             "batch_norm",
@@ -759,9 +768,9 @@ def _build() -> tuple[Op, ...]:
                 _x(),
                 Arg("running_mean", Role.STATE),
                 Arg("running_var", Role.STATE),
-                Arg("weight", Role.STATE, None),
-                Arg("bias", Role.STATE, None),
-                Arg("training", Role.TRAINING, False),
+                Arg("weight", Role.AFFINE, None),
+                Arg("bias", Role.AFFINE, None),
+                Arg("training", Role.TRAINING, False, mode="training_mode"),
                 _h("momentum", 0.1),
                 _h("eps", 1e-5),
             ),
@@ -882,8 +891,8 @@ def _build() -> tuple[Op, ...]:
             OPS + "Clamp",
             (
                 _x(),
-                _h("min", None, at_call=True, tensor=True),
-                _h("max", None, at_call=True, tensor=True),
+                _h("min", None, at_call=True),
+                _h("max", None, at_call=True),
             ),
             ("torch.clamp", "torch.clip"),
             ("clamp", "clip"),
@@ -921,7 +930,7 @@ def _build() -> tuple[Op, ...]:
         Op(
             "masked_fill",
             OPS + "MaskedFill",
-            (_x(), Arg("mask", Role.INPUT), _h("value")),
+            (_x(), Arg("mask", Role.INPUT), _h("value", at_call=True)),
             ("torch.masked_fill",),
             ("masked_fill",),
             inplace_methods=("masked_fill_",),
@@ -1152,6 +1161,18 @@ class WeightedCall:
     weight: int
     bias: int | None
     observed: Observation
+
+
+# ATen ops' arguments that stay in float, by position, never observed as activations: a norm's
+# affine weight and bias (`Role.AFFINE`) and prelu's slopes, as a norm's or nn.PReLU's own
+# parameters do, and clamp's tensor bounds (a parameter or buffer passed at call time).
+FLOAT_ARGUMENTS: dict[str, tuple[int, ...]] = {
+    "layer_norm": (2, 3),
+    "group_norm": (2, 3),
+    "batch_norm": (1, 2),
+    "prelu": (1,),
+    "clamp": (1, 2),
+}
 
 
 # ATen ops that compute with a learned weight, wherever they run: inside the WEIGHTED modules

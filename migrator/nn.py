@@ -89,6 +89,8 @@ __all__ = [
     "PixelShuffle",
     "Flatten",
     "Dropout",
+    "PReLU",
+    "LayerNorm",
     "GroupNorm",
     "Normalize",
     "GridSample",
@@ -404,14 +406,20 @@ class Where(torch.nn.Module):
 
 
 class MaskedFill(torch.nn.Module):
-    """``x.masked_fill(mask, value)`` with a constant ``value``."""
+    """``x.masked_fill(mask, value)``; ``value`` may also be given at call time (a dtype's
+    minimum, ``torch.finfo(dtype).min``), then replacing the constructor's."""
 
-    def __init__(self, value: Union[int, float, bool]) -> None:
+    def __init__(self, value: Optional[Union[int, float, bool]] = None) -> None:
         super().__init__()
         self.value = value
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return x.masked_fill(mask, self.value)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, value: Optional[float] = None
+    ) -> torch.Tensor:
+        if value is None:
+            assert self.value is not None, "MaskedFill built without `value` takes it at call"
+            return x.masked_fill(mask, self.value)
+        return x.masked_fill(mask, value)
 
     def extra_repr(self) -> str:
         return f"value={self.value!r}"
@@ -959,16 +967,68 @@ class Dropout(torch.nn.Module):
         return f"p={self.p!r}, inplace={self.inplace!r}"
 
 
-class GroupNorm(torch.nn.Module):
-    """``F.group_norm(x, num_groups, None, None, eps)``: group norm without affine weights."""
+class PReLU(torch.nn.Module):
+    """``F.prelu(x, weight)`` with the slopes given at call time: the caller's own parameter
+    stays where it is, so its ``state_dict`` keys do not change."""
 
-    def __init__(self, num_groups: int, eps: float = 1e-5) -> None:
+    def forward(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.prelu(x, weight)
+
+
+class LayerNorm(torch.nn.Module):
+    """``F.layer_norm(x, normalized_shape, weight, bias, eps)`` with the affine ``weight`` and
+    ``bias`` given at call time: the caller's own parameters stay where they are, so its
+    ``state_dict`` keys do not change. ``normalized_shape`` and ``eps`` may be given at call
+    time too, then replacing the constructor's."""
+
+    normalized_shape: Optional[List[int]]
+
+    def __init__(
+        self, normalized_shape: Optional[Union[int, Sequence[int]]] = None, eps: float = 1e-5
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = [normalized_shape]
+        self.normalized_shape = None if normalized_shape is None else list(normalized_shape)
+        self.eps = eps
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+        normalized_shape: Optional[List[int]] = None,
+        eps: Optional[float] = None,
+    ) -> torch.Tensor:
+        shape = self.normalized_shape if normalized_shape is None else normalized_shape
+        assert shape is not None, "LayerNorm built without `normalized_shape` takes it at call"
+        return F.layer_norm(x, shape, weight, bias, self.eps if eps is None else eps)
+
+    def extra_repr(self) -> str:
+        return f"normalized_shape={self.normalized_shape!r}, eps={self.eps!r}"
+
+
+class GroupNorm(torch.nn.Module):
+    """``F.group_norm(x, num_groups, weight, bias, eps)``; the affine ``weight`` and ``bias``,
+    when there are some, are given at call time (the caller's own parameters stay where they
+    are), and ``num_groups`` and ``eps`` may be, then replacing the constructor's."""
+
+    def __init__(self, num_groups: Optional[int] = None, eps: float = 1e-5) -> None:
         super().__init__()
         self.num_groups = num_groups
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.group_norm(x, self.num_groups, None, None, self.eps)
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None,
+        num_groups: Optional[int] = None,
+        eps: Optional[float] = None,
+    ) -> torch.Tensor:
+        groups = self.num_groups if num_groups is None else num_groups
+        assert groups is not None, "GroupNorm built without `num_groups` takes it at call"
+        return F.group_norm(x, groups, weight, bias, self.eps if eps is None else eps)
 
     def extra_repr(self) -> str:
         return f"num_groups={self.num_groups!r}, eps={self.eps!r}"
@@ -1028,13 +1088,19 @@ class GridSample(torch.nn.Module):
 
 
 class BatchNorm(torch.nn.Module):
-    """``F.batch_norm(x, running_mean, running_var, weight, bias, self.training, momentum,
-    eps)``: the statistics and affine tensors are forward inputs (the module holds none)."""
+    """``F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)``:
+    the statistics and affine tensors are forward inputs (the module holds none); ``training``
+    is the module's mode, or ``training_mode`` when that is set (a call that passed a literal
+    ``training=True``: weight standardisation normalises with the batch statistics in eval
+    mode too)."""
 
-    def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
+    def __init__(
+        self, momentum: float = 0.1, eps: float = 1e-5, training_mode: Optional[bool] = None
+    ) -> None:
         super().__init__()
         self.momentum = momentum
         self.eps = eps
+        self.training_mode = training_mode
 
     def forward(
         self,
@@ -1044,12 +1110,15 @@ class BatchNorm(torch.nn.Module):
         weight: Optional[torch.Tensor] = None,
         bias: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
+        mode = self.training_mode
+        training = self.training if mode is None else mode
         return F.batch_norm(
-            x, running_mean, running_var, weight, bias, self.training, self.momentum, self.eps
+            x, running_mean, running_var, weight, bias, training, self.momentum, self.eps
         )
 
     def extra_repr(self) -> str:
-        return f"momentum={self.momentum!r}, eps={self.eps!r}"
+        mode = "" if self.training_mode is None else f", training_mode={self.training_mode!r}"
+        return f"momentum={self.momentum!r}, eps={self.eps!r}{mode}"
 
 
 class Embedding(torch.nn.Module):

@@ -36,6 +36,9 @@ def test_roles_sorted():
     assert [i.given for i in sdpa.inputs] == [True, True, True, False]
     assert _bind("torch.cat", ["a", "b"], 1).inputs[0].value == ["a", "b"]
     assert _bind("torch.nn.functional.prelu", "x", "owned").weight == "owned"
+    slopes = _bind("torch.nn.functional.prelu", "x", "w")  # no module of its class owns it
+    assert (slopes.module, slopes.weight) == ("migrator.nn.PReLU", None)
+    assert [i.value for i in slopes.inputs] == ["x", "w"]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +65,6 @@ def test_roles_sorted():
             "MIG102",
             "`training=True (default)`; the module would follow `self.training` instead",
         ),
-        ("torch.nn.functional.prelu", ("x", "w"), {}, "MIG106", "weight `'w'` is not owned"),
         (
             "torch.sum",
             ("x",),
@@ -173,3 +175,37 @@ def test_data_refuses_parameters_and_state_refuses_buffers_too():
     for held in ("buf", "param"):
         refusal = _bind(batch_norm, "x", held, "var", training="self.training")
         assert refusal.code == "MIG106", refusal
+
+
+def test_affine_tensors_go_at_call_time_and_pick_the_call_module():
+    """A norm's weight and bias, a parameter too, are forward inputs; passing one makes a layer
+    norm migrator's LayerNorm (nn.LayerNorm takes none at call time), `None` leaves it out."""
+    layer_norm = "torch.nn.functional.layer_norm"
+    bound = _bind(layer_norm, "x", (8,), "param", None, 1e-6)
+    assert bound.module == "migrator.nn.LayerNorm" and bound.key == "layer_norm"
+    assert [(i.arg.name, i.value, i.given) for i in bound.inputs] == [
+        ("input", "x", True),
+        ("weight", "param", True),
+        ("bias", None, False),
+    ]
+    assert bound.ctor == (("normalized_shape", (8,)), ("eps", 1e-6))
+    plain = _bind(layer_norm, "x", (8,), None, None)
+    assert plain.module == "torch.nn.LayerNorm"
+    assert plain.ctor == (("normalized_shape", (8,)), ("elementwise_affine", False))
+    group_norm = _bind("torch.nn.functional.group_norm", "x", COMPUTED, bias="param")
+    assert group_norm.call == (("num_groups", COMPUTED),)
+    assert [i.value for i in group_norm.inputs if i.given] == ["x", "param"]
+
+
+def test_a_literal_training_is_kept_only_where_the_world_reads_it():
+    """`training=True` written in the source becomes BatchNorm's `training_mode`; a world that
+    cannot tell it from `self.training` (a trace) keeps MIG102."""
+    batch_norm = "torch.nn.functional.batch_norm"
+    written = Predicates(**{**PLAIN.__dict__, "literal_mode": lambda v: v})
+    bound = bind(catalog.by_function(batch_norm), ("x", None, None), [("training", True)], written)
+    assert bound.ctor == (("training_mode", True),)
+    assert bind(catalog.by_function(batch_norm), ("x", "m", "v"), [], written).ctor == (
+        ("training_mode", False),
+    )
+    refusal = _bind(batch_norm, "x", None, None, training=True)
+    assert refusal.code == "MIG102", refusal

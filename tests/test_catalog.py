@@ -46,7 +46,8 @@ def test_signatures_match_torch(op):
 @pytest.mark.parametrize("op", catalog.CATALOG, ids=lambda op: f"{op.key}:{op.module_name}")
 def test_hyper_parameters_are_constructor_arguments(op):
     """Every hyper-parameter is a constructor argument of the module, or of `call_module` only
-    (`Arg.call_only`), which takes `call_extra` too and shares the module's defaults."""
+    (`Arg.call_only`), which takes `call_extra` too (the module alone `ctor_extra`) and shares
+    the module's defaults."""
     accepted = inspect.signature(_resolve(op.module).__init__).parameters
     called = inspect.signature(_resolve(op.module_for(True)[0]).__init__).parameters
     for arg in op.args:
@@ -55,7 +56,9 @@ def test_hyper_parameters_are_constructor_arguments(op):
             assert arg.ctor_name in called, (op.call_module, arg.ctor_name)
         if arg.call_only:
             assert op.call_module and arg.at_call and arg.role is catalog.Role.HYPER
-    for name, _ in op.ctor_extra + op.module_defaults:
+    for name, _ in op.ctor_extra:
+        assert name in accepted
+    for name, _ in op.module_defaults:
         assert name in accepted and name in called
     for name, value in op.call_extra:
         assert called[name].default is inspect.Parameter.empty, (op.call_module, name)
@@ -217,3 +220,31 @@ def _exists(qualname: str) -> bool:
         return callable(_resolve(qualname))
     except (ImportError, AttributeError):
         return False
+
+
+@pytest.mark.parametrize(
+    "op",
+    [op for op in catalog.CATALOG if any(a.role is catalog.Role.AFFINE for a in op.args)],
+    ids=lambda op: op.key,
+)
+def test_affine_tensors_are_forward_keywords(op):
+    """A norm's weight and bias (`Role.AFFINE`) go to the module a call passing them becomes, as
+    forward keywords of their own names, and the observer finds them where the ATen op takes
+    them (`FLOAT_ARGUMENTS`: the ATen op's positions)."""
+    forward = inspect.signature(_resolve(op.module_for(True)[0]).forward).parameters
+    affine = [i for i, a in enumerate(op.args) if a.role is catalog.Role.AFFINE]
+    assert all(op.args[i].name in forward for i in affine)
+    assert len(catalog.FLOAT_ARGUMENTS[op.key]) == len(affine)
+    if op.key != "batch_norm":  # aten.batch_norm takes them before the statistics
+        assert catalog.FLOAT_ARGUMENTS[op.key] == tuple(affine)
+
+
+def test_a_weight_not_owned_goes_to_a_call_module():
+    """A `Role.WEIGHT` no module of the op's class owns goes at call time to `call_module`,
+    whose forward takes it under the argument's name, and is kept in float there."""
+    for op in catalog.CATALOG:
+        weights = [a for a in op.args if a.role is catalog.Role.WEIGHT]
+        if weights:
+            forward = inspect.signature(_resolve(op.module_for(True)[0]).forward).parameters
+            assert op.call_module and all(a.name in forward for a in weights), op.key
+            assert op.key in catalog.FLOAT_ARGUMENTS

@@ -441,6 +441,35 @@ CASES = [
         lambda m, x: m(x),
         lambda x: F.group_norm(x, 4, None, None, 1e-3),
     ),
+    Case(
+        "group_norm_affine",
+        lambda: mnn.GroupNorm(2, eps=1e-3),
+        lambda: (_randn(2, 4, 6, 6, seed=0), _randn(4, seed=1), _randn(4, seed=2)),
+        lambda m, x, w, b: m(x, w, b),
+        lambda x, w, b: F.group_norm(x, 2, w, b, 1e-3),
+    ),
+    Case(
+        "layer_norm_affine",
+        lambda: mnn.LayerNorm(6, eps=1e-6),
+        lambda: (_randn(2, 4, 6, 6, seed=0), _randn(6, seed=1), _randn(6, seed=2)),
+        lambda m, x, w, b: m(x, w, b),
+        lambda x, w, b: F.layer_norm(x, (6,), w, b, 1e-6),
+    ),
+    Case(
+        "layer_norm_shape_at_call",
+        mnn.LayerNorm,
+        lambda: (_randn(2, 4, 6, 6, seed=0), _randn(6, 6, seed=1)),
+        lambda m, x, w: m(x, w, normalized_shape=[6, 6], eps=1e-3),
+        lambda x, w: F.layer_norm(x, (6, 6), w, None, 1e-3),
+        scriptable=False,
+    ),
+    Case(
+        "masked_fill_value_at_call",
+        mnn.MaskedFill,
+        lambda: (_randn(2, 4, 6, 6, seed=0), _randn(2, 4, 6, 6, seed=1) > 0),
+        lambda m, x, mask: m(x, mask, value=-3.5),
+        lambda x, mask: x.masked_fill(mask, -3.5),
+    ),
     Case("normalize", mnn.Normalize, _x(), lambda m, x: m(x), lambda x: F.normalize(x)),
     Case(
         "normalize_p1_last",
@@ -677,19 +706,24 @@ def _fixture_case(cls: type) -> Case | None:
     if found is None:
         return None
     module, args, kwargs = found
-    tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+    named = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # weight=self.weight
+    tensors = tuple(a.detach() for a in args if isinstance(a, torch.Tensor))
+    tensors += tuple(kwargs[k].detach() for k in named)
     if not (
-        1 <= len(tensors) <= 4
-        and all(isinstance(a, (torch.Tensor, int, float)) for a in args)
-        and not any(isinstance(v, torch.Tensor) for v in kwargs.values())
+        1 <= len(tensors) <= 4 and all(isinstance(a, (torch.Tensor, int, float)) for a in args)
     ):
         return None
+    given = len(tensors) - len(named)
+
+    def call(m: torch.nn.Module, *t: torch.Tensor) -> torch.Tensor:
+        return m(*_refill(args, t[:given]), **{**kwargs, **dict(zip(named, t[given:]))})
+
     return Case(
         f"{cls.__name__}_from_fixture",
         lambda: copy.deepcopy(module),
         lambda: tensors,
-        lambda m, *t: m(*_refill(args, t), **kwargs),
-        lambda *t: module(*_refill(args, t), **kwargs),
+        call,
+        lambda *t: call(module, *t),
         scriptable=len(tensors) == len(args) and not kwargs,
     )
 

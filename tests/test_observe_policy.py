@@ -20,7 +20,7 @@ from torch.fx import Node
 from fixture_cases import module_in_fixture
 from migrator.catalog import CATALOG, OBSERVATIONS, OPS, REQUIRED, Observe, Role
 from migrator.graph import owning_module
-from migrator.nn import FloorDiv, Mul
+from migrator.nn import Clamp, FloorDiv, GroupNorm, LayerNorm, Mul
 from migrator.observe.calibrate import calibrate, calibration_batches
 from migrator.observe.capture import capture
 from migrator.observe.policy import observation_of, resolve_class
@@ -71,6 +71,7 @@ CTOR: dict[str, dict] = {
     "migrator.nn.Pad": {"pad": (1, 1)},
     "migrator.nn.Interpolate": {"scale_factor": 2},
     "migrator.nn.GroupNorm": {"num_groups": 2},
+    "migrator.nn.LayerNorm": {"normalized_shape": 8},
     **{f"migrator.nn.{kind}Pool": {"dims": 2, "kernel_size": 2} for kind in ("Max", "Avg")},
     **{f"migrator.nn.Adaptive{kind}Pool": {"dims": 2, "output_size": 2} for kind in ("Max", "Avg")},
     "migrator.nn.PixelShuffle": {"upscale_factor": 2},
@@ -87,7 +88,7 @@ SHAPES: dict[str, list[tuple[int, ...]]] = {
 }
 """Input shapes other than one or two (N, 4, 8, 8) tensors, or the rank the class name says."""
 
-UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm")
+UNBATCHED = ("migrator.nn.AddMM", "migrator.nn.BatchNorm", "migrator.nn.PReLU")
 """Classes whose inputs cannot all share a dynamic batch dimension (a matrix operand):
 captured with static shapes."""
 
@@ -155,6 +156,8 @@ def _inputs(module: str) -> tuple[torch.Tensor, ...]:
         return torch.randint(0, 10, (10, 5)), torch.randn(10, 4)
     if module == "migrator.nn.BatchNorm":  # statistics computed in forward: activations too
         return torch.randn(2, 4, 8, 8), torch.rand(4), torch.rand(4) + 0.5
+    if module == "migrator.nn.PReLU":  # the slopes, given at call time, stay in float
+        return torch.randn(2, 4, 8, 8), torch.rand(4)
     rows = [op for op in CATALOG if op.module == module]
     required = [a for a in rows[0].args if a.default is REQUIRED] if rows else []
     roles = [a.role for a in required] if rows else [Role.INPUT]
@@ -185,7 +188,8 @@ def _observe(module: str):
     quantizer = ModuleQuantizer()
     prepared = prepare_pt2e(graph_module, quantizer)
     calibrate(prepared, calibration_batches(inputs, None))
-    return prepared, quantizer, sum(x.is_floating_point() for x in inputs)
+    kept = 1 if module == "migrator.nn.PReLU" else 0  # its slopes (`FLOAT_ARGUMENTS`)
+    return prepared, quantizer, sum(x.is_floating_point() for x in inputs) - kept
 
 
 def _observers_of_m(quantizer: ModuleQuantizer) -> tuple[dict[Node, object], list[object]]:
@@ -246,6 +250,37 @@ def test_every_module_class_is_observed_as_its_policy_says(module):
             assert weights["m.weight"].ch_axis == observation.weight_axis
         else:
             assert weights == {}  # a norm's affine weight and bias stay in float
+    assert observer_report(prepared, quantizer).ok
+
+
+class AffineOfTheCaller(nn.Module):
+    """Calls `m` with its own weight and bias, as migrated code calls migrator's LayerNorm and
+    GroupNorm (`Role.AFFINE`), or Clamp with bounds the module holds."""
+
+    def __init__(self, m: nn.Module, channels: int) -> None:
+        super().__init__()
+        self.m = m
+        self.weight = nn.Parameter(torch.rand(channels) + 0.5)
+        self.bias = nn.Parameter(torch.rand(channels))
+
+    def forward(self, x):
+        return self.m(x, self.weight, self.bias)
+
+
+@pytest.mark.parametrize(
+    "make, channels", [(lambda: LayerNorm(8), 8), (lambda: GroupNorm(2), 4), (Clamp, 8)]
+)
+def test_affine_tensors_of_the_caller_stay_in_float(make, channels):
+    """The caller's tensors reach the norm (or clamp) as forward inputs: kept in float, as a
+    norm module's own, not observed as activations; the input and the output are observed."""
+    torch.manual_seed(0)
+    inputs = (torch.rand(2, 4, 8, 8),)
+    model = AffineOfTheCaller(make(), channels).eval()
+    quantizer = ModuleQuantizer()
+    prepared = prepare_pt2e(capture(model, inputs).graph_module, quantizer)
+    calibrate(prepared, calibration_batches(inputs, None))
+    received, outputs = _observers_of_m(quantizer)
+    assert [producer.op for producer in received] == ["placeholder"] and len(outputs) == 1
     assert observer_report(prepared, quantizer).ok
 
 

@@ -16,6 +16,7 @@ from functools import cache
 from torch.fx import Graph, Node
 
 from migrator.catalog import (
+    FLOAT_ARGUMENTS,
     DATA_MOVEMENT_OPS,
     OBSERVATIONS,
     SHARE,
@@ -106,6 +107,13 @@ def weighted_role(producer: Node, consumer: Node) -> str | None:
             if consumer.args[position] is producer:
                 return role
     return None
+
+
+def kept_in_float(producer: Node, consumer: Node) -> bool:
+    """Whether `consumer` is a norm taking `producer` as its affine weight or bias
+    (`FLOAT_ARGUMENTS`): a parameter, kept in float."""
+    positions = FLOAT_ARGUMENTS.get(op_name(consumer), ())
+    return any(p < len(consumer.args) and consumer.args[p] is producer for p in positions)
 
 
 def units(graph: Graph) -> list[Unit]:

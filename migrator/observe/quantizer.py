@@ -22,7 +22,14 @@ from migrator.catalog import Observe
 from migrator.graph import source_location
 from migrator.observe.choices import Choices, Override, Quantization
 from migrator.observe.groups import SharingGroup, sharing_groups
-from migrator.observe.policy import Unit, op_name, resolve_class, units, weighted_role
+from migrator.observe.policy import (
+    Unit,
+    kept_in_float,
+    op_name,
+    resolve_class,
+    units,
+    weighted_role,
+)
 from migrator.observe.pt2e import (
     FixedQParamsQuantizationSpec,
     MinMaxObserver,
@@ -146,7 +153,9 @@ def _specs(unit: Unit, choices: Choices) -> tuple[dict, dict]:
     floats = [edge for edge in unit.inputs() if _is_float_tensor(edge[0])]
     weighted = observation.how is Observe.WEIGHTED  # a data table (migrator's Embedding) is input
     roles = {edge: weighted_role(*edge) if weighted else None for edge in floats}
-    activations = [edge for edge in floats if not (roles[edge] or unit.owns(edge[0]))]
+    activations = [
+        edge for edge in floats if not (roles[edge] or unit.owns(edge[0]) or kept_in_float(*edge))
+    ]
     outputs = [node for node in unit.outputs() if _is_float_tensor(node)]
     inputs = {edge: _input_spec(edge[0], act) for edge in activations}
     if observation.how is Observe.WEIGHTED:

@@ -867,9 +867,7 @@ class Scanner:
         def weight_refused(op: Op, value: ast.expr) -> str | None:
             if self._weight_owner(op, value):
                 return None
-            return (
-                f"would move into a new {op.module_name} and change its state_dict key; left as is"
-            )
+            return f"is no weight of a module of class {op.module_name}"
 
         def unsplittable(value: ast.expr) -> str | None:
             starred = isinstance(value, (ast.List, ast.Tuple)) and any(
@@ -900,6 +898,7 @@ class Scanner:
             weight_refused=weight_refused,
             held=held,
             gated=_training_gated,
+            literal_mode=lambda v: v.value if isinstance(v, ast.Constant) else None,
         )
 
     def _follows_mode(self, value: ast.expr) -> bool:
