@@ -273,6 +273,8 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inplace_loop_accumulate",
         "inplace_read_by_method",
         "loops_input_traced",
+        "weight_standardisation",
+        "norm_affine_at_call",
     ],
 )
 def test_fixture_rewrites_verify(name):

@@ -30,6 +30,9 @@ _SCALAR_FUNCTIONS = frozenset({len, int, float, bool, math.floor, math.ceil, mat
 IN_FUNCTIONAL_MODULE = "migrator_in_functional_module"
 """node.meta key the tracer sets on ops run inside an eager-mode quantization `FloatFunctional`
 method (`self.skip_add.add(a, b)`): such an op already runs in a module of its own."""
+LITERAL_TRAINING = "migrator_literal_training"
+"""node.meta key of an op taking `training`: whether its call passes `True` or `False` as
+written (`training=True`), which the static path builds into the module (`Arg.mode`)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ def bind(
                 else ("is not an attribute of the model")
             ),
             held=lambda v: _held(v, root),
+            literal_mode=lambda v: v if node.meta.get(LITERAL_TRAINING) else None,
         ),
     )
     if isinstance(bound, Refusal):

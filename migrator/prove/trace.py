@@ -15,8 +15,13 @@ from torch import fx
 
 from migrator.graph import describe_source
 from migrator.catalog import Role
-from migrator.prove.ops import IN_FUNCTIONAL_MODULE, op_module_classes, runtime_catalog
-from migrator.prove.training_arg import reads_self_training
+from migrator.prove.ops import (
+    IN_FUNCTIONAL_MODULE,
+    LITERAL_TRAINING,
+    op_module_classes,
+    runtime_catalog,
+)
+from migrator.prove.training_arg import literal_training, reads_self_training
 
 SOURCE = "migrator_source"
 """node.meta key: (filename, line) of the user code that created the node."""
@@ -127,6 +132,7 @@ class Tracer(fx.Tracer):
                 node.meta[READS_SELF_TRAINING] = reads_self_training(
                     match.op, frame, self._model_modules()
                 )
+                node.meta[LITERAL_TRAINING] = literal_training(match.op, frame)
         return proxy
 
     def _model_modules(self) -> set[int]:

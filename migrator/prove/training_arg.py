@@ -25,19 +25,7 @@ def reads_self_training(op: Op, frame: FrameType, modules: set[int]) -> bool:
     """Whether the call `frame` is making is one of `op`'s functions passing `self.training`
     as its `training` argument, `self` being a module of the model (`modules`: their ids)
     whose `training` is the plain attribute `train()` sets."""
-    call = _call_at(frame)
-    arg = next((a for a in op.args if a.role is Role.TRAINING), None)
-    if call is None or arg is None or any(isinstance(n, ast.NamedExpr) for n in ast.walk(call)):
-        return False
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return False
-    callee = runtime_catalog().function(_resolved(call.func, frame))
-    values = binder.arguments(op, call.args, [(str(k.arg), k.value) for k in call.keywords])
-    if callee is None or callee.op is not op or isinstance(values, Refusal):
-        return False
-    value = values.get(arg.name)
+    value = _training_written(op, frame)
     module = frame.f_locals.get("self")
     return (
         isinstance(value, ast.Attribute)
@@ -49,6 +37,33 @@ def reads_self_training(op: Op, frame: FrameType, modules: set[int]) -> bool:
         and "training" in vars(module)
         and not any("training" in vars(cls) for cls in type(module).__mro__)
     )
+
+
+def literal_training(op: Op, frame: FrameType) -> bool:
+    """Whether the call `frame` is making is one of `op`'s functions passing a literal
+    `True` or `False` as its `training` argument (`training=True`), as the static path reads it:
+    a trace records `self.training` as a constant too, so only the source tells them apart."""
+    value = _training_written(op, frame)
+    return isinstance(value, ast.Constant) and isinstance(value.value, bool)
+
+
+def _training_written(op: Op, frame: FrameType) -> ast.expr | None:
+    """The `training` argument as written in the call `frame` is making, when that call is one
+    of `op`'s functions with plain arguments (None otherwise, or when it is not passed)."""
+    call = _call_at(frame)
+    arg = next((a for a in op.args if a.role is Role.TRAINING), None)
+    if call is None or arg is None or any(isinstance(n, ast.NamedExpr) for n in ast.walk(call)):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    callee = runtime_catalog().function(_resolved(call.func, frame))
+    values = binder.arguments(op, call.args, [(str(k.arg), k.value) for k in call.keywords])
+    if callee is None or callee.op is not op or isinstance(values, Refusal):
+        return None
+    value = values.get(arg.name)
+    return value if isinstance(value, ast.expr) else None
 
 
 def _call_at(frame: FrameType) -> ast.Call | None:
