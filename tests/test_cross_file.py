@@ -101,6 +101,37 @@ def test_a_walk_a_subclass_elsewhere_gains_refuses_the_next_run_in_one_process(t
     assert "self.gelu = nn.GELU()" in base_outcome().new_text
 
 
+def test_what_a_walk_of_a_subclass_elsewhere_tests_is_read_again_when_its_file_changes(tmp_path):
+    """The walks of another file's class (`facts.class_fact`) are kept a process by its file's
+    text: a walk acting on `nn.Conv2d` submodules leaves the base's new `nn.GELU` alone, one
+    acting on `nn.GELU` submodules refuses it, and back."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    net = pkg / "net.py"
+    quiet = CLASHING.replace("from pkg.base", "from .base").replace("self.gelu", "self.act")
+    walking = (
+        "    def show(self):\n        for m in self.modules():\n"
+        "            if isinstance(m, nn.Conv2d):\n                print(m)\n"
+    )
+    net.write_text(quiet + "\n" + walking)
+
+    def base_outcome():
+        [outcome] = run([str(pkg / "base.py")], Settings(), rewrite=True)
+        return outcome
+
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+    net.write_text(quiet + "\n" + walking.replace("nn.Conv2d", "nn.GELU"))
+    outcome = base_outcome()
+    assert not outcome.changed
+    assert [(f.code, "acts on its `GELU` submodules" in f.message) for f in outcome.findings] == [
+        ("MIG109", True)
+    ]
+    net.write_text(quiet + "\n" + walking)
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+
+
 def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
     for name in ("pkg", "app"):
         (tmp_path / name).mkdir()

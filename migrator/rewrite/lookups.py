@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from migrator.rewrite.project import FileInfo, Project, first_file, module_name
+from migrator.rewrite.project import FileInfo, Project, module_file, module_name
 from migrator.rewrite.real_paths import real_path
 
 
@@ -78,7 +78,9 @@ def check(
     (the folders the files it would load add to the project's, the modules it would find
     missing); None otherwise. Files not registered in `project` are read from disk."""
     roots = list(project.roots)
-    in_roots = set(roots)
+    in_roots = set(map(os.fspath, roots))
+    listed: dict[str, frozenset[str] | None] = {}
+    """The folders' entries, listed once a check (nothing changes them meanwhile)."""
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""
     for (kind, key), was in seen.items():
@@ -92,9 +94,11 @@ def check(
             if loaded[module] != was:
                 return None
             continue
-        if kind == "module" and module.split(".")[0] == "torch":
+        first = module.split(".", 1)[0]
+        if kind == "module" and first == "torch":
             continue  # torch's own files: kept apart, the same for every project
-        path = key if isinstance(key, Path) else first_file(Path(*module.split(".")), roots)
+        tail = module.replace(".", os.sep)
+        path = key if isinstance(key, Path) else module_file(tail, first, roots, listed)
         if path is None:
             if was is not None:
                 return None
@@ -105,12 +109,12 @@ def check(
         real, name, root, text = _on_disk(project, path)
         if real != was.path or name != module or text is None or text != was.text:
             return None
-        for folder in (root, Path(real).parent):
-            if folder not in in_roots:
-                in_roots.add(folder)
-                roots.append(folder)
+        for folder in (root, os.path.dirname(real)):
+            if os.fspath(folder) not in in_roots:
+                in_roots.add(os.fspath(folder))
+                roots.append(Path(folder))
         if kind == "file":  # found by name (roots only grow: a module's first match stays)
-            again = first_file(Path(*module.split(".")), roots)
+            again = module_file(tail, first, roots, listed)
             if again is None or (again != path and _real(again) != real):
                 return None  # looked up by name later, the module would be another file
         loaded[module] = was

@@ -225,20 +225,39 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 """Nodes whose body binds names of its own scope."""
 
 
-def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
+def first_file(
+    rel: Path,
+    roots: Sequence[Path | None],
+    listed: dict[str, frozenset[str] | None] | None = None,
+) -> Path | None:
     """The file of the module at `rel` under the first of `roots` that holds one. A module
     missing (`typing`, a package not installed there) is looked for under every root, hundreds
     in a large package: a root whose entries (`_entries`) hold neither the module's first
-    name nor that name `.py` is passed over with one `stat`."""
-    tail = os.fspath(rel)
-    first = rel.parts[0] if rel.parts else ""
+    name nor that name `.py` is passed over with one `stat`, or none when `listed` already
+    holds them (a caller making many lookups at once lists each folder once)."""
+    return module_file(os.fspath(rel), rel.parts[0] if rel.parts else "", roots, listed)
+
+
+def module_file(
+    tail: str,
+    first: str,
+    roots: Sequence[Path | None],
+    listed: dict[str, frozenset[str] | None] | None = None,
+) -> Path | None:
+    """`first_file` of the module at the relative path `tail`, whose first part is `first`."""
     for root in roots:
         if root is None:
             continue
-        entries = _entries(os.fspath(root))
+        folder = os.fspath(root)
+        if listed is None:
+            entries = _entries(folder)
+        elif folder in listed:
+            entries = listed[folder]
+        else:
+            entries = listed[folder] = _entries(folder)
         if entries is not None and first not in entries and f"{first}.py" not in entries:
             continue
-        base = os.path.join(root, tail)
+        base = os.path.join(folder, tail)
         for candidate in (base + ".py", os.path.join(base, "__init__.py")):
             if os.path.isfile(candidate):
                 return Path(candidate)
@@ -690,8 +709,13 @@ def _torch_root() -> Path | None:
 _PARSED: OrderedDict[str, ast.Module] = OrderedDict()
 """Source text -> its `ast`, for the files the analysis reads besides the one at hand, most
 recently used last: each file of a run reads the same siblings and bases, and a text parses to
-the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`."""
-_PARSED_CHARS = 1_000_000
+the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`, and the
+trees of files at hand no other file has read yet (`_ALONE`) by `_ALONE_CHARS`: in transformers
+the bases every model file reads (`modeling_utils.py`, `generation/utils.py`, ...) are 1.5 M
+characters, which a single bound of 1 M dropped and parsed again for every file."""
+_PARSED_CHARS = 3_000_000
+_ALONE: set[str] = set()
+_ALONE_CHARS = 1_000_000
 
 
 def parse_cached(source: str, *, at_hand: bool = False) -> ast.Module:
@@ -706,10 +730,20 @@ def parse_cached(source: str, *, at_hand: bool = False) -> ast.Module:
     _PARSED[source] = tree
     if at_hand and first:
         _PARSED.move_to_end(source, last=False)
+        _ALONE.add(source)
+    elif not at_hand:
+        _ALONE.discard(source)
     total = sum(map(len, _PARSED))
-    while total > _PARSED_CHARS and len(_PARSED) > 1:
-        oldest = next(iter(_PARSED))
+    alone = sum(map(len, _ALONE))
+    while (total > _PARSED_CHARS or alone > _ALONE_CHARS) and len(_PARSED) > 1:
+        if alone > _ALONE_CHARS:
+            oldest = next(text for text in _PARSED if text in _ALONE)
+        else:
+            oldest = next(iter(_PARSED))
         total -= len(oldest)
+        if oldest in _ALONE:
+            alone -= len(oldest)
+            _ALONE.discard(oldest)
         del _PARSED[oldest]
     return tree
 
