@@ -28,14 +28,17 @@ class Family:
     """Family relations of the classes of one file.
 
     Each class's ancestors, and the file's subclasses of each class, are worked out once while
-    the project registers no file: a registration (a file loaded or worked out afresh) can make
-    a base be found otherwise, so it empties the caches, and a result computed while one
-    happened is not kept."""
+    the project replaces no module name (`Project.replacements`: a file worked out afresh, one
+    registered under a name found otherwise can make a base be found otherwise), so a
+    replacement empties those caches, and a result computed while one happened is not kept;
+    a file loaded leaves them (it takes a name not looked up yet). Other facts (`kept`) are
+    kept while the project registers no file at all."""
 
     def __init__(self, project: Project, info: FileInfo) -> None:
         self.project = project
         self.info = info
         self._generation = project.generation
+        self._replacements = project.replacements
         self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo]]] = {}
         self._subclasses: dict[FileInfo, dict[ClassInfo, list[ClassInfo]]] = {}
         self._order = {cls: i for i, cls in enumerate(info.classes.values())}
@@ -44,13 +47,20 @@ class Family:
         self._kept: dict[tuple[str, ClassInfo], Any] = {}
 
     def _current(self) -> int:
-        """The project's generation, the caches emptied if it has changed."""
+        """The project's generation, `kept`'s cache emptied if it has changed."""
         if self._generation != self.project.generation:
             self._generation = self.project.generation
-            self._ancestors.clear()
-            self._subclasses.clear()
             self._kept.clear()
         return self._generation
+
+    def _found(self) -> int:
+        """The project's replacements, the caches of ancestors and subclasses emptied if they
+        have changed."""
+        if self._replacements != self.project.replacements:
+            self._replacements = self.project.replacements
+            self._ancestors.clear()
+            self._subclasses.clear()
+        return self._replacements
 
     def kept(self, what: str, cls: ClassInfo, work_out: Callable[[], T]) -> T:
         """`work_out()`, a fact `what` about `cls` that depends on its family, worked out once
@@ -65,7 +75,7 @@ class Family:
 
     def _lineage(self, cls: ClassInfo) -> tuple[list[ClassInfo], set[ClassInfo]]:
         """The ancestors of `cls` that can be found, as a list and as a set."""
-        generation = self._current()
+        replacements = self._found()
         if cls in self._ancestors:
             return self._ancestors[cls]
         found, todo = [], [cls]
@@ -77,7 +87,7 @@ class Family:
                     found.append(parent)
                     todo.append(parent)
         lineage = (found, set(found))
-        if generation == self.project.generation:
+        if replacements == self.project.replacements:
             self._ancestors[cls] = lineage
         return lineage
 
@@ -93,7 +103,7 @@ class Family:
         """Class -> the classes of `info` (default: this file) deriving from it, in file
         order."""
         info = info or self.info
-        generation = self._current()
+        replacements = self._found()
         if info in self._subclasses:
             return self._subclasses[info]
         subclasses: dict[ClassInfo, list[ClassInfo]] = {}
@@ -101,7 +111,7 @@ class Family:
             for ancestor in self._lineage(other)[0]:
                 if ancestor is not other:
                     subclasses.setdefault(ancestor, []).append(other)
-        if generation == self.project.generation:
+        if replacements == self.project.replacements:
             self._subclasses[info] = subclasses
         return subclasses
 
@@ -151,14 +161,14 @@ class Family:
                 for trace in self.project.traces:
                     trace.take(kept[1])
                 return kept[2]
-        generation, ancestors, subclasses = self._current(), self._ancestors, self._subclasses
+        replacements, ancestors, subclasses = self._found(), self._ancestors, self._subclasses
         self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
         lookups = self.project.lookups = Lookups(self.info, cls.file)
         try:
             found = self.subclasses_elsewhere(cls)
         finally:
             self.project.lookups = None
-            if generation == self.project.generation:  # what was known before still holds
+            if replacements == self.project.replacements:  # what was known before holds
                 ancestors.update(self._ancestors)
                 subclasses.update(self._subclasses)
                 self._ancestors, self._subclasses = ancestors, subclasses

@@ -333,6 +333,12 @@ class Project:
         self.generation = 0
         """How many files have been registered: what was found before may be found otherwise
         after a change (a file worked out afresh registers new `ClassInfo`s)."""
+        self.replacements = 0
+        """How many registrations took a module name that was already looked up or
+        registered (a file worked out afresh, one registered under a name found otherwise):
+        only these change what a name was found to be (a module is looked for once a project,
+        and a file loaded registers a name not looked up yet), so what was found through the
+        names (`Family`'s ancestors) holds until the next one."""
         self.lookups: Lookups | None = None
         """While set, every module and file looked up is recorded there (`lookups`)."""
         self.traces: list[Trace] = []
@@ -353,6 +359,8 @@ class Project:
         names = collect(tree, module, is_package)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
+        if module in self._by_module:
+            self.replacements += 1
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
                 qual = f"{module}.{stmt.name}" if module else stmt.name
@@ -363,12 +371,15 @@ class Project:
             trace.added.append((path, source))
         return info
 
-    def _add_read(self, path: Path, source: str) -> FileInfo:
+    def _add_read(self, path: Path, source: str, looked_up: str | None = None) -> FileInfo:
         """Register a file read from disk, as `add` would, from its summary (`summarized`;
-        raises SyntaxError as the parse does): its tree is parsed only when needed."""
+        raises SyntaxError as the parse does): its tree is parsed only when needed.
+        `looked_up`: the module being loaded (`_load`), whose name is taken as it is read."""
         module, is_package, root = module_name(path)
         summary, tree = summarized(source, module, is_package)
         self.generation += 1
+        if module in self._by_module and module != looked_up:
+            self.replacements += 1
         self._add_roots(path, root)
         info = FileInfo(
             path,
@@ -464,7 +475,7 @@ class Project:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, candidate.read_text(encoding="utf-8"))
+            return self._add_read(candidate, candidate.read_text(encoding="utf-8"), module)
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
