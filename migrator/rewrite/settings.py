@@ -16,7 +16,7 @@ from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.stores import Store, beside_init_plain, first_change
-from migrator.rewrite.taken import class_level_names
+from migrator.rewrite.defined import class_level_names
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import walked
 

@@ -10,11 +10,10 @@ from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.defined import VIEWS, reads_views
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.project import ClassInfo, FileInfo
 
-# Reading these in a method means the class's behaviour may depend on its set of submodules.
-VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules"})
 _NAMED = frozenset({"named_children", "named_modules"})
 
 
@@ -65,7 +64,8 @@ def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]
     time."""
     walks: list[Walk] = []
     for cls in classes:
-        if not class_fact("views", cls, partial(_reads_views, cls)):
+        facts = cls.facts
+        if not (facts.views if facts else class_fact("views", cls, partial(_views, cls))):
             continue  # no view read (in a large package, most subclasses elsewhere)
         for method, view, tested, exact, names in class_fact(
             "walks", cls, partial(_class_walks, ctx, cls)
@@ -98,15 +98,8 @@ def _class_walks(ctx: FileContext, cls: ClassInfo) -> tuple[_Found, ...]:
     )
 
 
-def _reads_views(cls: ClassInfo) -> bool:
-    """Whether a method of `cls` other than `__init__` reads a view of `self`'s submodules
-    (`self.modules`, ...), which every walk does."""
-    return any(
-        _self_view(node)
-        for method in cls.methods().values()
-        if method.name != "__init__"
-        for node in ast.walk(method)
-    )
+def _views(cls: ClassInfo) -> bool:
+    return reads_views(cls.node)
 
 
 def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef) -> list[_Found]:
