@@ -230,43 +230,120 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 """Nodes whose body binds names of its own scope."""
 
 
-def first_file(
-    rel: Path,
-    roots: Sequence[Path | None],
-    listed: dict[str, frozenset[str] | None] | None = None,
-) -> Path | None:
+def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     """The file of the module at `rel` under the first of `roots` that holds one. A module
     missing (`typing`, a package not installed there) is looked for under every root, hundreds
     in a large package: a root whose entries (`_entries`) hold neither the module's first
-    name nor that name `.py` is passed over with one `stat`, or none when `listed` already
-    holds them (a caller making many lookups at once lists each folder once)."""
-    return module_file(os.fspath(rel), rel.parts[0] if rel.parts else "", roots, listed)
-
-
-def module_file(
-    tail: str,
-    first: str,
-    roots: Sequence[Path | None],
-    listed: dict[str, frozenset[str] | None] | None = None,
-) -> Path | None:
-    """`first_file` of the module at the relative path `tail`, whose first part is `first`."""
+    name nor that name `.py` is passed over with one `stat` (`RootIndex`: with none)."""
+    tail = os.fspath(rel)
+    first = rel.parts[0] if rel.parts else ""
     for root in roots:
         if root is None:
             continue
-        folder = os.fspath(root)
-        if listed is None:
-            entries = _entries(folder)
-        elif folder in listed:
-            entries = listed[folder]
-        else:
-            entries = listed[folder] = _entries(folder)
+        entries = _entries(os.fspath(root))
         if entries is not None and first not in entries and f"{first}.py" not in entries:
             continue
-        base = os.path.join(folder, tail)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if os.path.isfile(candidate):
-                return Path(candidate)
+        found = _in_root(os.fspath(root), tail)
+        if found is not None:
+            return found
     return None
+
+
+def _in_root(root: str, tail: str) -> Path | None:
+    base = os.path.join(root, tail)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return Path(candidate)
+    return None
+
+
+class RootIndex:
+    """Folders modules are looked for in, in order, indexed by the names each holds (listed
+    once): `first_file` for many lookups at once (`lookups.check`), trying only the folders
+    whose entries hold the module's first name (or that name `.py`) or cannot be listed, where
+    a missing module (`typing`) was a `stat` of each of hundreds of folders."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots: list[Path] = []
+        self._holding: dict[str, list[int]] = {}
+        """Entry name -> the positions of the folders holding it, in order."""
+        self._unlisted: list[int] = []
+        self._folders: set[str] = set()
+        for root in roots:
+            self.append(root)
+
+    def __contains__(self, folder: str) -> bool:
+        return folder in self._folders
+
+    def append(self, root: Path) -> None:
+        position = len(self.roots)
+        self.roots.append(root)
+        self._folders.add(os.fspath(root))
+        entries = _entries(os.fspath(root))
+        if entries is None:
+            self._unlisted.append(position)
+            return
+        for name in entries:
+            self._holding.setdefault(name, []).append(position)
+
+    def first_file(self, module: str) -> Path | None:
+        """`first_file` of the dotted `module`."""
+        first = module.split(".", 1)[0]
+        positions = {
+            *self._holding.get(first, ()),
+            *self._holding.get(f"{first}.py", ()),
+            *self._unlisted,
+        }
+        tail = module.replace(".", os.sep)
+        for position in sorted(positions):
+            found = _in_root(os.fspath(self.roots[position]), tail)
+            if found is not None:
+                return found
+        return None
+
+
+_READ: OrderedDict[Path, list] = OrderedDict()
+"""Path -> [its modification time and size, `module_name` of it, its text; None: not asked
+yet]: in a large package every file of a run loads the same files (each a `stat` of every
+folder up to its import root, and a read; its summary is then found by the text). As for
+`lookups._ON_DISK`, a file rewritten with the same size within the file system's time
+resolution, or a package's `__init__.py` added or removed while the process runs, is not seen
+(a run does none of these to the files it reads). Oldest first, bounded by `_READ_KEPT`."""
+_READ_KEPT = 16_384
+
+
+def _read_entry(path: Path) -> list:
+    """`_READ`'s entry for `path`, afresh when the file's modification time or size changed
+    (raises OSError as `stat` does)."""
+    stat = os.stat(path)
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    kept = _READ.get(path)
+    if kept is None or kept[0] != stamp:
+        kept = _READ[path] = [stamp, None, None]
+        while len(_READ) > _READ_KEPT:
+            del _READ[next(iter(_READ))]
+    return kept
+
+
+def _named(path: Path) -> tuple[str, bool, Path]:
+    """`module_name(path)`, worked out once while the file stays the same (`_READ`)."""
+    try:
+        kept = _read_entry(path)
+    except OSError:
+        return module_name(path)
+    if kept[1] is None:
+        kept[1] = module_name(path)
+    return kept[1]
+
+
+def _text(path: Path) -> str:
+    """The file's text (raises what `read_text` raises), read once while the file stays the
+    same (`_READ`): the same string for every project, whose hash the summaries' table
+    keeps."""
+    kept = _read_entry(path)
+    if kept[2] is None:
+        kept[2] = path.read_text(encoding="utf-8")
+    return kept[2]
 
 
 _ENTRIES: dict[str, tuple[int, frozenset[str]]] = {}
@@ -376,11 +453,18 @@ class Project:
             trace.added.append((path, source))
         return info
 
-    def _add_read(self, path: Path, source: str, looked_up: str | None = None) -> FileInfo:
+    def _add_read(
+        self,
+        path: Path,
+        source: str,
+        looked_up: str | None = None,
+        named: tuple[str, bool, Path] | None = None,
+    ) -> FileInfo:
         """Register a file read from disk, as `add` would, from its summary (`summarized`;
         raises SyntaxError as the parse does): its tree is parsed only when needed.
-        `looked_up`: the module being loaded (`_load`), whose name is taken as it is read."""
-        module, is_package, root = module_name(path)
+        `looked_up`: the module being loaded (`_load`), whose name is taken as it is read;
+        `named`: `module_name(path)`, when known."""
+        module, is_package, root = named or module_name(path)
         summary, tree = summarized(source, module, is_package)
         self.generation += 1
         if module in self._by_module and module != looked_up:
@@ -424,12 +508,12 @@ class Project:
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
         if path not in self._modules:
-            self._modules[path] = module_name(path)[0]
+            self._modules[path] = _named(path)[0]
         module = self._modules[path]
         if module in self._by_module:
             return self._seen(("file", path), self._by_module[module])
         try:
-            info = self._add_read(path, path.read_text(encoding="utf-8"))
+            info = self._add_read(path, _text(path), named=_named(path))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -480,7 +564,7 @@ class Project:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, candidate.read_text(encoding="utf-8"), module)
+            return self._add_read(candidate, _text(candidate), module, _named(candidate))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
