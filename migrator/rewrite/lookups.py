@@ -77,7 +77,7 @@ def check(
     """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
     (the folders the files it would load add to the project's, the modules it would find
     missing); None otherwise. Files not registered in `project` are read from disk."""
-    roots = RootIndex(project.roots)
+    roots = RootIndex(base=project.root_index())
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""
     for (kind, key), was in seen.items():
@@ -112,7 +112,7 @@ def check(
             if again is None or (again != path and _real(again) != real):
                 return None  # looked up by name later, the module would be another file
         loaded[module] = was
-    return roots.roots, [module for module, was in loaded.items() if was is None]
+    return roots.all_roots(), [module for module, was in loaded.items() if was is None]
 
 
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:

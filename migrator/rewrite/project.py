@@ -259,21 +259,27 @@ def _in_root(root: str, tail: str) -> Path | None:
 
 class RootIndex:
     """Folders modules are looked for in, in order, indexed by the names each holds (listed
-    once): `first_file` for many lookups at once (`lookups.check`), trying only the folders
-    whose entries hold the module's first name (or that name `.py`) or cannot be listed, where
-    a missing module (`typing`) was a `stat` of each of hundreds of folders."""
+    once): `first_file` for many lookups (a project's, `lookups.check`'s), trying only the
+    folders whose entries hold the module's first name (or that name `.py`) or cannot be
+    listed, where a missing module (`typing`) was a `stat` of each of hundreds of folders.
+    Its folders come after those of `base`, which it reads as it is when asked."""
 
-    def __init__(self, roots: Sequence[Path]) -> None:
+    def __init__(self, roots: Sequence[Path] = (), base: RootIndex | None = None) -> None:
+        self._base = base
         self.roots: list[Path] = []
+        """Its own folders, after the base's."""
         self._holding: dict[str, list[int]] = {}
-        """Entry name -> the positions of the folders holding it, in order."""
+        """Entry name -> the positions in `roots` of the folders holding it, in order."""
         self._unlisted: list[int] = []
         self._folders: set[str] = set()
         for root in roots:
             self.append(root)
 
+    def all_roots(self) -> list[Path]:
+        return [*(self._base.all_roots() if self._base else ()), *self.roots]
+
     def __contains__(self, folder: str) -> bool:
-        return folder in self._folders
+        return folder in self._folders or (self._base is not None and folder in self._base)
 
     def append(self, root: Path) -> None:
         position = len(self.roots)
@@ -288,6 +294,9 @@ class RootIndex:
 
     def first_file(self, module: str) -> Path | None:
         """`first_file` of the dotted `module`."""
+        found = self._base.first_file(module) if self._base is not None else None
+        if found is not None:
+            return found
         first = module.split(".", 1)[0]
         positions = {
             *self._holding.get(first, ()),
@@ -406,6 +415,8 @@ class Project:
         self._modules: dict[Path, str] = {}
         """Path -> its module name, worked out once (each looks for `__init__.py` files)."""
         self._roots: list[Path] = []
+        self._index: RootIndex | None = None
+        """`_roots`, indexed (`root_index`)."""
         self._root_set: set[Path] = set()
         self._stateless: dict[str, bool | None] = {}
         self.created: dict[str, set[str]] = {}
@@ -504,6 +515,8 @@ class Project:
                 if folder not in self._root_set:
                     self._root_set.add(folder)
                     self._roots.append(folder)
+                    if self._index is not None:
+                        self._index.append(folder)
 
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
@@ -557,10 +570,12 @@ class Project:
             self._by_module[module] = _TORCH_FILES[module]
             return _TORCH_FILES[module]
         self._by_module[module] = None
-        return self._read(module, rel, self._roots)
+        return self._read_file(module, self.root_index().first_file(module))
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
-        candidate = first_file(rel, roots)
+        return self._read_file(module, first_file(rel, roots))
+
+    def _read_file(self, module: str, candidate: Path | None) -> FileInfo | None:
         if candidate is None:
             return None
         try:
@@ -575,6 +590,13 @@ class Project:
         import root and its folder)."""
         return self._roots
 
+    def root_index(self) -> RootIndex:
+        """`roots`, indexed by the names each folder holds (listed once a project: a file's
+        analysis takes a fraction of a second, while nothing changes the folders)."""
+        if self._index is None:
+            self._index = RootIndex(self._roots)
+        return self._index
+
     def registered(self, module: str) -> tuple[bool, FileInfo | None]:
         """(whether `module` has been looked up or registered, what was found)."""
         return module in self._by_module, self._by_module.get(module)
@@ -582,6 +604,12 @@ class Project:
     def replay(self, roots: list[Path], not_found: list[str]) -> None:
         """Take the state a search would have left (`lookups.check`): the folders its files
         would have added, and the modules it found missing (never looked for again)."""
+        if self._index is not None:
+            if roots[: len(self._roots)] == self._roots:
+                for folder in roots[len(self._roots) :]:
+                    self._index.append(folder)
+            else:
+                self._index = None
         self._roots = roots
         self._root_set = set(roots)
         for module in not_found:
