@@ -13,10 +13,10 @@ from collections.abc import Callable
 from migrator import catalog
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.defined import class_level_names
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.stores import Store, beside_init_plain, first_change
-from migrator.rewrite.defined import class_level_names
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import walked
 
