@@ -39,8 +39,10 @@ class Family:
         self.info = info
         self._generation = project.generation
         self._replacements = project.replacements
-        self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo]]] = {}
-        self._subclasses: dict[FileInfo, dict[ClassInfo, list[ClassInfo]]] = {}
+        self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo], list]] = {}
+        self._subclasses: dict[FileInfo, tuple[dict[ClassInfo, list[ClassInfo]], list]] = {}
+        """Both with the lookups their working out made (`Project.captures`), recorded again
+        when they are served to a search or a work-out being recorded."""
         self._order = {cls: i for i, cls in enumerate(info.classes.values())}
         self._package: dict[str, frozenset[Path]] | None = None
         """The index of this file's package (`subclasses.package_index`), read once."""
@@ -77,19 +79,27 @@ class Family:
         """The ancestors of `cls` that can be found, as a list and as a set."""
         replacements = self._found()
         if cls in self._ancestors:
-            return self._ancestors[cls]
-        found, todo = [], [cls]
-        while todo:
-            current = todo.pop()
-            for base in current.bases:
-                parent = self.project.find_class(base, current.file)
-                if parent is not None and parent not in found:
-                    found.append(parent)
-                    todo.append(parent)
-        lineage = (found, set(found))
+            kept = self._ancestors[cls]
+            if self.project.recording():
+                self.project.seen_again(kept[2])
+            return kept[0], kept[1]
+        found: list[ClassInfo] = []
+        todo = [cls]
+        seen: list = []
+        self.project.captures.append(seen)
+        try:
+            while todo:
+                current = todo.pop()
+                for base in current.bases:
+                    parent = self.project.find_class(base, current.file)
+                    if parent is not None and parent not in found:
+                        found.append(parent)
+                        todo.append(parent)
+        finally:
+            self.project.captures.pop()
         if replacements == self.project.replacements:
-            self._ancestors[cls] = lineage
-        return lineage
+            self._ancestors[cls] = (found, set(found), seen)
+        return found, set(found)
 
     def ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
         """The classes `cls` derives from that can be found."""
@@ -105,14 +115,22 @@ class Family:
         info = info or self.info
         replacements = self._found()
         if info in self._subclasses:
-            return self._subclasses[info]
+            kept, seen = self._subclasses[info]
+            if self.project.recording():
+                self.project.seen_again(seen)
+            return kept
         subclasses: dict[ClassInfo, list[ClassInfo]] = {}
-        for other in info.classes.values():
-            for ancestor in self._lineage(other)[0]:
-                if ancestor is not other:
-                    subclasses.setdefault(ancestor, []).append(other)
+        seen = []
+        self.project.captures.append(seen)
+        try:
+            for other in info.classes.values():
+                for ancestor in self._lineage(other)[0]:
+                    if ancestor is not other:
+                        subclasses.setdefault(ancestor, []).append(other)
+        finally:
+            self.project.captures.pop()
         if replacements == self.project.replacements:
-            self._subclasses[info] = subclasses
+            self._subclasses[info] = (subclasses, seen)
         return subclasses
 
     def related(self, cls: ClassInfo) -> list[ClassInfo]:
@@ -161,17 +179,11 @@ class Family:
                 for trace in self.project.traces:
                     trace.take(kept[1])
                 return kept[2]
-        replacements, ancestors, subclasses = self._found(), self._ancestors, self._subclasses
-        self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
         lookups = self.project.lookups = Lookups(self.info, cls.file)
         try:
-            found = self.subclasses_elsewhere(cls)
+            found = self.subclasses_elsewhere(cls)  # what is kept records its lookups again
         finally:
             self.project.lookups = None
-            if replacements == self.project.replacements:  # what was known before holds
-                ancestors.update(self._ancestors)
-                subclasses.update(self._subclasses)
-                self._ancestors, self._subclasses = ancestors, subclasses
         names = frozenset().union(*map(names_of, found))
         if key is not None and lookups.usable:
             _FOUND[key] = (index, lookups.seen, names)

@@ -435,6 +435,10 @@ class Project:
         self.lookups: Lookups | None = None
         """While set, every module and file looked up is recorded there (`lookups`)."""
         self.traces: list[Trace] = []
+        self.captures: list[list[tuple[tuple[str, str | Path], FileInfo | None] | None]] = []
+        """While not empty, each lookup (None: one read something another project could read
+        otherwise) also goes to each list, innermost last: what a `Family` keeps records again
+        when it serves it (`seen_again`), as working it out again would."""
         """The work-outs of other files being recorded, innermost last (`worked`): each
         lookup, and each read and write of what the analysis keeps across files, goes to all."""
         self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
@@ -538,7 +542,21 @@ class Project:
             self.lookups.record(key, found)
         for trace in self.traces:
             trace.lookups.record(key, found)
+        for capture in self.captures:
+            capture.append((key, found))
         return found
+
+    def recording(self) -> bool:
+        """Whether lookups are being recorded (a search, a work-out, a capture)."""
+        return self.lookups is not None or bool(self.traces) or bool(self.captures)
+
+    def seen_again(self, seen: list[tuple[tuple[str, str | Path], FileInfo | None] | None]) -> None:
+        """Record the lookups of `seen` (captured) as if they were made again."""
+        for each in seen:
+            if each is None:
+                self._unusable()
+            else:
+                self._seen(*each)
 
     def _unusable(self) -> None:
         """What is being recorded read something another project could read otherwise."""
@@ -546,10 +564,12 @@ class Project:
             self.lookups.usable = False
         for trace in self.traces:
             trace.lookups.usable = False
+        for capture in self.captures:
+            capture.append(None)
 
     def load(self, module: str) -> FileInfo | None:
         """The parsed file of a module (None: not found or not parsable)."""
-        if self.lookups is None and not self.traces:
+        if self.lookups is None and not self.traces and not self.captures:
             return self._load(module)
         found = self._load(module)
         if found is not None and self._by_module.get(module) is not found:
