@@ -673,3 +673,35 @@ def test_a_worked_out_base_is_taken_again_only_while_what_it_read_is_the_same(
     netc = fixed("netc.py")
     assert analysed == ["netc.py"]  # nothing it read changed: taken as it was
     assert netc == netb.replace("NetB", "NetC")
+
+
+def test_a_search_served_ancestors_found_by_an_earlier_one_still_reads_their_files(tmp_path):
+    """The ancestors `Family` found for one class's search are served to the next search of
+    the file with the lookups that found them (`Project.captures`): `B`'s search, kept, is
+    taken again only while `mid.py`, through which `SubB` derives from `B`, is the same."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "net.py").write_text(
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class A(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+        "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        return F.gelu(x)\n"
+    )
+    (pkg / "sub.py").write_text(
+        "import torch.nn as nn\n\nfrom .mid import Mid\nfrom .net import A, B\n\n\n"
+        "class SubA(A):\n    pass\n\n\n"
+        "class SubB(Mid):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.gelu = nn.Identity()\n\n\n"
+        "class Other(B):\n    pass\n"
+    )
+    mid = pkg / "mid.py"
+
+    def net_text() -> str:
+        [outcome] = run([str(pkg / "net.py")], Settings(), rewrite=True)
+        return outcome.new_text
+
+    mid.write_text("from .net import B as Mid\n")
+    assert "self.gelu_1 = nn.GELU()" in net_text()
+    mid.write_text("from .net import A as Mid  # SubB derives from A now\n")
+    assert "self.gelu = nn.GELU()" in net_text()
