@@ -101,6 +101,37 @@ def test_a_walk_a_subclass_elsewhere_gains_refuses_the_next_run_in_one_process(t
     assert "self.gelu = nn.GELU()" in base_outcome().new_text
 
 
+def test_what_a_walk_of_a_subclass_elsewhere_tests_is_read_again_when_its_file_changes(tmp_path):
+    """The walks of another file's class (`facts.class_fact`) are kept a process by its file's
+    text: a walk acting on `nn.Conv2d` submodules leaves the base's new `nn.GELU` alone, one
+    acting on `nn.GELU` submodules refuses it, and back."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(BASE)
+    net = pkg / "net.py"
+    quiet = CLASHING.replace("from pkg.base", "from .base").replace("self.gelu", "self.act")
+    walking = (
+        "    def show(self):\n        for m in self.modules():\n"
+        "            if isinstance(m, nn.Conv2d):\n                print(m)\n"
+    )
+    net.write_text(quiet + "\n" + walking)
+
+    def base_outcome():
+        [outcome] = run([str(pkg / "base.py")], Settings(), rewrite=True)
+        return outcome
+
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+    net.write_text(quiet + "\n" + walking.replace("nn.Conv2d", "nn.GELU"))
+    outcome = base_outcome()
+    assert not outcome.changed
+    assert [(f.code, "acts on its `GELU` submodules" in f.message) for f in outcome.findings] == [
+        ("MIG109", True)
+    ]
+    net.write_text(quiet + "\n" + walking)
+    assert "self.gelu = nn.GELU()" in base_outcome().new_text
+
+
 def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
     for name in ("pkg", "app"):
         (tmp_path / name).mkdir()
@@ -642,3 +673,35 @@ def test_a_worked_out_base_is_taken_again_only_while_what_it_read_is_the_same(
     netc = fixed("netc.py")
     assert analysed == ["netc.py"]  # nothing it read changed: taken as it was
     assert netc == netb.replace("NetB", "NetC")
+
+
+def test_a_search_served_ancestors_found_by_an_earlier_one_still_reads_their_files(tmp_path):
+    """The ancestors `Family` found for one class's search are served to the next search of
+    the file with the lookups that found them (`Project.captures`): `B`'s search, kept, is
+    taken again only while `mid.py`, through which `SubB` derives from `B`, is the same."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "net.py").write_text(
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class A(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+        "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        return F.gelu(x)\n"
+    )
+    (pkg / "sub.py").write_text(
+        "import torch.nn as nn\n\nfrom .mid import Mid\nfrom .net import A, B\n\n\n"
+        "class SubA(A):\n    pass\n\n\n"
+        "class SubB(Mid):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.gelu = nn.Identity()\n\n\n"
+        "class Other(B):\n    pass\n"
+    )
+    mid = pkg / "mid.py"
+
+    def net_text() -> str:
+        [outcome] = run([str(pkg / "net.py")], Settings(), rewrite=True)
+        return outcome.new_text
+
+    mid.write_text("from .net import B as Mid\n")
+    assert "self.gelu_1 = nn.GELU()" in net_text()
+    mid.write_text("from .net import A as Mid  # SubB derives from A now\n")
+    assert "self.gelu = nn.GELU()" in net_text()

@@ -28,29 +28,41 @@ class Family:
     """Family relations of the classes of one file.
 
     Each class's ancestors, and the file's subclasses of each class, are worked out once while
-    the project registers no file: a registration (a file loaded or worked out afresh) can make
-    a base be found otherwise, so it empties the caches, and a result computed while one
-    happened is not kept."""
+    the project replaces no module name (`Project.replacements`: a file worked out afresh, one
+    registered under a name found otherwise can make a base be found otherwise), so a
+    replacement empties those caches, and a result computed while one happened is not kept;
+    a file loaded leaves them (it takes a name not looked up yet). Other facts (`kept`) are
+    kept while the project registers no file at all."""
 
     def __init__(self, project: Project, info: FileInfo) -> None:
         self.project = project
         self.info = info
         self._generation = project.generation
-        self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo]]] = {}
-        self._subclasses: dict[FileInfo, dict[ClassInfo, list[ClassInfo]]] = {}
+        self._replacements = project.replacements
+        self._ancestors: dict[ClassInfo, tuple[list[ClassInfo], set[ClassInfo], list]] = {}
+        self._subclasses: dict[FileInfo, tuple[dict[ClassInfo, list[ClassInfo]], list]] = {}
+        """Both with the lookups their working out made (`Project.captures`), recorded again
+        when they are served to a search or a work-out being recorded."""
         self._order = {cls: i for i, cls in enumerate(info.classes.values())}
         self._package: dict[str, frozenset[Path]] | None = None
         """The index of this file's package (`subclasses.package_index`), read once."""
         self._kept: dict[tuple[str, ClassInfo], Any] = {}
 
     def _current(self) -> int:
-        """The project's generation, the caches emptied if it has changed."""
+        """The project's generation, `kept`'s cache emptied if it has changed."""
         if self._generation != self.project.generation:
             self._generation = self.project.generation
-            self._ancestors.clear()
-            self._subclasses.clear()
             self._kept.clear()
         return self._generation
+
+    def _found(self) -> int:
+        """The project's replacements, the caches of ancestors and subclasses emptied if they
+        have changed."""
+        if self._replacements != self.project.replacements:
+            self._replacements = self.project.replacements
+            self._ancestors.clear()
+            self._subclasses.clear()
+        return self._replacements
 
     def kept(self, what: str, cls: ClassInfo, work_out: Callable[[], T]) -> T:
         """`work_out()`, a fact `what` about `cls` that depends on its family, worked out once
@@ -65,21 +77,29 @@ class Family:
 
     def _lineage(self, cls: ClassInfo) -> tuple[list[ClassInfo], set[ClassInfo]]:
         """The ancestors of `cls` that can be found, as a list and as a set."""
-        generation = self._current()
+        replacements = self._found()
         if cls in self._ancestors:
-            return self._ancestors[cls]
-        found, todo = [], [cls]
-        while todo:
-            current = todo.pop()
-            for base in current.bases:
-                parent = self.project.find_class(base, current.file)
-                if parent is not None and parent not in found:
-                    found.append(parent)
-                    todo.append(parent)
-        lineage = (found, set(found))
-        if generation == self.project.generation:
-            self._ancestors[cls] = lineage
-        return lineage
+            kept = self._ancestors[cls]
+            if self.project.recording():
+                self.project.seen_again(kept[2])
+            return kept[0], kept[1]
+        found: list[ClassInfo] = []
+        todo = [cls]
+        seen: list = []
+        self.project.captures.append(seen)
+        try:
+            while todo:
+                current = todo.pop()
+                for base in current.bases:
+                    parent = self.project.find_class(base, current.file)
+                    if parent is not None and parent not in found:
+                        found.append(parent)
+                        todo.append(parent)
+        finally:
+            self.project.captures.pop()
+        if replacements == self.project.replacements:
+            self._ancestors[cls] = (found, set(found), seen)
+        return found, set(found)
 
     def ancestors(self, cls: ClassInfo) -> list[ClassInfo]:
         """The classes `cls` derives from that can be found."""
@@ -93,16 +113,24 @@ class Family:
         """Class -> the classes of `info` (default: this file) deriving from it, in file
         order."""
         info = info or self.info
-        generation = self._current()
+        replacements = self._found()
         if info in self._subclasses:
-            return self._subclasses[info]
+            kept, seen = self._subclasses[info]
+            if self.project.recording():
+                self.project.seen_again(seen)
+            return kept
         subclasses: dict[ClassInfo, list[ClassInfo]] = {}
-        for other in info.classes.values():
-            for ancestor in self._lineage(other)[0]:
-                if ancestor is not other:
-                    subclasses.setdefault(ancestor, []).append(other)
-        if generation == self.project.generation:
-            self._subclasses[info] = subclasses
+        seen = []
+        self.project.captures.append(seen)
+        try:
+            for other in info.classes.values():
+                for ancestor in self._lineage(other)[0]:
+                    if ancestor is not other:
+                        subclasses.setdefault(ancestor, []).append(other)
+        finally:
+            self.project.captures.pop()
+        if replacements == self.project.replacements:
+            self._subclasses[info] = (subclasses, seen)
         return subclasses
 
     def related(self, cls: ClassInfo) -> list[ClassInfo]:
@@ -151,17 +179,11 @@ class Family:
                 for trace in self.project.traces:
                     trace.take(kept[1])
                 return kept[2]
-        generation, ancestors, subclasses = self._current(), self._ancestors, self._subclasses
-        self._ancestors, self._subclasses = {}, {}  # so every lookup is made, and recorded
         lookups = self.project.lookups = Lookups(self.info, cls.file)
         try:
-            found = self.subclasses_elsewhere(cls)
+            found = self.subclasses_elsewhere(cls)  # what is kept records its lookups again
         finally:
             self.project.lookups = None
-            if generation == self.project.generation:  # what was known before still holds
-                ancestors.update(self._ancestors)
-                subclasses.update(self._subclasses)
-                self._ancestors, self._subclasses = ancestors, subclasses
         names = frozenset().union(*map(names_of, found))
         if key is not None and lookups.usable:
             _FOUND[key] = (index, lookups.seen, names)

@@ -20,7 +20,7 @@ from migrator.rewrite.stores import (
     plain_value,
     subclasses_below,
 )
-from migrator.rewrite.taken import class_level_names
+from migrator.rewrite.defined import class_level_names
 from migrator.rewrite.walk import all_nodes
 
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from migrator.rewrite.project import FileInfo, Project, first_file, module_name
+from migrator.rewrite.project import FileInfo, Project, RootIndex, module_name
 from migrator.rewrite.real_paths import real_path
 
 
@@ -77,8 +77,7 @@ def check(
     """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
     (the folders the files it would load add to the project's, the modules it would find
     missing); None otherwise. Files not registered in `project` are read from disk."""
-    roots = list(project.roots)
-    in_roots = set(roots)
+    roots = RootIndex(base=project.root_index())
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""
     for (kind, key), was in seen.items():
@@ -92,9 +91,9 @@ def check(
             if loaded[module] != was:
                 return None
             continue
-        if kind == "module" and module.split(".")[0] == "torch":
+        if kind == "module" and module.split(".", 1)[0] == "torch":
             continue  # torch's own files: kept apart, the same for every project
-        path = key if isinstance(key, Path) else first_file(Path(*module.split(".")), roots)
+        path = key if isinstance(key, Path) else roots.first_file(module)
         if path is None:
             if was is not None:
                 return None
@@ -105,16 +104,15 @@ def check(
         real, name, root, text = _on_disk(project, path)
         if real != was.path or name != module or text is None or text != was.text:
             return None
-        for folder in (root, Path(real).parent):
-            if folder not in in_roots:
-                in_roots.add(folder)
+        for folder in (root, Path(os.path.dirname(real))):
+            if os.fspath(folder) not in roots:
                 roots.append(folder)
         if kind == "file":  # found by name (roots only grow: a module's first match stays)
-            again = first_file(Path(*module.split(".")), roots)
+            again = roots.first_file(module)
             if again is None or (again != path and _real(again) != real):
                 return None  # looked up by name later, the module would be another file
         loaded[module] = was
-    return roots, [module for module, was in loaded.items() if was is None]
+    return roots.all_roots(), [module for module, was in loaded.items() if was is None]
 
 
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
+from migrator.rewrite.defined import StatementFacts, statement_facts
 from migrator.rewrite.names import (
     ModuleNames,
     collect,
@@ -72,6 +73,7 @@ class ClassInfo:
         index: int = -1,
         line: int = 0,
         bases: tuple[str | None, ...] | None = None,
+        facts: StatementFacts | None = None,
     ) -> None:
         self.name = name
         self.qualname = qualname
@@ -80,6 +82,9 @@ class ClassInfo:
         """The position of its statement in the file's body (when `node` is not given)."""
         self._line = line
         self._bases = bases
+        self.facts = facts
+        """What its statement alone tells (`defined.statement_facts`), for a class of a file
+        read from disk: read with its summary, from the same tree."""
         self._file = weakref.ref(file)
 
     def __repr__(self) -> str:
@@ -231,7 +236,7 @@ def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
     """The file of the module at `rel` under the first of `roots` that holds one. A module
     missing (`typing`, a package not installed there) is looked for under every root, hundreds
     in a large package: a root whose entries (`_entries`) hold neither the module's first
-    name nor that name `.py` is passed over with one `stat`."""
+    name nor that name `.py` is passed over with one `stat` (`RootIndex`: with none)."""
     tail = os.fspath(rel)
     first = rel.parts[0] if rel.parts else ""
     for root in roots:
@@ -240,11 +245,116 @@ def first_file(rel: Path, roots: Sequence[Path | None]) -> Path | None:
         entries = _entries(os.fspath(root))
         if entries is not None and first not in entries and f"{first}.py" not in entries:
             continue
-        base = os.path.join(root, tail)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if os.path.isfile(candidate):
-                return Path(candidate)
+        found = _in_root(os.fspath(root), tail)
+        if found is not None:
+            return found
     return None
+
+
+def _in_root(root: str, tail: str) -> Path | None:
+    base = os.path.join(root, tail)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return Path(candidate)
+    return None
+
+
+class RootIndex:
+    """Folders modules are looked for in, in order, indexed by the names each holds (listed
+    once): `first_file` for many lookups (a project's, `lookups.check`'s), trying only the
+    folders whose entries hold the module's first name (or that name `.py`) or cannot be
+    listed, where a missing module (`typing`) was a `stat` of each of hundreds of folders.
+    Its folders come after those of `base`, which it reads as it is when asked."""
+
+    def __init__(self, roots: Sequence[Path] = (), base: RootIndex | None = None) -> None:
+        self._base = base
+        self.roots: list[Path] = []
+        """Its own folders, after the base's."""
+        self._holding: dict[str, list[int]] = {}
+        """Entry name -> the positions in `roots` of the folders holding it, in order."""
+        self._unlisted: list[int] = []
+        self._folders: set[str] = set()
+        for root in roots:
+            self.append(root)
+
+    def all_roots(self) -> list[Path]:
+        return [*(self._base.all_roots() if self._base else ()), *self.roots]
+
+    def __contains__(self, folder: str) -> bool:
+        return folder in self._folders or (self._base is not None and folder in self._base)
+
+    def append(self, root: Path) -> None:
+        position = len(self.roots)
+        self.roots.append(root)
+        self._folders.add(os.fspath(root))
+        entries = _entries(os.fspath(root))
+        if entries is None:
+            self._unlisted.append(position)
+            return
+        for name in entries:
+            self._holding.setdefault(name, []).append(position)
+
+    def first_file(self, module: str) -> Path | None:
+        """`first_file` of the dotted `module`."""
+        found = self._base.first_file(module) if self._base is not None else None
+        if found is not None:
+            return found
+        first = module.split(".", 1)[0]
+        positions = {
+            *self._holding.get(first, ()),
+            *self._holding.get(f"{first}.py", ()),
+            *self._unlisted,
+        }
+        tail = module.replace(".", os.sep)
+        for position in sorted(positions):
+            found = _in_root(os.fspath(self.roots[position]), tail)
+            if found is not None:
+                return found
+        return None
+
+
+_READ: OrderedDict[Path, list] = OrderedDict()
+"""Path -> [its modification time and size, `module_name` of it, its text; None: not asked
+yet]: in a large package every file of a run loads the same files (each a `stat` of every
+folder up to its import root, and a read; its summary is then found by the text). As for
+`lookups._ON_DISK`, a file rewritten with the same size within the file system's time
+resolution, or a package's `__init__.py` added or removed while the process runs, is not seen
+(a run does none of these to the files it reads). Oldest first, bounded by `_READ_KEPT`."""
+_READ_KEPT = 16_384
+
+
+def _read_entry(path: Path) -> list:
+    """`_READ`'s entry for `path`, afresh when the file's modification time or size changed
+    (raises OSError as `stat` does)."""
+    stat = os.stat(path)
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    kept = _READ.get(path)
+    if kept is None or kept[0] != stamp:
+        kept = _READ[path] = [stamp, None, None]
+        while len(_READ) > _READ_KEPT:
+            del _READ[next(iter(_READ))]
+    return kept
+
+
+def _named(path: Path) -> tuple[str, bool, Path]:
+    """`module_name(path)`, worked out once while the file stays the same (`_READ`)."""
+    try:
+        kept = _read_entry(path)
+    except OSError:
+        return module_name(path)
+    if kept[1] is None:
+        kept[1] = module_name(path)
+    return kept[1]
+
+
+def _text(path: Path) -> str:
+    """The file's text (raises what `read_text` raises), read once while the file stays the
+    same (`_READ`): the same string for every project, whose hash the summaries' table
+    keeps."""
+    kept = _read_entry(path)
+    if kept[2] is None:
+        kept[2] = path.read_text(encoding="utf-8")
+    return kept[2]
 
 
 _ENTRIES: dict[str, tuple[int, frozenset[str]]] = {}
@@ -307,6 +417,8 @@ class Project:
         self._modules: dict[Path, str] = {}
         """Path -> its module name, worked out once (each looks for `__init__.py` files)."""
         self._roots: list[Path] = []
+        self._index: RootIndex | None = None
+        """`_roots`, indexed (`root_index`)."""
         self._root_set: set[Path] = set()
         self._stateless: dict[str, bool | None] = {}
         self.created: dict[str, set[str]] = {}
@@ -316,9 +428,19 @@ class Project:
         self.generation = 0
         """How many files have been registered: what was found before may be found otherwise
         after a change (a file worked out afresh registers new `ClassInfo`s)."""
+        self.replacements = 0
+        """How many registrations took a module name that was already looked up or
+        registered (a file worked out afresh, one registered under a name found otherwise):
+        only these change what a name was found to be (a module is looked for once a project,
+        and a file loaded registers a name not looked up yet), so what was found through the
+        names (`Family`'s ancestors) holds until the next one."""
         self.lookups: Lookups | None = None
         """While set, every module and file looked up is recorded there (`lookups`)."""
         self.traces: list[Trace] = []
+        self.captures: list[list[tuple[tuple[str, str | Path], FileInfo | None] | None]] = []
+        """While not empty, each lookup (None: one read something another project could read
+        otherwise) also goes to each list, innermost last: what a `Family` keeps records again
+        when it serves it (`seen_again`), as working it out again would."""
         """The work-outs of other files being recorded, innermost last (`worked`): each
         lookup, and each read and write of what the analysis keeps across files, goes to all."""
         self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
@@ -336,6 +458,8 @@ class Project:
         names = collect(tree, module, is_package, source)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
+        if module in self._by_module:
+            self.replacements += 1
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
                 qual = f"{module}.{stmt.name}" if module else stmt.name
@@ -346,12 +470,22 @@ class Project:
             trace.added.append((path, source))
         return info
 
-    def _add_read(self, path: Path, source: str) -> FileInfo:
+    def _add_read(
+        self,
+        path: Path,
+        source: str,
+        looked_up: str | None = None,
+        named: tuple[str, bool, Path] | None = None,
+    ) -> FileInfo:
         """Register a file read from disk, as `add` would, from its summary (`summarized`;
-        raises SyntaxError as the parse does): its tree is parsed only when needed."""
-        module, is_package, root = module_name(path)
+        raises SyntaxError as the parse does): its tree is parsed only when needed.
+        `looked_up`: the module being loaded (`_load`), whose name is taken as it is read;
+        `named`: `module_name(path)`, when known."""
+        module, is_package, root = named or module_name(path)
         summary, tree = summarized(source, module, is_package)
         self.generation += 1
+        if module in self._by_module and module != looked_up:
+            self.replacements += 1
         self._add_roots(path, root)
         info = FileInfo(
             path,
@@ -362,10 +496,10 @@ class Project:
             rebound=summary.rebound,
         )
         self._files.append(info)
-        for name, index, line, bases in summary.classes:
+        for name, index, line, bases, facts in summary.classes:
             qual = f"{module}.{name}" if module else name
             info.classes[name] = ClassInfo(
-                name, qual, None, info, index=index, line=line, bases=bases
+                name, qual, None, info, index=index, line=line, bases=bases, facts=facts
             )
         if module:
             self._by_module[module] = info
@@ -387,16 +521,18 @@ class Project:
                 if folder not in self._root_set:
                     self._root_set.add(folder)
                     self._roots.append(folder)
+                    if self._index is not None:
+                        self._index.append(folder)
 
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
         if path not in self._modules:
-            self._modules[path] = module_name(path)[0]
+            self._modules[path] = _named(path)[0]
         module = self._modules[path]
         if module in self._by_module:
             return self._seen(("file", path), self._by_module[module])
         try:
-            info = self._add_read(path, path.read_text(encoding="utf-8"))
+            info = self._add_read(path, _text(path), named=_named(path))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -408,7 +544,21 @@ class Project:
             self.lookups.record(key, found)
         for trace in self.traces:
             trace.lookups.record(key, found)
+        for capture in self.captures:
+            capture.append((key, found))
         return found
+
+    def recording(self) -> bool:
+        """Whether lookups are being recorded (a search, a work-out, a capture)."""
+        return self.lookups is not None or bool(self.traces) or bool(self.captures)
+
+    def seen_again(self, seen: list[tuple[tuple[str, str | Path], FileInfo | None] | None]) -> None:
+        """Record the lookups of `seen` (captured) as if they were made again."""
+        for each in seen:
+            if each is None:
+                self._unusable()
+            else:
+                self._seen(*each)
 
     def _unusable(self) -> None:
         """What is being recorded read something another project could read otherwise."""
@@ -416,10 +566,12 @@ class Project:
             self.lookups.usable = False
         for trace in self.traces:
             trace.lookups.usable = False
+        for capture in self.captures:
+            capture.append(None)
 
     def load(self, module: str) -> FileInfo | None:
         """The parsed file of a module (None: not found or not parsable)."""
-        if self.lookups is None and not self.traces:
+        if self.lookups is None and not self.traces and not self.captures:
             return self._load(module)
         found = self._load(module)
         if found is not None and self._by_module.get(module) is not found:
@@ -440,14 +592,16 @@ class Project:
             self._by_module[module] = _TORCH_FILES[module]
             return _TORCH_FILES[module]
         self._by_module[module] = None
-        return self._read(module, rel, self._roots)
+        return self._read_file(module, self.root_index().first_file(module))
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
-        candidate = first_file(rel, roots)
+        return self._read_file(module, first_file(rel, roots))
+
+    def _read_file(self, module: str, candidate: Path | None) -> FileInfo | None:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, candidate.read_text(encoding="utf-8"))
+            return self._add_read(candidate, _text(candidate), module, _named(candidate))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -458,6 +612,13 @@ class Project:
         import root and its folder)."""
         return self._roots
 
+    def root_index(self) -> RootIndex:
+        """`roots`, indexed by the names each folder holds (listed once a project: a file's
+        analysis takes a fraction of a second, while nothing changes the folders)."""
+        if self._index is None:
+            self._index = RootIndex(self._roots)
+        return self._index
+
     def registered(self, module: str) -> tuple[bool, FileInfo | None]:
         """(whether `module` has been looked up or registered, what was found)."""
         return module in self._by_module, self._by_module.get(module)
@@ -465,6 +626,12 @@ class Project:
     def replay(self, roots: list[Path], not_found: list[str]) -> None:
         """Take the state a search would have left (`lookups.check`): the folders its files
         would have added, and the modules it found missing (never looked for again)."""
+        if self._index is not None:
+            if roots[: len(self._roots)] == self._roots:
+                for folder in roots[len(self._roots) :]:
+                    self._index.append(folder)
+            else:
+                self._index = None
         self._roots = roots
         self._root_set = set(roots)
         for module in not_found:
@@ -692,8 +859,13 @@ def _torch_root() -> Path | None:
 _PARSED: OrderedDict[str, ast.Module] = OrderedDict()
 """Source text -> its `ast`, for the files the analysis reads besides the one at hand, most
 recently used last: each file of a run reads the same siblings and bases, and a text parses to
-the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`."""
-_PARSED_CHARS = 1_000_000
+the same tree (which nothing changes) whatever reads it. Bounded by `_PARSED_CHARS`, and the
+trees of files at hand no other file has read yet (`_ALONE`) by `_ALONE_CHARS`: in transformers
+the bases every model file reads (`modeling_utils.py`, `generation/utils.py`, ...) are 1.5 M
+characters, which a single bound of 1 M dropped and parsed again for every file."""
+_PARSED_CHARS = 3_000_000
+_ALONE: set[str] = set()
+_ALONE_CHARS = 1_000_000
 
 
 def parse_cached(source: str, *, at_hand: bool = False) -> ast.Module:
@@ -708,10 +880,20 @@ def parse_cached(source: str, *, at_hand: bool = False) -> ast.Module:
     _PARSED[source] = tree
     if at_hand and first:
         _PARSED.move_to_end(source, last=False)
+        _ALONE.add(source)
+    elif not at_hand:
+        _ALONE.discard(source)
     total = sum(map(len, _PARSED))
-    while total > _PARSED_CHARS and len(_PARSED) > 1:
-        oldest = next(iter(_PARSED))
+    alone = sum(map(len, _ALONE))
+    while (total > _PARSED_CHARS or alone > _ALONE_CHARS) and len(_PARSED) > 1:
+        if alone > _ALONE_CHARS:
+            oldest = next(text for text in _PARSED if text in _ALONE)
+        else:
+            oldest = next(iter(_PARSED))
         total -= len(oldest)
+        if oldest in _ALONE:
+            alone -= len(oldest)
+            _ALONE.discard(oldest)
         del _PARSED[oldest]
     return tree
 
@@ -723,9 +905,12 @@ class Summary(NamedTuple):
     """The text summarized (one copy, shared by every project that reads the file)."""
     names: ModuleNames
     """Its module-level bindings (`names.collect`; read only)."""
-    classes: tuple[tuple[str, int, int, tuple[str | None, ...]], ...]
-    """(name, position in the body, line, resolved bases) of each class of the module body, by name
-    as `Project.add` registers them (a later class of the same name replaces the earlier)."""
+    classes: tuple[tuple[str, int, int, tuple[str | None, ...], StatementFacts], ...]
+    """(name, position in the body, line, resolved bases, what its statement alone tells) of
+    each class of the module body, by name as `Project.add` registers them (a later class of
+    the same name replaces the earlier). The facts cost a tenth of the parse: read later, they
+    would cost the file's parse again (a search reads some 1,100 files of transformers, the
+    next files ask about their classes after the trees were dropped)."""
     rebound: frozenset[str]
     """`FileInfo.rebound`."""
 
@@ -748,11 +933,11 @@ def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast
         tree = parse_cached(source)
         read_type_comments(tree, source)
         names = collect(tree, module, is_package, source)
-        classes: dict[str, tuple[int, int, tuple[str | None, ...]]] = {}
+        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts]] = {}
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 bases = tuple(names.resolve(b) for b in stmt.bases)
-                classes[stmt.name] = (index, stmt.lineno, bases)
+                classes[stmt.name] = (index, stmt.lineno, bases, statement_facts(stmt))
         summary = Summary(
             source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
         )

@@ -14,10 +14,10 @@ from migrator import catalog
 from migrator.rewrite.annotations import Kind, annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.defined import class_level_names
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.stores import Store, beside_init_plain, changed_after_init, first_change
-from migrator.rewrite.taken import class_level_names
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import walked
 

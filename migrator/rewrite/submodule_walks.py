@@ -10,11 +10,10 @@ from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.defined import VIEWS, reads_views
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.project import ClassInfo, FileInfo
 
-# Reading these in a method means the class's behaviour may depend on its set of submodules.
-VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules"})
 _NAMED = frozenset({"named_children", "named_modules"})
 
 
@@ -59,32 +58,52 @@ class Walk:
 def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]) -> list[Walk]:
     """Every walk of an instance's own submodules by a method of `classes` (`owner`, the
     classes of the project it derives from and those deriving from it) other than `__init__`,
-    with what it touches."""
+    with what it touches. What a class's methods do is read from its statement and its file's
+    names alone, so it is kept a process (`facts.class_fact`: in a large package every file
+    asks about the same bases); which tested classes the project's sources hold is asked each
+    time."""
     walks: list[Walk] = []
     for cls in classes:
-        if cls.file.source is not None and not class_fact("views", cls, partial(_reads_views, cls)):
-            continue  # a file loaded (in a large package, most subclasses elsewhere): no view
-        for method in cls.methods().values():
-            if method.name == "__init__":
+        facts = cls.facts
+        if not (facts.views if facts else class_fact("views", cls, partial(_views, cls))):
+            continue  # no view read (in a large package, most subclasses elsewhere)
+        for method, view, tested, exact, names in class_fact(
+            "walks", cls, partial(_class_walks, ctx, cls)
+        ):
+            label = method if cls is owner else f"{cls.name}.{method}"
+            if tested is None:
+                walks.append(Walk(label, view, None))
                 continue
-            label = method.name if cls is owner else f"{cls.name}.{method.name}"
-            walks += _walks_in(ctx, cls.file, method, label)
+            project = frozenset(
+                c
+                for c in tested
+                if not c.startswith("torch.") and ctx.project.find_class(c, cls.file)
+            )
+            walks.append(Walk(label, view, frozenset(tested), project, exact, names))
     return walks
 
 
-def _reads_views(cls: ClassInfo) -> bool:
-    """Whether a method of `cls` other than `__init__` reads a view of `self`'s submodules
-    (`self.modules`, ...), which every walk does."""
-    return any(
-        _self_view(node)
+_Found = tuple[str, str, "tuple[str, ...] | None", frozenset[str], frozenset[str]]
+"""(method, view, classes tested by `isinstance` in the order found, or None: it may touch
+any submodule; classes tested by `type(m) is`, attribute names tested) of one walk."""
+
+
+def _class_walks(ctx: FileContext, cls: ClassInfo) -> tuple[_Found, ...]:
+    """The walks of the methods of `cls` other than `__init__`, in order."""
+    return tuple(
+        found
         for method in cls.methods().values()
         if method.name != "__init__"
-        for node in ast.walk(method)
+        for found in _walks_in(ctx, cls.file, method)
     )
 
 
-def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef, label: str) -> list[Walk]:
-    walks: list[Walk] = []
+def _views(cls: ClassInfo) -> bool:
+    return reads_views(cls.node)
+
+
+def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef) -> list[_Found]:
+    walks: list[_Found] = []
     proven: set[int] = set()  # the `self.<view>` of each loop whose reach is known
     for visit in ctx.visits(method):
         node = visit.node
@@ -94,23 +113,17 @@ def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef, label: 
                 view, tests = filtered
                 func = node.iter.func  # type: ignore[attr-defined]
                 proven.add(id(func if _self_view(func) else func.value))
-                project = frozenset(
-                    c
-                    for c in tests.classes
-                    if not c.startswith("torch.") and ctx.project.find_class(c, file)
-                )
                 walks.append(
-                    Walk(
-                        label,
+                    (
+                        method.name,
                         view,
-                        frozenset(tests.classes),
-                        project,
+                        tuple(tests.classes),
                         frozenset(tests.exact),
                         frozenset(tests.names),
                     )
                 )
         elif _self_view(node) and id(node) not in proven:
-            walks.append(Walk(label, node.attr, None))  # type: ignore[attr-defined]
+            walks.append((method.name, node.attr, None, frozenset(), frozenset()))  # type: ignore[attr-defined]
     return walks
 
 

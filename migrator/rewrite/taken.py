@@ -5,14 +5,15 @@ package; and the allocation of free ones."""
 from __future__ import annotations
 
 import ast
-from typing import Protocol, cast
+from typing import Protocol
 
 from migrator import catalog
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import FileContext
+from migrator.rewrite.defined import names_defined
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
-from migrator.rewrite.walk import Visit, all_nodes
+from migrator.rewrite.walk import Visit
 
 
 class WorksOut(Protocol):
@@ -77,42 +78,17 @@ class TakenNames:
 
 
 def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
-    """`_names_defined` of `cls`, kept a process (`facts.class_fact`); the analysis's walks
-    (`visits`) serve the classes of the files it analyses, not those of files loaded, whose
-    methods are read with `all_nodes` (no walk is kept for them)."""
+    """`names_defined` of `cls`: for a class of a file read from disk, from its file's summary
+    (`ClassInfo.facts`); else kept a process (`facts.class_fact`), the analysis's walks
+    (`visits`) serving the classes of the files it analyses."""
+    if cls.facts is not None:
+        return cls.facts.defined
     if cls.file.source is None:
         return class_fact(
-            "names", cls, lambda: frozenset(_names_defined(cls.node, lambda f: _nodes(visits(f))))
+            "names", cls, lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f))))
         )
-    return class_fact("names", cls, lambda: frozenset(_names_defined(cls.node, all_nodes)))
+    return class_fact("names", cls, lambda: frozenset(names_defined(cls.node)))
 
 
 def _nodes(visits: list[Visit]) -> list[ast.AST]:
     return [v.node for v in visits]
-
-
-def _names_defined(cls: ast.ClassDef, nodes_of) -> set[str]:
-    """Attribute, method and class-level names a class defines or uses on `self`."""
-    names = class_level_names(cls)
-    for stmt in cls.body:
-        nodes = nodes_of(stmt) if isinstance(stmt, ast.FunctionDef) else all_nodes(stmt)
-        for node in nodes:
-            kind = type(node)
-            if kind is ast.Attribute and self_attr(node):
-                names.add(node.attr)
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                names.add(cast(ast.FunctionDef, node).name)
-    return names
-
-
-def class_level_names(cls: ast.ClassDef) -> set[str]:
-    """The methods, properties and class attributes a class statement defines."""
-    names: set[str] = set()
-    for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Assign):
-            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            names.add(stmt.target.id)
-    return names

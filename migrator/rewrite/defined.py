@@ -1,0 +1,87 @@
+"""What a class statement alone tells: the names it defines or uses on `self` (a new module of
+the class, or of a class of its family, may not take them: `taken`), and whether a method reads
+a view of its submodules (`submodule_walks`). Read with a file's summary (`project.summarized`)
+for every class of a file read from disk: a tenth of the parse then, a parse again later."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from typing import NamedTuple, cast
+
+from migrator.rewrite.walk import all_nodes
+
+VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules"})
+"""Reading these in a method means the class's behaviour may depend on its set of submodules."""
+
+
+class StatementFacts(NamedTuple):
+    defined: frozenset[str]
+    """`names_defined`."""
+    views: bool
+    """`reads_views`."""
+
+
+def statement_facts(cls: ast.ClassDef) -> StatementFacts:
+    """`names_defined` and `reads_views` of `cls`, in one pass over its nodes."""
+    names: set[str] = set()
+    views = _scan(cls, all_nodes, names, True)
+    return StatementFacts(frozenset(names), views)
+
+
+def names_defined(
+    cls: ast.ClassDef, nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes
+) -> set[str]:
+    """Attribute, method and class-level names a class defines or uses on `self` (`nodes_of`:
+    the nodes of a method, its walk when one is kept)."""
+    names: set[str] = set()
+    _scan(cls, nodes_of, names, False)
+    return names
+
+
+def reads_views(cls: ast.ClassDef) -> bool:
+    """Whether a method other than `__init__` reads a view of `self`'s submodules
+    (`self.modules`, ...), which every walk of them does."""
+    return _scan(cls, all_nodes, set(), True)
+
+
+def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
+    """Add `names_defined` of `cls` to `names`; with `views`, whether it `reads_views`."""
+    names |= class_level_names(cls)
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
+    found = False
+    for stmt in cls.body:
+        method = isinstance(stmt, ast.FunctionDef)
+        nodes = nodes_of(stmt) if method else all_nodes(stmt)
+        counts = (
+            views
+            and isinstance(stmt, ast.FunctionDef)
+            and stmt.name != "__init__"
+            and methods[stmt.name] is stmt
+        )
+        for node in nodes:
+            kind = type(node)
+            if kind is ast.Attribute and _self_attr(cast(ast.Attribute, node)):
+                attr = cast(ast.Attribute, node).attr
+                names.add(attr)
+                found = found or (counts and attr in VIEWS)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                names.add(cast(ast.FunctionDef, node).name)
+    return found
+
+
+def class_level_names(cls: ast.ClassDef) -> set[str]:
+    """The methods, properties and class attributes a class statement defines."""
+    names: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+    return names
+
+
+def _self_attr(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
