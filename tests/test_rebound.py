@@ -50,3 +50,31 @@ def test_module_level_names_that_may_hold_a_tensor(source, unknown):
     """A name a function or method declares `global`, and a name imported from the module's
     own package, may hold a tensor (`ModuleNames.unknown`)."""
     assert collect(ast.parse(source), "pkg.net", False, source).unknown == unknown
+
+
+@pytest.mark.parametrize(
+    ("source", "constants"),
+    [
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals()['_A'] = 3\n", {"_B"}),
+        ("_A = 1\n_B = 2\n\ndef f():\n    del globals()['_B']\n", {"_A"}),
+        ("_A = 1\n_B = 2\n\ndef f(k):\n    globals()[k] = 3\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals().update(_A=3)\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    g = globals()\n    g['_A'] = 3\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals().setdefault('_A', 3)\n", set()),
+        (
+            (
+                "_A = 1\n_B = 2\n\ndef f():\n    if '_A' in globals():\n"
+                "        return globals()['_A'] + globals().get('_B', 0)\n"
+            ),
+            {"_A", "_B"},
+        ),
+        ("_A = 1\n_B = 2\n# globals() is read nowhere\n", {"_A", "_B"}),
+    ],
+)
+def test_names_bound_through_globals_are_no_constants(source, constants):
+    """A name a `globals()` call may bind is no constant, nor is any when it may bind any name
+    (a computed key, `update`, the dict handed on); reads of it bind nothing."""
+    for text in (source, None):
+        names = collect(ast.parse(source), "pkg.net", False, text)
+        assert set(names.constants) == constants
+        assert names.unknown == {"_A", "_B"} - constants
