@@ -40,6 +40,14 @@ def test_top_level_names_bound_again(source, rebound):
         ("_T = None\n\nclass M:\n    def f(self):\n        global _T\n", {"_T"}),
         ("_T = None\nglobal_pool = 1\n", set()),
         (
+            "_T = None\ntry:\n    def f():\n        global _T\nexcept ImportError:\n    pass\n",
+            {"_T"},
+        ),
+        (
+            "_T = None\nif True:\n    class M:\n        def f(self):\n            global _T\n",
+            {"_T"},
+        ),
+        (
             "from .tables import TABLE\nfrom . import tables\nfrom torch import nn\n",
             {"TABLE", "tables"},
         ),

@@ -102,13 +102,11 @@ def collect(
     assigned: dict[str, list[ast.expr | None]] = {}
 
     _visit(tree.body, names, assigned)
-    if may_declare_global(text):
-        for stmt in tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                for node in ast.walk(stmt):
-                    if isinstance(node, ast.Global):
-                        for name in node.names:
-                            assigned.setdefault(name, []).append(None)
+    if may_declare_global(text):  # also in a function defined in an `if`, `try` or `with`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                for name in node.names:
+                    assigned.setdefault(name, []).append(None)
     if text is None or _GLOBALS.search(text):
         stored = _stored_through_globals(tree)
         for name in list(assigned) if stored is None else stored:
