@@ -146,8 +146,9 @@ with `^` or a character class is tried at every position: 20 to 130 times slower
 torchvision)."""
 
 
-_GLOBALS = re.compile(r"globals\b")
-"""The word `globals`, which a source that may call `globals()` holds."""
+_GLOBALS = re.compile(r"globals\b|sys\.modules\b")
+"""The word `globals` or `sys.modules`, which a source that may call `globals()` or store into
+`sys.modules[__name__]` holds."""
 
 _GLOBALS_READS = frozenset(
     {"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"}
@@ -157,11 +158,31 @@ _GLOBALS_READS = frozenset(
 
 def _stored_through_globals(tree: ast.Module) -> set[str] | None:
     """The module-level names a `globals()` call of `tree` may bind (`globals()["_SLOPE"] =
-    slope`); None when one may bind any name (a computed key, `globals().update(...)`, the dict
+    slope`), or a store into `sys.modules[__name__]` (`.<name> = `, `setattr(..., "<name>",
+    ...)`); None when one may bind any name (a computed key, `globals().update(...)`, either
     handed on). Reads (`globals()["_EPS"]`, `.get(...)`, `in globals()`) bind nothing."""
     parents = {id(c): node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
     stored: set[str] = set()
     for node in ast.walk(tree):
+        if _own_module(node):
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Attribute) and parent.attr != "__dict__":
+                if not isinstance(parent.ctx, ast.Load):
+                    stored.add(parent.attr)
+                continue
+            key = parent.args[1] if isinstance(parent, ast.Call) and parent.args[1:] else None
+            if not (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id in ("setattr", "delattr", "getattr", "hasattr")
+                and parent.args[0] is node
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+            ):
+                return None
+            if parent.func.id in ("setattr", "delattr"):
+                stored.add(key.value)
+            continue
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -183,6 +204,19 @@ def _stored_through_globals(tree: ast.Module) -> set[str] | None:
         elif not (isinstance(parent, ast.Compare) and node in parent.comparators):
             return None
     return stored
+
+
+def _own_module(node: ast.AST) -> bool:
+    """Whether `node` is `sys.modules[__name__]`."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "modules"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "sys"
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == "__name__"
+    )
 
 
 def _holds_none(value: ast.expr | None) -> bool:
