@@ -40,6 +40,14 @@ def test_top_level_names_bound_again(source, rebound):
         ("_T = None\n\nclass M:\n    def f(self):\n        global _T\n", {"_T"}),
         ("_T = None\nglobal_pool = 1\n", set()),
         (
+            "_T = None\ntry:\n    def f():\n        global _T\nexcept ImportError:\n    pass\n",
+            {"_T"},
+        ),
+        (
+            "_T = None\nif True:\n    class M:\n        def f(self):\n            global _T\n",
+            {"_T"},
+        ),
+        (
             "from .tables import TABLE\nfrom . import tables\nfrom torch import nn\n",
             {"TABLE", "tables"},
         ),
@@ -50,3 +58,39 @@ def test_module_level_names_that_may_hold_a_tensor(source, unknown):
     """A name a function or method declares `global`, and a name imported from the module's
     own package, may hold a tensor (`ModuleNames.unknown`)."""
     assert collect(ast.parse(source), "pkg.net", False, source).unknown == unknown
+
+
+@pytest.mark.parametrize(
+    ("source", "constants"),
+    [
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals()['_A'] = 3\n", {"_B"}),
+        ("_A = 1\n_B = 2\n\ndef f():\n    del globals()['_B']\n", {"_A"}),
+        ("_A = 1\n_B = 2\n\ndef f(k):\n    globals()[k] = 3\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals().update(_A=3)\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    g = globals()\n    g['_A'] = 3\n", set()),
+        ("_A = 1\n_B = 2\n\ndef f():\n    globals().setdefault('_A', 3)\n", set()),
+        (
+            (
+                "_A = 1\n_B = 2\n\ndef f():\n    if '_A' in globals():\n"
+                "        return globals()['_A'] + globals().get('_B', 0)\n"
+            ),
+            {"_A", "_B"},
+        ),
+        ("_A = 1\n_B = 2\n# globals() is read nowhere\n", {"_A", "_B"}),
+        ("import sys\n_A = 1\n_B = 2\n\ndef f():\n    sys.modules[__name__]._A = 3\n", {"_B"}),
+        (
+            "import sys\n_A = 1\n_B = 2\n\ndef f():\n    setattr(sys.modules[__name__], '_B', 3)\n",
+            {"_A"},
+        ),
+        ("import sys\n_A = 1\n_B = 2\nm = sys.modules[__name__]\nm._A = 3\n", set()),
+        ("import sys\n_A = 1\n_B = 2\nprint(sys.modules[__name__].__name__)\n", {"_A", "_B"}),
+    ],
+)
+def test_names_bound_through_globals_are_no_constants(source, constants):
+    """A name a `globals()` call or a store into `sys.modules[__name__]` may bind is no
+    constant, nor is any when they may bind any name (a computed key, `update`, either handed
+    on); reads of them bind nothing."""
+    for text in (source, None):
+        names = collect(ast.parse(source), "pkg.net", False, text)
+        assert set(names.constants) & {"_A", "_B"} == constants
+        assert names.unknown & {"_A", "_B"} == {"_A", "_B"} - constants

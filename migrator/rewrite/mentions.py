@@ -43,6 +43,12 @@ class PackageCalls:
         """Whether a method in another file of the package calls `name` (see above)."""
         return any(path != self.own for path in self.index.get(name, ()))
 
+    def renamed(self, name: str) -> bool:
+        """Whether another file of the package may import `name` under another name (`from .a
+        import mix as mx`), whose calls `from_methods` does not see: `<name> as` in its text."""
+        top = _package_top(self.own)
+        return any(path != self.own for path in _renamed(top).get(name, ()))
+
 
 def _package_top(path: Path) -> Path | None:
     """The folder of the top-level package holding `path` (None: no package)."""
@@ -57,13 +63,34 @@ def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
     """Name -> the files under `top` whose methods call it (`_calls_in_methods`), listed and
     read once a process (as `subclasses` indexes a package)."""
     found: dict[str, list[Path]] = {}
+    for path in _files(top):
+        for name in _calls_in_methods(path):
+            found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
+_RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
+"""`name as alias` (an import's, or a `with`'s: counted too)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _renamed(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` whose text holds `<name> as <alias>`, read once a
+    process."""
+    found: dict[str, list[Path]] = {}
+    for path in _files(top):
+        for name in set(_RENAMED.findall(_read(path))):
+            found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
+def _files(top: Path | None) -> list[Path]:
+    """The Python files under `top`, in a fixed order."""
+    files: list[Path] = []
     for folder, subfolders, names in os.walk(top) if top else ():
         subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED and d[:1] != ".")
-        for file in sorted(n for n in names if n.endswith(".py")):
-            path = Path(folder, file)
-            for name in _calls_in_methods(path):
-                found.setdefault(name, []).append(path)
-    return {name: tuple(paths) for name, paths in found.items()}
+        files += [Path(folder, file) for file in sorted(n for n in names if n.endswith(".py"))]
+    return files
 
 
 def _read(path: Path) -> str:

@@ -20,7 +20,8 @@ def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | No
     or by keyword; `*args` or `**kwargs` prove nothing): the call as written, `self.<name>(...)`
     or `self.<name>_<n>(...)` as `fix` makes it, or `<name>_ops(ops, ...)`, the twin function of
     a `torch.fx.wrap`'d helper. None when there is no such call, or a method of another file of
-    the package calls it (its callers there are not read)."""
+    the package calls it, or another file may import it under another name (`from .a import mix
+    as mx`: its callers there are not read)."""
     params = [*function.args.posonlyargs, *function.args.args]
     names = {p.arg for p in params}
     own = {id(a) for a in ast.walk(function.args)}
@@ -33,8 +34,12 @@ def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | No
             names.discard(node.arg)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names.difference_update(node.names)
-    if not names or (path is not None and PackageCalls(path).from_methods(function.name)):
+    if not names:
         return set()
+    if path is not None:
+        package = PackageCalls(path)
+        if package.from_methods(function.name) or package.renamed(function.name):
+            return set()
     calls = 0
     for method, call, shift in _calls(function.name, tree):
         calls += 1

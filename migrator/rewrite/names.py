@@ -95,19 +95,22 @@ def collect(
     Imports anywhere at module level count, including inside `if`/`try` blocks; a name bound
     both by an import and by something else is treated as unknown, and so is one a function
     declares `global` (it may bind it to anything; functions are walked only when `text`, the
-    source, may hold such a statement).
+    source, may hold such a statement), or that a `globals()` call may bind (every name assigned
+    at module level when it may bind any: `_stored_through_globals`).
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
 
     _visit(tree.body, names, assigned)
-    if may_declare_global(text):
-        for stmt in tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                for node in ast.walk(stmt):
-                    if isinstance(node, ast.Global):
-                        for name in node.names:
-                            assigned.setdefault(name, []).append(None)
+    if may_declare_global(text):  # also in a function defined in an `if`, `try` or `with`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                for name in node.names:
+                    assigned.setdefault(name, []).append(None)
+    if text is None or _GLOBALS.search(text):
+        stored = _stored_through_globals(tree)
+        for name in list(assigned) if stored is None else stored:
+            assigned.setdefault(name, []).append(None)
     for name, values in assigned.items():
         names.local.add(name)
         if len(values) == 1 and values[0] is not None and literal(values[0]):
@@ -141,6 +144,79 @@ _GLOBAL = re.compile(r"global\b")
 """The word `global` (a pattern starting with a word is searched for as that word; one starting
 with `^` or a character class is tried at every position: 20 to 130 times slower on timm and
 torchvision)."""
+
+
+_GLOBALS = re.compile(r"globals\b|sys\.modules\b")
+"""The word `globals` or `sys.modules`, which a source that may call `globals()` or store into
+`sys.modules[__name__]` holds."""
+
+_GLOBALS_READS = frozenset(
+    {"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"}
+)
+"""Methods of the dict `globals()` returns that change nothing."""
+
+
+def _stored_through_globals(tree: ast.Module) -> set[str] | None:
+    """The module-level names a `globals()` call of `tree` may bind (`globals()["_SLOPE"] =
+    slope`), or a store into `sys.modules[__name__]` (`.<name> = `, `setattr(..., "<name>",
+    ...)`); None when one may bind any name (a computed key, `globals().update(...)`, either
+    handed on). Reads (`globals()["_EPS"]`, `.get(...)`, `in globals()`) bind nothing."""
+    parents = {id(c): node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
+    stored: set[str] = set()
+    for node in ast.walk(tree):
+        if _own_module(node):
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Attribute) and parent.attr != "__dict__":
+                if not isinstance(parent.ctx, ast.Load):
+                    stored.add(parent.attr)
+                continue
+            key = parent.args[1] if isinstance(parent, ast.Call) and parent.args[1:] else None
+            if not (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id in ("setattr", "delattr", "getattr", "hasattr")
+                and parent.args[0] is node
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+            ):
+                return None
+            if parent.func.id in ("setattr", "delattr"):
+                stored.add(key.value)
+            continue
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "globals"
+        ):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            key = parent.slice
+            if isinstance(parent.ctx, ast.Load):
+                continue
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            stored.add(key.value)
+        elif isinstance(parent, ast.Attribute) and parent.attr in _GLOBALS_READS:
+            call = parents.get(id(parent))
+            if not (isinstance(call, ast.Call) and call.func is parent):
+                return None
+        elif not (isinstance(parent, ast.Compare) and node in parent.comparators):
+            return None
+    return stored
+
+
+def _own_module(node: ast.AST) -> bool:
+    """Whether `node` is `sys.modules[__name__]`."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "modules"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "sys"
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == "__name__"
+    )
 
 
 def _holds_none(value: ast.expr | None) -> bool:
