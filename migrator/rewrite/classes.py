@@ -22,6 +22,7 @@ from migrator.rewrite.helpers import (
     return_annotation,
     target_of,
 )
+from migrator.rewrite.held_methods import forward_runs
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods
@@ -29,7 +30,7 @@ from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration, reach
+from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import changed_after_init
@@ -58,7 +59,7 @@ class ClassAnalysis:
         forward = methods.get("forward")
         if forward is not None:
             self._check_signature(forward)
-            path, reached = methods, reach(self.ctx, self.cls, self.family)
+            path, reached = methods, forward_runs(self.ctx, self.cls, self.family)
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)
             if not reached:
@@ -132,7 +133,7 @@ class ClassAnalysis:
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
             report_object_methods(
-                self.ctx, self.cls, [methods[name] for name in reached], self.settings
+                self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
         reused.split()
         if place:
