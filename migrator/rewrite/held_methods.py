@@ -54,28 +54,34 @@ def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> dict[str, int]:
     methods = cls.methods()
+    names = {
+        name
+        for name, method in methods.items()
+        if name != "forward" and not name.startswith("__") and not unbound(method)
+    }
+    file = _file_facts(ctx)
     if (
-        "forward" not in methods
+        not names & file.called
+        or "forward" not in methods
         or cls in stack
         or cls.qualname in ctx.shared
         or ctx.skip.intersection(header_lines(cls.node))
         or family.subclasses_in_file(cls)
     ):
         return {}
-    names = {
-        name
-        for name, method in methods.items()
-        if name != "forward" and not name.startswith("__") and not unbound(method)
-    }
-    made = {h: attrs for h, attrs in _holders(ctx).items() if h is not cls}
+    made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
     instances = [(h, a) for h, attrs in made.items() for a, q in attrs.items() if q == cls.qualname]
     if not instances or _made_elsewhere(ctx, cls, [h for h, _ in instances]):
         return {}  # an instance made elsewhere: its calls are unknown
     counts: dict[str, int] = {}
     counted: set[int] = set()
     for holder, attr in instances:
-        if family.subclasses_in_file(holder) or _escapes(ctx, holder, attr):
-            return {}
+        if (
+            family.subclasses_in_file(holder)
+            or _escapes(ctx, holder, attr)
+            or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
+        ):
+            return {}  # a subclass may call it otherwise
         runs = forward_runs(ctx, holder, family, (*stack, cls))
         per: dict[str, int] = {}
         for caller, method in holder.methods().items():
@@ -101,6 +107,32 @@ def _held_runs(
     if not counts or _other_calls(ctx, set(counts), counted, made, cls):
         return {}
     return {} if _called_elsewhere(ctx, family, cls, set(counts)) else counts
+
+
+class _FileFacts:
+    """What `held_runs` reads of a file, worked out once for all its classes."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.called = {
+            call.func.attr
+            for cls in ctx.info.classes.values()
+            for method in cls.methods().values()
+            for call in ctx.calls_in(method)
+            if isinstance(call.func, ast.Attribute) and self_attr(call.func.value)
+        }
+        """The names of the methods called on an attribute of `self` (`self.head.loss(...)`)."""
+        self._holders: dict[ClassInfo, dict[str, str]] | None = None
+
+    def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
+        if self._holders is None:
+            self._holders = _holders(ctx)
+        return self._holders
+
+
+def _file_facts(ctx: FileContext) -> _FileFacts:
+    if ctx.held_facts is None:
+        ctx.held_facts = _FileFacts(ctx)
+    return ctx.held_facts
 
 
 def _holders(ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
