@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
@@ -71,8 +72,8 @@ def _held_runs(
         return {}
     made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
     instances = [(h, a) for h, attrs in made.items() for a, q in attrs.items() if q == cls.qualname]
-    if not instances or _made_elsewhere(ctx, cls, [h for h, _ in instances]):
-        return {}  # an instance made elsewhere: its calls are unknown
+    if not instances:
+        return {}
     counts: dict[str, int] = {}
     counted: set[int] = set()
     for holder, attr in instances:
@@ -104,23 +105,25 @@ def _held_runs(
                 per[name] = min(per.get(name, 0) + times, MANY)
         for name, times in per.items():
             counts[name] = max(counts.get(name, 0), times)
-    if not counts or _other_calls(ctx, set(counts), counted, made, cls):
+    if (
+        not counts
+        or _made_elsewhere(ctx, cls, [h for h, _ in instances])  # its other instances' calls
+        or _other_calls(ctx, set(counts), counted, made, cls)
+    ):
         return {}
     return {} if _called_elsewhere(ctx, family, cls, set(counts)) else counts
+
+
+_ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
 
 
 class _FileFacts:
     """What `held_runs` reads of a file, worked out once for all its classes."""
 
     def __init__(self, ctx: FileContext) -> None:
-        self.called = {
-            call.func.attr
-            for cls in ctx.info.classes.values()
-            for method in cls.methods().values()
-            for call in ctx.calls_in(method)
-            if isinstance(call.func, ast.Attribute) and self_attr(call.func.value)
-        }
-        """The names of the methods called on an attribute of `self` (`self.head.loss(...)`)."""
+        self.called = set(_ATTRIBUTE_CALL.findall(ctx.source))
+        """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
+        read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
@@ -207,12 +210,23 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
     """Whether the file names `cls` (a call of it, or a mention) outside the `__init__` of the
     `holders` of its instances, or one such `__init__` names it more than once."""
     resolve = ctx.info.names.resolve
+    inits = [holder.methods()["__init__"] for holder in holders]
     inside: dict[int, int] = {}
-    for index, holder in enumerate(holders):
-        for visit in ctx.visits(holder.methods()["__init__"]):
+    for index, init in enumerate(inits):
+        for visit in ctx.visits(init):
             inside[id(visit.node)] = index
+    source = ctx.source
+    lines = {
+        source.count("\n", 0, found.start()) + 1
+        for found in re.finditer(rf"\b{re.escape(cls.name)}\b", source)
+    }
+    spans = [range(init.lineno, (init.end_lineno or init.lineno) + 1) for init in inits]
+    if lines <= {cls.node.lineno} | {line for span in spans for line in span}:
+        nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
+    else:  # only the whole tree tells whether the other lines (docstrings) name the class
+        nodes = ast.walk(ctx.info.tree)
     seen: list[int] = []
-    for node in ast.walk(ctx.info.tree):
+    for node in nodes:
         if (
             isinstance(node, (ast.Name, ast.Attribute))
             and isinstance(node.ctx, ast.Load)
