@@ -100,7 +100,7 @@ def _held_runs(
             for name, found in calls.items():
                 if not runs.get(caller):
                     return {}  # called off the forward path: how often is unknown
-                counted.update(map(id, found))
+                counted.update(id(call.func) for call in found)
                 times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
                 per[name] = min(per.get(name, 0) + times, MANY)
         for name, times in per.items():
@@ -246,27 +246,28 @@ def _other_calls(
     made: dict[ClassInfo, dict[str, str]],
     cls: ClassInfo,
 ) -> bool:
-    """Whether the file calls a method named as one of `names` on something that may be an
-    instance of `cls`, other than the `counted` calls: not on `self` (a class's own method),
-    nor on an attribute its holder sets to an instance of another class."""
+    """Whether the file reads (calls, or binds to call later) a method named as one of `names`
+    of something that may be an instance of `cls`, other than the `counted` calls: not of
+    `self` (a class's own method), nor of an attribute its holder sets to an instance of
+    another class."""
     for holder in ctx.info.classes.values():
         attrs = made.get(holder, {})
         for method in holder.methods().values():
-            for node in ctx.calls_in(method):
-                func = node.func
-                if not isinstance(func, ast.Attribute) or func.attr not in names:
+            for visit in ctx.visits(method):
+                node = visit.node
+                if not isinstance(node, ast.Attribute) or node.attr not in names:
                     continue
-                owner = func.value
+                owner = node.value
                 if id(node) in counted or (isinstance(owner, ast.Name) and owner.id == "self"):
                     continue
                 if self_attr(owner) and attrs.get(owner.attr, cls.qualname) != cls.qualname:
                     continue
                 return True
-    for function in ctx.info.functions.values():
-        for node in ctx.calls_in(function):
-            if isinstance(node.func, ast.Attribute) and node.func.attr in names:
-                return True
-    return False
+    return any(
+        isinstance(visit.node, ast.Attribute) and visit.node.attr in names
+        for function in ctx.info.functions.values()
+        for visit in ctx.visits(function)
+    )
 
 
 _RECEIVER = re.compile(r"(?<![\w.])((?:\w+\.)*\w+)$")
@@ -274,17 +275,17 @@ _CLASS = re.compile(r"^class +(\w+)", re.MULTILINE)
 
 
 def _called_elsewhere(ctx: FileContext, family: Family, cls: ClassInfo, names: set[str]) -> bool:
-    """Whether `cls` has subclasses in other files of its package, or one of those files calls
-    a method named as one of `names` on something that may be an instance of `cls` (found from
-    the text): on anything but `self`, or `self.<attr>` that the file sets once, to a call of a
-    class named otherwise, or that every built model the run-time evidence saw holds an
-    instance of another class in."""
+    """Whether `cls` has subclasses in other files of its package, or one of those files reads
+    (calls) a method named as one of `names` of something that may be an instance of `cls`
+    (found from the text): of anything but `self`, or `self.<attr>` that the file sets once, to
+    a call of a class named otherwise, or that every built model the run-time evidence saw
+    holds an instance of another class in."""
     path = ctx.info.path
     if path is None or not path.is_file():  # source from stdin: no package to look at
         return False
     if family.subclasses_elsewhere(cls):
         return True
-    calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(")
+    calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
     for file, text in _package_texts(_package_top(path)):
         if file == own:
