@@ -14,6 +14,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
+from migrator.rewrite.held_methods import forward_runs, held_reach
 from migrator.rewrite.helpers import (
     plain_calls,
     plain_result,
@@ -22,7 +23,6 @@ from migrator.rewrite.helpers import (
     return_annotation,
     target_of,
 )
-from migrator.rewrite.held_methods import forward_runs
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods
@@ -215,7 +215,8 @@ class ClassAnalysis:
         self, inherited: bool, reached: dict[str, int], loops_of: dict[str, LoopCopies]
     ) -> set[str]:
         """The methods that run once an iteration of loops whose trip count depends on the
-        input (`runs.once_an_iteration`; none for an inherited forward)."""
+        input (`runs.once_an_iteration`; none for an inherited forward, nor one that the calls
+        of the class's holders run as well)."""
         if inherited or all(times < MANY for times in reached.values()):
             return set()
         methods = self.attributes.methods
@@ -225,7 +226,8 @@ class ClassAnalysis:
             loops = by_function.get(id(function))
             return loops is not None and loops.input_only(visit)
 
-        return once_an_iteration(self.ctx, self.cls, self.family, input_only)
+        found = once_an_iteration(self.ctx, self.cls, self.family, input_only)
+        return found - held_reach(self.ctx, self.cls, self.family)  # also run outside the loops
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

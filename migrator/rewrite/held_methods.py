@@ -32,12 +32,27 @@ def forward_runs(
     """`runs.reach` of `cls`, with the methods its holders call (`held_runs`) and the methods
     those run added, each as many more times as they run per forward."""
     runs = dict(reach(ctx, cls, family))
+    for inner, count in _held_reach(ctx, cls, family, stack).items():
+        runs[inner] = min(runs.get(inner, 0) + count, MANY)
+    return runs
+
+
+def held_reach(ctx: FileContext, cls: ClassInfo, family: Family) -> set[str]:
+    """The methods of `cls` that its holders' calls run (`held_runs`), directly or not."""
+    return set(_held_reach(ctx, cls, family, ()))
+
+
+def _held_reach(
+    ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
+) -> dict[str, int]:
+    """Method name -> how many times the holders' calls run it per forward."""
     methods = cls.methods()
+    found: dict[str, int] = {}
     for name, times in held_runs(ctx, cls, family, stack).items():
         for inner, count in runs_per_call(ctx, cls, name).items():
             if count and inner != "__init__" and not unbound(methods[inner]):
-                runs[inner] = min(runs.get(inner, 0) + times * count, MANY)
-    return runs
+                found[inner] = min(found.get(inner, 0) + times * count, MANY)
+    return found
 
 
 def held_runs(
