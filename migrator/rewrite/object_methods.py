@@ -239,7 +239,35 @@ def _ops_from(
                 inner = _method(ctx, owner, node.func.attr)
                 if inner is not None:
                     todo.append((owner, inner[0].file, inner[1]))
+            elif (
+                owner is not None
+                and isinstance(node.func, ast.Attribute)
+                and self_attr(node.func.value)
+                and (held := _built(ctx, owner, node.func.value.attr)) is not None
+                and (inner := _method(ctx, held, node.func.attr)) is not None
+            ):  # a method of an object the class holds (retinanet's heads' `compute_loss`)
+                todo.append((held, inner[0].file, inner[1]))
     return found
+
+
+def _built(ctx: FileContext, cls: ClassInfo, attr: str) -> ClassInfo | None:
+    """The class of the project (not torch's) whose call `__init__` of `cls` alone sets
+    `self.<attr>` to, once (`self.classification_head = Head(...)`)."""
+    init = cls.methods().get("__init__")
+    values = [
+        node.value
+        for node in (ast.walk(init) if init is not None else ())
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and self_attr(node.targets[0])
+        and node.targets[0].attr == attr
+    ]
+    if len(values) != 1 or not isinstance(values[0], ast.Call):
+        return None
+    qualname = cls.file.names.resolve(values[0].func)
+    if qualname is None or qualname.split(".")[0] == "torch":
+        return None
+    return ctx.project.find_class(qualname, cls.file)
 
 
 def _method(
