@@ -331,7 +331,9 @@ class Net(nn.Module):
 
 def test_a_method_of_a_module_the_built_models_hold_is_reported(tmp_path):
     """`self.head.loss(...)` of a module whose class only the built models know: without
-    evidence its ops are not followed; with it, the call is reported with the ops it runs."""
+    evidence its ops are not followed; with it, they become modules of `Head` (the holder alone
+    calls the method, once), or, when the holder hands its instance on, the call is reported
+    with the ops it runs."""
     from migrator import runner
     from migrator.config import Settings
 
@@ -345,10 +347,19 @@ def test_a_method_of_a_module_the_built_models_hold_is_reported(tmp_path):
     assert not [f for f in findings(Evidence()) if "MIG115" in f]
     evidence = Evidence()
     evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Head", True, False), "t")
+    assert findings(evidence) == [
+        "14:16: MIG001 torch.relu -> `self.relu` = ReLU()",
+        "14:16: MIG002 .sum() -> `self.sum` = Sum()",
+    ]
+    handed = "return self.head.loss(self.head(x)), [self.head]"
+    source.write_text(HELD.replace("return self.head.loss(self.head(x))", handed), encoding="utf-8")
     expected = (
         "23:16: MIG115 `self.head.loss` (a method of `Head`, as every built model holds) runs "
         "2 op(s) forward reaches (.sum(), torch.relu): a method of another object stays a call "
-        "of that object: the rewrite of `Head` covers only what its own `forward` runs; left as is"
+        "of that object: the rewrite of `Head` takes a method other modules call on its "
+        "instances only when every call of it is known (not so when an instance is handed on "
+        "or made elsewhere, or a method of that name is called on another object or off the "
+        "forward path); left as is"
     )
     assert findings(evidence) == [expected]
     evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Other", True, False), "u")

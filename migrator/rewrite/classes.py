@@ -14,6 +14,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
+from migrator.rewrite.held_methods import forward_runs, held_reach
 from migrator.rewrite.helpers import (
     plain_calls,
     plain_result,
@@ -29,7 +30,7 @@ from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration, reach
+from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import changed_after_init
@@ -58,7 +59,7 @@ class ClassAnalysis:
         forward = methods.get("forward")
         if forward is not None:
             self._check_signature(forward)
-            path, reached = methods, reach(self.ctx, self.cls, self.family)
+            path, reached = methods, forward_runs(self.ctx, self.cls, self.family)
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)
             if not reached:
@@ -132,7 +133,7 @@ class ClassAnalysis:
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
             report_object_methods(
-                self.ctx, self.cls, [methods[name] for name in reached], self.settings
+                self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
         reused.split()
         if place:
@@ -214,7 +215,8 @@ class ClassAnalysis:
         self, inherited: bool, reached: dict[str, int], loops_of: dict[str, LoopCopies]
     ) -> set[str]:
         """The methods that run once an iteration of loops whose trip count depends on the
-        input (`runs.once_an_iteration`; none for an inherited forward)."""
+        input (`runs.once_an_iteration`; none for an inherited forward, nor one that the calls
+        of the class's holders run as well)."""
         if inherited or all(times < MANY for times in reached.values()):
             return set()
         methods = self.attributes.methods
@@ -224,7 +226,8 @@ class ClassAnalysis:
             loops = by_function.get(id(function))
             return loops is not None and loops.input_only(visit)
 
-        return once_an_iteration(self.ctx, self.cls, self.family, input_only)
+        found = once_an_iteration(self.ctx, self.cls, self.family, input_only)
+        return found - held_reach(self.ctx, self.cls, self.family)  # also run outside the loops
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

@@ -7,7 +7,7 @@ import ast
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
@@ -121,6 +121,8 @@ class FileContext:
     """The tensor attributes each class makes in its methods, by id of its node (held)."""
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
+    held_facts: Any = None
+    """What `held_methods` reads of the file, worked out once for all its classes."""
 
     def hold(self, thing: object) -> None:
         """Keep `thing` alive as long as the file's analysis: its caches are keyed by `id` of

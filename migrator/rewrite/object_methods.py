@@ -11,18 +11,25 @@ from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.held_methods import held_runs
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
 
 
 def report_object_methods(
-    ctx: FileContext, owner: ClassInfo, reached: list[ast.FunctionDef], settings: SubmoduleSettings
+    ctx: FileContext,
+    owner: ClassInfo,
+    reached: list[ast.FunctionDef],
+    settings: SubmoduleSettings,
+    family: Family,
 ) -> None:
     """Report each call `self.<attr>.<method>(...)` in the forward-path `reached` methods of
     `owner`, where `__init__` alone builds `self.<attr>` from classes found outside torch (or,
     else, every module the run-time evidence saw there is of such a class), whose `<method>` (not
-    `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls."""
+    `forward`, nor a dunder) runs ops, itself or through the methods and helpers it calls; not
+    when the class's own analysis takes the method on its forward path (`held_methods`)."""
     for method in reached:
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         for call in ctx.calls_in(method):
@@ -56,6 +63,10 @@ def report_object_methods(
                 if held and all(_defines(ctx, name, each) for each in held):
                     made, source = tuple(held), ", as every built model holds"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+            if classes and all(
+                c.file is ctx.info and name in held_runs(ctx, c, family) for c in classes
+            ):
+                continue  # the class's own rewrite covers the method
             found = [label for cls in classes for label in _ops_of(ctx, cls, name)]
             if not found:
                 continue
@@ -151,7 +162,17 @@ def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str
             "become a new child of the module holding it)"
         )
     names = ", ".join(f"`{c.name}`" for c in classes)
-    return f"the rewrite of {names} covers only what its own `forward` runs"
+    if all(c.file is ctx.info for c in classes):
+        return (
+            f"the rewrite of {names} takes a method other modules call on its instances only "
+            "when every call of it is known (not so when an instance is handed on or made "
+            "elsewhere, or a method of that name is called on another object or off the "
+            "forward path)"
+        )
+    return (
+        f"the rewrite of {names}, in another file, takes only the methods modules of its own "
+        "file call"
+    )
 
 
 def _annotated(ctx: FileContext, cls: ClassInfo, attr: str, depth: int = 0) -> str | None:
@@ -218,7 +239,35 @@ def _ops_from(
                 inner = _method(ctx, owner, node.func.attr)
                 if inner is not None:
                     todo.append((owner, inner[0].file, inner[1]))
+            elif (
+                owner is not None
+                and isinstance(node.func, ast.Attribute)
+                and self_attr(node.func.value)
+                and (held := _built(ctx, owner, node.func.value.attr)) is not None
+                and (inner := _method(ctx, held, node.func.attr)) is not None
+            ):  # a method of an object the class holds (retinanet's heads' `compute_loss`)
+                todo.append((held, inner[0].file, inner[1]))
     return found
+
+
+def _built(ctx: FileContext, cls: ClassInfo, attr: str) -> ClassInfo | None:
+    """The class of the project (not torch's) whose call `__init__` of `cls` alone sets
+    `self.<attr>` to, once (`self.classification_head = Head(...)`)."""
+    init = cls.methods().get("__init__")
+    values = [
+        node.value
+        for node in (ast.walk(init) if init is not None else ())
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and self_attr(node.targets[0])
+        and node.targets[0].attr == attr
+    ]
+    if len(values) != 1 or not isinstance(values[0], ast.Call):
+        return None
+    qualname = cls.file.names.resolve(values[0].func)
+    if qualname is None or qualname.split(".")[0] == "torch":
+        return None
+    return ctx.project.find_class(qualname, cls.file)
 
 
 def _method(

@@ -81,6 +81,11 @@ def inherited_reach(
     }
 
 
+def runs_per_call(ctx: FileContext, cls: ClassInfo, name: str) -> dict[str, int]:
+    """How many times each method of `cls` runs per call of its method `name`."""
+    return _counts(ctx, cls.methods(), {}, start=name)
+
+
 @dataclass(frozen=True)
 class InitRun:
     """How `__init__` runs a method on the forward path."""
@@ -152,9 +157,10 @@ def _counts(
     methods: dict[str, ast.FunctionDef],
     overrides: dict[str, ast.FunctionDef],
     once: Callable[[ast.FunctionDef, Visit], bool] | None = None,
+    start: str = "forward",
 ) -> dict[str, int]:
-    """Run counts of a class's `methods` when `overrides` replace some of them (a repeated
-    call that `once` accepts counts as one)."""
+    """Run counts of a class's `methods` per call of `start` when `overrides` replace some of
+    them (a repeated call that `once` accepts counts as one)."""
 
     def target(name: str) -> tuple[str, str] | None:
         if name in overrides:
@@ -188,7 +194,7 @@ def _counts(
                     and not (once is not None and once(function, visit))
                 )
                 calls[callee][key] = ([*nodes, node], repeated or again)
-    entry = target("forward")
+    entry = target(start)
     counts: dict[tuple[str, str], int] = {}
     runs = {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
     by_caller: dict[Method, dict[Method, list[ast.AST]]] = {}
