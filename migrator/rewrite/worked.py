@@ -14,17 +14,21 @@ modules the lookups would have left (`Project.replay`)."""
 
 from __future__ import annotations
 
+import ast
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrator.rewrite.family import index_of
 from migrator.rewrite.lookups import Key, Lookups, Seen, check
-from migrator.rewrite.project import FileInfo, Project, RunSettings
+from migrator.rewrite.project import FileInfo, Project, RunSettings, module_name
 
 if TYPE_CHECKING:
+    from migrator.findings import Finding
     from migrator.rewrite.analyze import ProjectAnalysis
     from migrator.rewrite.helper_modules import Twins
+    from migrator.rewrite.plan import Plan
 
 
 class Trace:
@@ -130,19 +134,48 @@ _KEPT_FILES = 64
 _TRACES_A_FILE = 4
 
 
+def at_hand(
+    analysis: ProjectAnalysis, source: str, path: str, tree: ast.Module
+) -> tuple[Plan, list[Finding]]:
+    """`analysis.file` of the file at hand, whose trace is kept as its work-out would be: a
+    later file of the run that works it out takes what this analysis left (the work-out is
+    the same analysis, findings aside). Recorded under the path a lookup gives, absolute."""
+    project = analysis.project
+    trace = Trace()
+    project.traces.append(trace)
+    try:
+        found = analysis.file(source, path, tree)
+    finally:
+        project.traces.pop()
+    trace.end(project)
+    absolute = Path(os.path.abspath(path))
+    if trace.added and trace.added[0] == (Path(path), source):
+        trace.added[0] = (absolute, source)
+    module = module_name(absolute)[0]
+    if trace.usable() and module and not project.evidence.seen:
+        key = _key(analysis, absolute, module, source)
+        _keep(key, trace, _KEPT.pop(key, []))
+    return found
+
+
+def _key(
+    analysis: ProjectAnalysis, path: Path | None, module: str, source: str
+) -> tuple[str, str, str, str, str, int]:
+    return (str(path), module, source, analysis.ops_module, analysis.toolkit, analysis.line_length)
+
+
+def _keep(key: tuple[str, str, str, str, str, int], trace: Trace, kept: list[Trace]) -> None:
+    _KEPT[key] = [trace, *kept][:_TRACES_A_FILE]
+    while len(_KEPT) > _KEPT_FILES:
+        del _KEPT[next(iter(_KEPT))]
+
+
 def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
     """Work out the rewrite of `info` (whose text is `source`) in `analysis`, or take what an
     earlier project of the process worked out when it would read the same here. Not kept when
     the run has run-time evidence."""
     project = analysis.project
-    key = (
-        str(info.path),
-        info.names.module,
-        source,
-        analysis.ops_module,
-        analysis.toolkit,
-        analysis.line_length,
-    )
+    key = _key(analysis, info.path, info.names.module, source)
     kept = _KEPT.pop(key, []) if not project.evidence.seen else []
     if kept:
         _KEPT[key] = kept
@@ -157,6 +190,4 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
         project.traces.pop()
     trace.end(project)
     if trace.usable() and not project.evidence.seen:
-        _KEPT[key] = [trace, *kept][:_TRACES_A_FILE]
-        while len(_KEPT) > _KEPT_FILES:
-            del _KEPT[next(iter(_KEPT))]
+        _keep(key, trace, kept)
