@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from migrator.rewrite.family import index_of
 from migrator.rewrite.lookups import Key, Lookups, Seen, check
-from migrator.rewrite.project import FileInfo, Project, RunSettings, module_name
+from migrator.rewrite.project import FileInfo, Project, RunSettings
 
 if TYPE_CHECKING:
     from migrator.findings import Finding
@@ -151,7 +151,7 @@ def at_hand(
     absolute = Path(os.path.abspath(path))
     if trace.added and trace.added[0] == (Path(path), source):
         trace.added[0] = (absolute, source)
-    module = module_name(absolute)[0]
+    module = next(iter(trace.analyzed_here), "")  # `file` marks the file's own module first
     if trace.usable() and module and not project.evidence.seen:
         key = _key(analysis, absolute, module, source)
         _keep(key, trace, _KEPT.pop(key, []))
