@@ -331,7 +331,9 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
     head = [*method.decorator_list, method.args, *([method.returns] if method.returns else [])]
     # every node of the method, parents first (so an assignment before its targets); the
     # body's from the walk the analysis keeps
-    nodes = [method, *(n for part in head for n in all_nodes(part))]
+    nodes: list[ast.AST] = [method]
+    for header in head:
+        nodes += all_nodes(header)
     nodes += [v.node for v in walked(method)]
     plain: set[int] = set()
     loops: list[dict[str, tuple[str, ...]]] = []
