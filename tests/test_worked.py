@@ -86,6 +86,7 @@ class _NothingKept(OrderedDict):
 
 def _outcomes(files: list[Path], monkeypatch, keep: bool) -> dict[str, tuple]:
     monkeypatch.setattr(worked, "_KEPT", OrderedDict() if keep else _NothingKept())
+    monkeypatch.setattr(worked, "_AT_HAND", OrderedDict() if keep else _NothingKept())
     found = {}
     for outcome in run([str(f) for f in files], Settings(), rewrite=True):
         assert isinstance(outcome, Processed), outcome

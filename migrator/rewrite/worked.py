@@ -132,6 +132,10 @@ things than where they were not), the most recently used file last. Bounded by
 `_KEPT_FILES` and `_TRACES_A_FILE`."""
 _KEPT_FILES = 64
 _TRACES_A_FILE = 4
+_AT_HAND: OrderedDict[tuple[str, str, str, str, str, int], Trace] = OrderedDict()
+"""The same key -> the trace of the file's own analysis (`at_hand`), the most recent last:
+kept apart, so that the files of a run do not push the work-outs of `_KEPT` out. Bounded by
+`_KEPT_FILES`."""
 
 
 def at_hand(
@@ -154,7 +158,10 @@ def at_hand(
     module = next(iter(trace.analyzed_here), "")  # `file` marks the file's own module first
     if trace.usable() and module and not project.evidence.seen:
         key = _key(analysis, absolute, module, source)
-        _keep(key, trace, _KEPT.pop(key, []))
+        _AT_HAND.pop(key, None)  # the most recent last
+        _AT_HAND[key] = trace
+        while len(_AT_HAND) > _KEPT_FILES:
+            del _AT_HAND[next(iter(_AT_HAND))]
     return found
 
 
@@ -162,12 +169,6 @@ def _key(
     analysis: ProjectAnalysis, path: Path | None, module: str, source: str
 ) -> tuple[str, str, str, str, str, int]:
     return (str(path), module, source, analysis.ops_module, analysis.toolkit, analysis.line_length)
-
-
-def _keep(key: tuple[str, str, str, str, str, int], trace: Trace, kept: list[Trace]) -> None:
-    _KEPT[key] = [trace, *kept][:_TRACES_A_FILE]
-    while len(_KEPT) > _KEPT_FILES:
-        del _KEPT[next(iter(_KEPT))]
 
 
 def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
@@ -179,7 +180,8 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
     kept = _KEPT.pop(key, []) if not project.evidence.seen else []
     if kept:
         _KEPT[key] = kept
-    for trace in kept:
+    own = _AT_HAND.get(key) if not project.evidence.seen else None
+    for trace in [own] + kept if own is not None else kept:
         if trace.replay(analysis):
             return
     trace = Trace()
@@ -190,4 +192,6 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
         project.traces.pop()
     trace.end(project)
     if trace.usable() and not project.evidence.seen:
-        _keep(key, trace, kept)
+        _KEPT[key] = [trace, *kept][:_TRACES_A_FILE]
+        while len(_KEPT) > _KEPT_FILES:
+            del _KEPT[next(iter(_KEPT))]
