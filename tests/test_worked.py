@@ -86,6 +86,7 @@ class _NothingKept(OrderedDict):
 
 def _outcomes(files: list[Path], monkeypatch, keep: bool) -> dict[str, tuple]:
     monkeypatch.setattr(worked, "_KEPT", OrderedDict() if keep else _NothingKept())
+    monkeypatch.setattr(worked, "_AT_HAND", OrderedDict() if keep else _NothingKept())
     found = {}
     for outcome in run([str(f) for f in files], Settings(), rewrite=True):
         assert isinstance(outcome, Processed), outcome
@@ -113,3 +114,27 @@ def test_kept_work_outs_change_nothing(name, tmp_path, monkeypatch):
     for order in itertools.islice(itertools.permutations(files), 0, None, 9):
         assert _outcomes(list(order), monkeypatch, keep=True) == fresh, [f.name for f in order]
     assert any(replayed)  # kept work-outs were taken
+
+
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_file_at_hand_serves_as_later_work_out(name, tmp_path, monkeypatch):
+    """The base's own analysis, run first under a path relative to the working folder, is
+    taken as its work-out by the one later file of the run, a subclass's."""
+    monkeypatch.chdir(tmp_path)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(BASE)
+    for file, text in TREES[name].items():
+        (package / file).write_text(text)
+    files = [Path("pkg/base.py"), Path("pkg") / next(iter(TREES[name]))]  # a subclass of Base
+    fresh = _outcomes(files, monkeypatch, keep=False)
+    taken = []
+    replay = worked.Trace.replay
+    monkeypatch.setattr(
+        worked.Trace,
+        "replay",
+        lambda trace, a: taken.append((trace.added[0][0], replay(trace, a))) or taken[-1][1],
+    )
+    assert _outcomes(files, monkeypatch, keep=True) == fresh
+    assert (tmp_path / "pkg" / "base.py", True) in taken

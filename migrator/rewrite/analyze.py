@@ -58,10 +58,12 @@ def analyze(
     toolkit: str = "",
     line_length: int = 88,
 ) -> tuple[Plan, list[Finding]]:
-    """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input."""
-    return ProjectAnalysis(project, ops_module, toolkit, line_length).file(
-        source, path, tree, disable
-    )
+    """Plan the rewrite of one file and list its findings. Raises SyntaxError on bad input.
+    With no code disabled, the analysis is kept as the file's work-out (`worked.at_hand`)."""
+    analysis = ProjectAnalysis(project, ops_module, toolkit, line_length)
+    if disable:
+        return analysis.file(source, path, tree, disable)
+    return worked.at_hand(analysis, source, path, tree or ast.parse(source))
 
 
 _TWINS: dict[tuple[str, str, RunSettings], Twins] = {}

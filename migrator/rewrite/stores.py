@@ -331,7 +331,9 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
     head = [*method.decorator_list, method.args, *([method.returns] if method.returns else [])]
     # every node of the method, parents first (so an assignment before its targets); the
     # body's from the walk the analysis keeps
-    nodes = [method, *(n for part in head for n in all_nodes(part))]
+    nodes: list[ast.AST] = [method]
+    for header in head:
+        nodes += all_nodes(header)
     nodes += [v.node for v in walked(method)]
     plain: set[int] = set()
     loops: list[dict[str, tuple[str, ...]]] = []
@@ -341,8 +343,13 @@ def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store
             loops.append(_loop_names(method, nodes))
         return loops[0]
 
-    aliases = _aliases(nodes)
-    views = _views(nodes)
+    named = [  # `name = value`: what a name stands for
+        n
+        for n in nodes
+        if type(n) is ast.Assign and len(n.targets) == 1 and type(n.targets[0]) is ast.Name
+    ]
+    aliases = _aliases(named)
+    views = _views(named)
     found: list[Store] = []
     for node in nodes:
         kind = type(node)
@@ -431,37 +438,26 @@ def _strings(node: ast.expr) -> tuple[str, ...] | None:
     return None if None in found else found  # type: ignore[return-value]
 
 
-def _aliases(nodes: list[ast.AST]) -> dict[str, list[str]]:
-    """Local names a method binds to a `self` attribute (`m = self.act`): a store through the
-    name is a store into the attribute."""
+def _aliases(named: list[ast.Assign]) -> dict[str, list[str]]:
+    """Local names a method binds to a `self` attribute (`m = self.act`), of its assignments
+    to one name (`named`): a store through the name is a store into the attribute."""
     found: dict[str, list[str]] = {}
-    for node in nodes:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Attribute)
-            and _is_self(node.value.value)
-        ):
-            found.setdefault(node.targets[0].id, []).append(node.value.attr)
+    for node in named:
+        if isinstance(node.value, ast.Attribute) and _is_self(node.value.value):
+            found.setdefault(cast(ast.Name, node.targets[0]).id, []).append(node.value.attr)
     return found
 
 
-def _views(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+def _views(named: list[ast.Assign]) -> dict[str, list[ast.expr]]:
     """Local names a method binds to a dict of `self` (`d = vars(self)`, `mods =
-    self._modules`, `getattr(self, "_modules")`, `self.__dict__["_modules"]`): a store through
-    the name is a store through that dict."""
+    self._modules`, `getattr(self, "_modules")`, `self.__dict__["_modules"]`), of its
+    assignments to one name (`named`): a store through the name is a store through that
+    dict."""
     found: dict[str, list[ast.expr]] = {}
-    for node in nodes:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-        ):
-            continue
+    for node in named:
         value = _dict_of(node.value)
         if value is not node.value or _reaches_dict(value):
-            found.setdefault(node.targets[0].id, []).append(value)
+            found.setdefault(cast(ast.Name, node.targets[0]).id, []).append(value)
     return found
 
 

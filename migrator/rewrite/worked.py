@@ -14,6 +14,8 @@ modules the lookups would have left (`Project.replay`)."""
 
 from __future__ import annotations
 
+import ast
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +25,10 @@ from migrator.rewrite.lookups import Key, Lookups, Seen, check
 from migrator.rewrite.project import FileInfo, Project, RunSettings
 
 if TYPE_CHECKING:
+    from migrator.findings import Finding
     from migrator.rewrite.analyze import ProjectAnalysis
     from migrator.rewrite.helper_modules import Twins
+    from migrator.rewrite.plan import Plan
 
 
 class Trace:
@@ -128,6 +132,43 @@ things than where they were not), the most recently used file last. Bounded by
 `_KEPT_FILES` and `_TRACES_A_FILE`."""
 _KEPT_FILES = 64
 _TRACES_A_FILE = 4
+_AT_HAND: OrderedDict[tuple[str, str, str, str, str, int], Trace] = OrderedDict()
+"""The same key -> the trace of the file's own analysis (`at_hand`), the most recent last:
+kept apart, so that the files of a run do not push the work-outs of `_KEPT` out. Bounded by
+`_KEPT_FILES`."""
+
+
+def at_hand(
+    analysis: ProjectAnalysis, source: str, path: str, tree: ast.Module
+) -> tuple[Plan, list[Finding]]:
+    """`analysis.file` of the file at hand, whose trace is kept as its work-out would be: a
+    later file of the run that works it out takes what this analysis left (the work-out is
+    the same analysis, findings aside). Recorded under the path a lookup gives, absolute."""
+    project = analysis.project
+    trace = Trace()
+    project.traces.append(trace)
+    try:
+        found = analysis.file(source, path, tree)
+    finally:
+        project.traces.pop()
+    trace.end(project)
+    absolute = Path(os.path.abspath(path))
+    if trace.added and trace.added[0] == (Path(path), source):
+        trace.added[0] = (absolute, source)
+    module = next(iter(trace.analyzed_here), "")  # `file` marks the file's own module first
+    if trace.usable() and module and not project.evidence.seen:
+        key = _key(analysis, absolute, module, source)
+        _AT_HAND.pop(key, None)  # the most recent last
+        _AT_HAND[key] = trace
+        while len(_AT_HAND) > _KEPT_FILES:
+            del _AT_HAND[next(iter(_AT_HAND))]
+    return found
+
+
+def _key(
+    analysis: ProjectAnalysis, path: Path | None, module: str, source: str
+) -> tuple[str, str, str, str, str, int]:
+    return (str(path), module, source, analysis.ops_module, analysis.toolkit, analysis.line_length)
 
 
 def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
@@ -135,18 +176,12 @@ def work_out(analysis: ProjectAnalysis, info: FileInfo, source: str) -> None:
     earlier project of the process worked out when it would read the same here. Not kept when
     the run has run-time evidence."""
     project = analysis.project
-    key = (
-        str(info.path),
-        info.names.module,
-        source,
-        analysis.ops_module,
-        analysis.toolkit,
-        analysis.line_length,
-    )
+    key = _key(analysis, info.path, info.names.module, source)
     kept = _KEPT.pop(key, []) if not project.evidence.seen else []
     if kept:
         _KEPT[key] = kept
-    for trace in kept:
+    own = _AT_HAND.get(key) if not project.evidence.seen else None
+    for trace in [own] + kept if own is not None else kept:
         if trace.replay(analysis):
             return
     trace = Trace()
