@@ -137,6 +137,27 @@ class FileContext:
             self._visits[id(func)] = walked(func)
         return self._visits[id(func)]
 
+    def aliases(
+        self, func: ast.FunctionDef, held: Callable[[ast.expr], str | None]
+    ) -> dict[str, str]:
+        """Local names `func` binds once, each to what `held` reads of the value it is bound
+        to (`act = self.act`: `act` -> `act`; None: not an alias)."""
+        bound: dict[str, int] = {}
+        found: dict[str, str] = {}
+        for node in (visit.node for visit in self.visits(func)):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound[node.id] = bound.get(node.id, 0) + 1
+            elif isinstance(node, ast.arg):
+                bound[node.arg] = bound.get(node.arg, 0) + 1
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and (attr := held(node.value)) is not None
+            ):
+                found[node.targets[0].id] = attr
+        return {name: attr for name, attr in found.items() if bound.get(name) == 1}
+
     def call_visits(self, func: ast.FunctionDef) -> list[tuple[ast.Call, Visit]]:
         """(call, its visit) of each call in `func`'s body (in the order of `visits`), found
         once per function: the loops that read calls alone need not pass over every node."""

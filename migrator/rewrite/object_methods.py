@@ -105,21 +105,7 @@ def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
 
 def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:
     """Local names the method binds once, to an attribute of `self` (`coder = self.coder`)."""
-    bound: dict[str, int] = {}
-    found: dict[str, str] = {}
-    for node in (visit.node for visit in ctx.visits(method)):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound[node.id] = bound.get(node.id, 0) + 1
-        elif isinstance(node, ast.arg):
-            bound[node.arg] = bound.get(node.arg, 0) + 1
-        elif (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and (attr := _held(node.value, {})) is not None
-        ):
-            found[node.targets[0].id] = attr
-    return {name: attr for name, attr in found.items() if bound.get(name) == 1}
+    return ctx.aliases(method, lambda value: _held(value, {}))
 
 
 def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:

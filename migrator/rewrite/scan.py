@@ -203,21 +203,9 @@ class Scanner:
     def _module_aliases(self) -> dict[str, str]:
         """Local names the method binds once, to a module attribute (`act = self.act`)."""
         if self._aliases is None:
-            bound: dict[str, int] = {}
-            found: dict[str, str] = {}
-            for node in (v.node for v in self.ctx.visits(self.method)):
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    bound[node.id] = bound.get(node.id, 0) + 1
-                elif isinstance(node, ast.arg):
-                    bound[node.arg] = bound.get(node.arg, 0) + 1
-                elif (
-                    isinstance(node, ast.Assign)
-                    and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name)
-                    and self._module_call(node.value)
-                ):
-                    found[node.targets[0].id] = node.value.attr
-            self._aliases = {n: attr for n, attr in found.items() if bound.get(n) == 1}
+            self._aliases = self.ctx.aliases(
+                self.method, lambda value: value.attr if self._module_call(value) else None
+            )
         return self._aliases
 
     def _module_call(self, func: ast.expr) -> TypeGuard[ast.Attribute]:
