@@ -24,6 +24,7 @@ from migrator.rewrite.helpers import (
     target_of,
 )
 from migrator.rewrite.hyper import HyperParameters
+from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods
 from migrator.rewrite.order import ForwardOrder
@@ -132,6 +133,7 @@ class ClassAnalysis:
             scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
             report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
+            report_indirect_helpers(self.ctx, self.cls.name, [methods[name] for name in reached])
             report_object_methods(
                 self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )

@@ -1,0 +1,150 @@
+"""Forward-path calls of a helper function through another name: an attribute of its module
+(`from . import layers`, then `layers.mix(x)`) or a name bound once to it (`mix2 = mix`, at the
+top level or in the method). `fix` follows neither, so they stay calls; each is reported
+(MIG115) with the ops the helper runs, itself and through the helpers it calls: none is skipped
+in silence.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from migrator.rewrite.context import FileContext
+from migrator.rewrite.helpers import op_labels, target_of
+from migrator.rewrite.project import FileInfo
+
+
+def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]) -> None:
+    """Report each call of a helper function through its module or an alias in the
+    forward-path `reached` methods of class `owner`, when the helper runs ops."""
+    for method in reached:
+        bound: dict[str, ast.expr] | None = None  # the method's aliases, found when needed
+        for call in ctx.calls_in(method):
+            if id(call) in ctx.helpers_seen or id(call) in ctx.helper_calls:
+                continue
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                found, how = _through_module(ctx, func, method), "its module's name"
+            elif isinstance(func, ast.Name):
+                if bound is None and func.id in ctx.locals_of(method):
+                    bound = _bound_once(method)
+                found, how = _through_alias(ctx, func, method, bound or {})
+            else:
+                continue
+            labels = _ops_from(ctx, found) if found else []
+            if not found or not labels:
+                continue
+            info, function = found
+            ctx.helpers_seen.add(id(call))
+            where = "" if info is ctx.info else f" in `{info.names.module}`"
+            ctx.report(
+                call,
+                "MIG115",
+                f"`{ctx.text(func)}` (`{function.name}`{where}, line {function.lineno}) runs {len(labels)} op(s) forward reaches from `{owner}` "
+                f"({', '.join(sorted(set(labels)))}): a call through {how} stays a call of the "
+                "function; left as is",
+                op=function.name,
+            )
+
+
+def _through_module(
+    ctx: FileContext, func: ast.Attribute, method: ast.FunctionDef
+) -> tuple[FileInfo, ast.FunctionDef] | None:
+    """The helper `layers.mix` names, where `layers` is an imported module (not bound again at
+    the top level, nor in the method)."""
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    names = ctx.info.names
+    if (
+        not isinstance(root, ast.Name)
+        or root.id not in names.imports
+        or root.id in ctx.info.rebound
+    ):
+        return None
+    qualname = names.resolve(func, ctx.locals_of(method))
+    if not qualname or qualname.split(".")[0] == "torch":
+        return None
+    return ctx.project.find_function(qualname, ctx.info)
+
+
+def _through_alias(
+    ctx: FileContext, func: ast.Name, method: ast.FunctionDef, bound: dict[str, ast.expr]
+) -> tuple[tuple[FileInfo, ast.FunctionDef] | None, str]:
+    """The helper a name bound once to it calls, in the method (`bound`) or at the top level,
+    and how the call reaches it."""
+    if func.id in ctx.locals_of(method):
+        value = bound.get(func.id)
+        shadowed: set[str] = ctx.locals_of(method)
+    else:
+        value = _top_level_alias(ctx.info, func.id)
+        shadowed = set()
+    if value is None:
+        return None, ""
+    qualname = ctx.info.names.resolve(value, shadowed)
+    if not qualname or qualname.split(".")[0] == "torch":
+        return None, ""
+    found = ctx.project.find_function(qualname, ctx.info)
+    return found, f"the name `{func.id}` bound to it (`{func.id} = {ast.unparse(value)}`)"
+
+
+def _top_level_alias(info: FileInfo, name: str) -> ast.expr | None:
+    """What the top level binds `name` to, once (`mix2 = mix`), when it binds it nowhere
+    else: a name or dotted name."""
+    if name in info.rebound or name in info.functions or name in info.names.imports:
+        return None
+    for stmt in info.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+            and isinstance(stmt.value, (ast.Name, ast.Attribute))
+        ):
+            return stmt.value
+    return None
+
+
+def _bound_once(method: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The local names the method (with its nested functions) binds once, by `name = value`
+    where the value is a name or dotted name (`mix3 = mix`), to that value."""
+    counts: dict[str, int] = {}
+    found: dict[str, ast.expr] = {}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            counts[node.arg] = counts.get(node.arg, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] = counts.get(node.name, 0) + (node is not method)
+        elif isinstance(node, ast.alias):
+            name = (node.asname or node.name).split(".")[0]
+            counts[name] = counts.get(name, 0) + 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            counts.update({n: 2 for n in node.names})
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, (ast.Name, ast.Attribute))
+        ):
+            found[node.targets[0].id] = node.value
+    return {name: value for name, value in found.items() if counts.get(name) == 1}
+
+
+def _ops_from(ctx: FileContext, found: tuple[FileInfo, ast.FunctionDef]) -> list[str]:
+    """The labels of the ops a helper runs, itself and through the helpers it calls."""
+    labels: list[str] = []
+    todo, seen = [found], set()
+    while todo:
+        info, function = todo.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        labels += op_labels(info, function)
+        todo += [
+            target
+            for node in ctx.calls_in(function)
+            if (target := target_of(ctx, info, node, function, {})) is not None
+        ]
+    return labels
