@@ -186,7 +186,7 @@ def _counts(
                 callee = ("own", name) if name in methods else None
             else:
                 continue
-            if callee and callee != key:
+            if callee:  # a method calling itself (`callee == key`) runs many times
                 nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
                 again = (
                     visit.repeated
@@ -256,7 +256,7 @@ def _count(
     """How many times `key` runs per call of `entry`, given who `calls` whom (the call nodes,
     and whether one repeats) and the callers' `functions` (memo: `counts`)."""
     if key == entry:
-        return 1
+        return MANY if key in calls.get(key, {}) else 1  # a recursive entry runs many times
     if key in stack:
         return MANY
     if key not in counts:
