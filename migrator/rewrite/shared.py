@@ -45,6 +45,9 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                     if isinstance(value, ast.Attribute) and self_attr(value):
                         passed.setdefault(value.attr, []).append((value, visit.repeated))
         called = _called(ctx, cls, family, set(made)) if made else {}
+        for name, (qualname, node, how) in _handed_locals(ctx, init).items():
+            why = f"`{name}` of `{cls.name}.__init__` is handed {how} at line {node.lineno}"
+            _note(ctx, qualname, node, why)
         for attr, qualname in made.items():
             uses = passed.get(attr, [])
             if uses and (len(uses) > 1 or uses[0][1]):
@@ -59,16 +62,72 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                 why = f"`self.{attr}` of `{cls.name}` is called {how} (line {node.lineno})"
             else:
                 continue
-            if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
-                ctx.shared.setdefault(qualname, why)
-            elif _has_ops(ctx.project.find_class(qualname, ctx.info)):
-                ctx.report(
-                    node,
-                    "MIG117",
-                    f"{why}: ops migrator turns into modules inside "
-                    f"`{qualname}` would run at each of their call sites; "
-                    "give each its own instance",
-                )
+            _note(ctx, qualname, node, why)
+
+
+def _note(ctx: FileContext, qualname: str, node: ast.expr, why: str) -> None:
+    """Record that instances of `qualname` are shared (`why`), or report it at `node` when
+    the class is in another file."""
+    if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
+        ctx.shared.setdefault(qualname, why)
+    elif _has_ops(ctx.project.find_class(qualname, ctx.info)):
+        ctx.report(
+            node,
+            "MIG117",
+            f"{why}: ops migrator turns into modules inside "
+            f"`{qualname}` would run at each of their call sites; "
+            "give each its own instance",
+        )
+
+
+def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[str, ast.Name, str]]:
+    """The local names `init` binds once, outside loops, to an instance of a class of the
+    project (`head = Head()`) and then hands on more than once, or in a loop, as an argument
+    (but to `_READERS`), a value assigned or an element of a literal (`Mid(head)` twice, or
+    `self.head = head` and `Mid(head)`): name -> (the class's qualified name, the first
+    hand-over, how it is handed on)."""
+    made: dict[str, str] = {}
+    bound: dict[str, int] = {}
+    handed: set[int] = set()
+    visits = ctx.visits(init)
+    for visit in visits:
+        node = visit.node
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound[node.id] = bound.get(node.id, 0) + 1
+        elif isinstance(node, ast.Call) and not _reads_only(ctx, node.func, init):
+            handed.update(id(value) for value in [*node.args, *(k.value for k in node.keywords)])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            handed.add(id(node.value))
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            handed.update(map(id, node.elts))
+        elif isinstance(node, ast.Dict):
+            handed.update(map(id, node.values))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(target := node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and not visit.repeated
+            and (qualname := ctx.info.names.resolve(node.value.func))
+            and not qualname.startswith("torch.")
+            and ctx.project.find_class(qualname, ctx.info) is not None
+        ):
+            made[target.id] = qualname
+    uses: dict[str, list[tuple[ast.Name, bool]]] = {}
+    for visit in visits:
+        node = visit.node
+        if (
+            isinstance(node, ast.Name)
+            and node.id in made
+            and bound[node.id] == 1
+            and id(node) in handed
+        ):
+            uses.setdefault(node.id, []).append((node, visit.repeated))
+    return {
+        name: (made[name], found[0][0], "in a loop" if found[0][1] else f"{len(found)} times")
+        for name, found in uses.items()
+        if len(found) > 1 or found[0][1]
+    }
 
 
 def _has_ops(cls: ClassInfo | None) -> bool:
@@ -108,7 +167,9 @@ def _called(
     return found
 
 
-_READERS = frozenset({"len", "isinstance", "enumerate", "zip", "iter", "min", "max", "range"})
+_READERS = frozenset(
+    {"len", "isinstance", "enumerate", "zip", "iter", "min", "max", "range", "type", "hasattr"}
+)
 """Builtins that read what they are given and keep none of it."""
 
 
