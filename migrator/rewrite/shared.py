@@ -209,10 +209,13 @@ def _called(
     looped: dict[str, ast.Attribute] = {}
     for name in runs:
         for node, visit in ctx.call_visits(methods[name]):
-            if self_attr(node.func) and node.func.attr in attrs:
-                calls.setdefault(node.func.attr, {}).setdefault(name, []).append(node.func)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("forward", "__call__"):
+                func = func.value  # `self.block.forward(x)` runs the block too
+            if self_attr(func) and func.attr in attrs:
+                calls.setdefault(func.attr, {}).setdefault(name, []).append(func)
                 if visit.repeated:
-                    looped.setdefault(node.func.attr, node.func)
+                    looped.setdefault(func.attr, func)
     found: dict[str, tuple[ast.Attribute, int]] = {}
     for attr, by_method in calls.items():
         first = looped.get(attr) or next(iter(by_method.values()))[0]
