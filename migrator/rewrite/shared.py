@@ -69,6 +69,30 @@ def find_shared(ctx: FileContext, family: Family) -> None:
             else:
                 continue
             _note(ctx, qualname, node, why)
+    _share_held(ctx)
+
+
+def _share_held(ctx: FileContext) -> None:
+    """Mark shared, in turn, the classes of this file whose instances a shared class's
+    `__init__` builds (`self.head = Head()`): they run wherever it runs."""
+    todo = list(ctx.shared)
+    while todo:
+        holder = ctx.project.find_class(todo.pop(), ctx.info)
+        init = holder.methods().get("__init__") if holder is not None else None
+        if holder is None or init is None:
+            continue
+        for node in ast.walk(init):
+            qualname = ctx.info.names.resolve(node.func) if isinstance(node, ast.Call) else None
+            if (
+                qualname
+                and qualname not in ctx.shared
+                and qualname.rsplit(".", 1)[0] == ctx.info.names.module
+                and qualname in {c.qualname for c in ctx.info.classes.values()}
+            ):
+                ctx.shared[qualname] = (
+                    f"{ctx.shared[holder.qualname]}, and `{holder.name}` holds it"
+                )
+                todo.append(qualname)
 
 
 def _note(ctx: FileContext, qualname: str, node: ast.expr, why: str) -> None:
@@ -76,7 +100,7 @@ def _note(ctx: FileContext, qualname: str, node: ast.expr, why: str) -> None:
     the class is in another file."""
     if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
         ctx.shared.setdefault(qualname, why)
-    elif _has_ops(ctx.project.find_class(qualname, ctx.info)):
+    elif _has_ops(ctx, ctx.project.find_class(qualname, ctx.info)):
         ctx.report(
             node,
             "MIG117",
@@ -187,13 +211,25 @@ def _repeated_in_literals(ctx: FileContext, init: ast.FunctionDef) -> list[tuple
     return found
 
 
-def _has_ops(cls: ClassInfo | None) -> bool:
-    """Whether a method of `cls` (in another file) has an op migrator would turn into a module
-    (migrator's own op modules are never rewritten)."""
+def _has_ops(ctx: FileContext, cls: ClassInfo | None, depth: int = 0) -> bool:
+    """Whether a method of `cls` (in another file), or of a class of the project its `__init__`
+    builds a submodule of (`self.head = Head()`, three levels deep), has an op migrator would
+    turn into a module (migrator's own op modules are never rewritten)."""
     if cls is None or "\n__migrator_ops__ = True" in (cls.file.source or ""):
         return False
-    return any(
+    if any(
         op_labels(cls.file, method) for name, method in cls.methods().items() if name != "__init__"
+    ):
+        return True
+    init = cls.methods().get("__init__")
+    if init is None or depth >= 3:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and (qualname := cls.file.names.resolve(node.func))
+        and not qualname.startswith("torch.")
+        and _has_ops(ctx, ctx.project.find_class(qualname, cls.file), depth + 1)
+        for node in ast.walk(init)
     )
 
 
