@@ -93,7 +93,8 @@ def _held_runs(
     counted: set[int] = set()
     for holder, attr in instances:
         if (
-            family.subclasses_in_file(holder)
+            holder.qualname in ctx.shared  # its calls would run at each of its call sites
+            or family.subclasses_in_file(holder)
             or _escapes(ctx, holder, attr)
             or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
         ):

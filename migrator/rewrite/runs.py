@@ -186,7 +186,7 @@ def _counts(
                 callee = ("own", name) if name in methods else None
             else:
                 continue
-            if callee and callee != key:
+            if callee:  # a method calling itself (`callee == key`) runs many times
                 nodes, repeated = calls.setdefault(callee, {}).get(key, ([], False))
                 again = (
                     visit.repeated
@@ -255,8 +255,15 @@ def _count(
 ) -> int:
     """How many times `key` runs per call of `entry`, given who `calls` whom (the call nodes,
     and whether one repeats) and the callers' `functions` (memo: `counts`)."""
-    if key == entry:
-        return 1
+    if key == entry:  # many times when it calls itself, directly or not
+        if key in stack:
+            return 1
+        if key not in counts:
+            again = any(
+                _count(caller, (key,), entry, calls, functions, {}) for caller in calls.get(key, {})
+            )
+            counts[key] = MANY if again else 1
+        return counts[key]
     if key in stack:
         return MANY
     if key not in counts:

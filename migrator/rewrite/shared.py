@@ -26,7 +26,8 @@ def find_shared(ctx: FileContext, family: Family) -> None:
             continue
         made: dict[str, str] = {}
         values: dict[str, ast.Call] = {}
-        passed: dict[str, list[tuple[ast.Attribute, bool]]] = {}
+        passed: dict[str, list[tuple[ast.Attribute, str]]] = {}
+        """Attribute -> where it is handed on, each with how it repeats there ('': it does not)."""
         for visit in ctx.visits(init):
             node = visit.node
             if (
@@ -41,15 +42,23 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                 made[node.targets[0].attr] = qualname
                 values[node.targets[0].attr] = node.value
             elif isinstance(node, ast.Call) and not _reads_only(ctx, node.func, init):
-                for value in [*node.args, *(k.value for k in node.keywords)]:
+                for value, again in _items([*node.args, *(k.value for k in node.keywords)]):
                     if isinstance(value, ast.Attribute) and self_attr(value):
-                        passed.setdefault(value.attr, []).append((value, visit.repeated))
+                        passed.setdefault(value.attr, []).append(
+                            (value, _repeats(visit.repeated, again))
+                        )
         called = _called(ctx, cls, family, set(made)) if made else {}
+        for name, (qualname, node, how) in _handed_locals(ctx, init).items():
+            why = f"`{name}` of `{cls.name}.__init__` is handed {how} at line {node.lineno}"
+            _note(ctx, qualname, node, why)
+        for qualname, node in _repeated_in_literals(ctx, init):
+            why = f"`{cls.name}.__init__` repeats one instance in a sequence at line {node.lineno}"
+            _note(ctx, qualname, node, why)
         for attr, qualname in made.items():
             uses = passed.get(attr, [])
             if uses and (len(uses) > 1 or uses[0][1]):
                 node = uses[0][0]
-                how = "to modules built in a loop" if uses[0][1] else f"to {len(uses)} modules"
+                how = uses[0][1] or f"to {len(uses)} modules"
                 why = f"`self.{attr}` of `{cls.name}` is handed {how} at line {node.lineno}"
             elif attr in called and (
                 called[attr][1] >= MANY or not ctx.project.value_stateless(values[attr], ctx.info)
@@ -59,25 +68,168 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                 why = f"`self.{attr}` of `{cls.name}` is called {how} (line {node.lineno})"
             else:
                 continue
-            if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
-                ctx.shared.setdefault(qualname, why)
-            elif _has_ops(ctx.project.find_class(qualname, ctx.info)):
-                ctx.report(
-                    node,
-                    "MIG117",
-                    f"{why}: ops migrator turns into modules inside "
-                    f"`{qualname}` would run at each of their call sites; "
-                    "give each its own instance",
+            _note(ctx, qualname, node, why)
+    _share_held(ctx)
+
+
+def _share_held(ctx: FileContext) -> None:
+    """Mark shared, in turn, the classes of this file whose instances a shared class's
+    `__init__` builds (`self.head = Head()`): they run wherever it runs."""
+    todo = list(ctx.shared)
+    while todo:
+        holder = ctx.project.find_class(todo.pop(), ctx.info)
+        init = holder.methods().get("__init__") if holder is not None else None
+        if holder is None or init is None:
+            continue
+        for node in ast.walk(init):
+            qualname = ctx.info.names.resolve(node.func) if isinstance(node, ast.Call) else None
+            if (
+                qualname
+                and qualname not in ctx.shared
+                and qualname.rsplit(".", 1)[0] == ctx.info.names.module
+                and qualname in {c.qualname for c in ctx.info.classes.values()}
+            ):
+                ctx.shared[qualname] = (
+                    f"{ctx.shared[holder.qualname]}, and `{holder.name}` holds it"
                 )
+                todo.append(qualname)
 
 
-def _has_ops(cls: ClassInfo | None) -> bool:
-    """Whether a method of `cls` (in another file) has an op migrator would turn into a module
-    (migrator's own op modules are never rewritten)."""
+def _note(ctx: FileContext, qualname: str, node: ast.expr, why: str) -> None:
+    """Record that instances of `qualname` are shared (`why`), or report it at `node` when
+    the class is in another file."""
+    if qualname.rsplit(".", 1)[0] == ctx.info.names.module:
+        ctx.shared.setdefault(qualname, why)
+    elif _has_ops(ctx, ctx.project.find_class(qualname, ctx.info)):
+        ctx.report(
+            node,
+            "MIG117",
+            f"{why}: ops migrator turns into modules inside "
+            f"`{qualname}` would run at each of their call sites; "
+            "give each its own instance",
+        )
+
+
+def _repeats(looped: bool, again: bool) -> str:
+    """How a hand-over repeats ('': it does not)."""
+    if looped:
+        return "to modules built in a loop"
+    return "repeated in a sequence" if again else ""
+
+
+def _items(values: list[ast.expr]) -> list[tuple[ast.expr, bool]]:
+    """`values`, with the items of the lists and tuples among them (`[self.a, self.b]`), each
+    with whether a multiplication repeats it (`[self.a] * 3`)."""
+    found: list[tuple[ast.expr, bool]] = []
+    for value in values:
+        value = value.value if isinstance(value, ast.Starred) else value
+        again = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult)
+        sides = [value.left, value.right] if isinstance(value, ast.BinOp) and again else [value]
+        found.append((value, False))
+        for side in sides:
+            for item in side.elts if isinstance(side, (ast.List, ast.Tuple)) else []:
+                found += [(each, again or repeats) for each, repeats in _items([item])]
+    return found
+
+
+def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[str, ast.Name, str]]:
+    """The local names `init` binds once, outside loops, to an instance of a class of the
+    project (`head = Head()`) and then hands on more than once, or in a loop or a repeated
+    sequence (`[head] * 3`), as an argument (but to `_READERS`), a value assigned or an element
+    of a literal (`Mid(head)` twice, or `self.head = head` and `Mid(head)`): name -> (the
+    class's qualified name, the first hand-over, how it is handed on)."""
+    made: dict[str, str] = {}
+    bound: dict[str, int] = {}
+    handed: set[int] = set()
+    repeated: set[int] = set()
+    visits = ctx.visits(init)
+    for visit in visits:
+        node = visit.node
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound[node.id] = bound.get(node.id, 0) + 1
+        elif isinstance(node, ast.Call) and not _reads_only(ctx, node.func, init):
+            handed.update(id(value) for value in [*node.args, *(k.value for k in node.keywords)])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            handed.add(id(node.value))
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            handed.update(map(id, node.elts))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # `[head] * 3`
+            for side in (node.left, node.right):
+                repeated.update(
+                    map(id, side.elts if isinstance(side, (ast.List, ast.Tuple)) else [])
+                )
+        elif isinstance(node, ast.Dict):
+            handed.update(map(id, node.values))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(target := node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and not visit.repeated
+            and (qualname := ctx.info.names.resolve(node.value.func))
+            and not qualname.startswith("torch.")
+            and ctx.project.find_class(qualname, ctx.info) is not None
+        ):
+            made[target.id] = qualname
+    uses: dict[str, list[tuple[ast.Name, bool]]] = {}
+    for visit in visits:
+        node = visit.node
+        if (
+            isinstance(node, ast.Name)
+            and node.id in made
+            and bound[node.id] == 1
+            and id(node) in handed
+        ):
+            uses.setdefault(node.id, []).append((node, visit.repeated or id(node) in repeated))
+    return {
+        name: (made[name], found[0][0], "in a loop" if found[0][1] else f"{len(found)} times")
+        for name, found in uses.items()
+        if len(found) > 1 or found[0][1]
+    }
+
+
+def _repeated_in_literals(ctx: FileContext, init: ast.FunctionDef) -> list[tuple[str, ast.expr]]:
+    """The classes of the project whose instance `init` repeats by multiplying a list or
+    tuple holding it (`[Mid()] * 3`: one instance, three items), with the element."""
+    found = []
+    for visit in ctx.visits(init):
+        node = visit.node
+        if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
+            continue
+        for side in (node.left, node.right):
+            for item in side.elts if isinstance(side, (ast.List, ast.Tuple)) else []:
+                value = item.value if isinstance(item, ast.Starred) else item
+                if not isinstance(value, ast.Call):  # a class itself (`[Block] * 3`) or a name
+                    continue
+                qualname = ctx.info.names.resolve(value.func)
+                if (
+                    qualname
+                    and not qualname.startswith("torch.")
+                    and ctx.project.find_class(qualname, ctx.info) is not None
+                ):
+                    found.append((qualname, item))
+    return found
+
+
+def _has_ops(ctx: FileContext, cls: ClassInfo | None, depth: int = 0) -> bool:
+    """Whether a method of `cls` (in another file), or of a class of the project its `__init__`
+    builds a submodule of (`self.head = Head()`, three levels deep), has an op migrator would
+    turn into a module (migrator's own op modules are never rewritten)."""
     if cls is None or "\n__migrator_ops__ = True" in (cls.file.source or ""):
         return False
-    return any(
+    if any(
         op_labels(cls.file, method) for name, method in cls.methods().items() if name != "__init__"
+    ):
+        return True
+    init = cls.methods().get("__init__")
+    if init is None or depth >= 3:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and (qualname := cls.file.names.resolve(node.func))
+        and not qualname.startswith("torch.")
+        and _has_ops(ctx, ctx.project.find_class(qualname, cls.file), depth + 1)
+        for node in ast.walk(init)
     )
 
 
@@ -93,10 +245,13 @@ def _called(
     looped: dict[str, ast.Attribute] = {}
     for name in runs:
         for node, visit in ctx.call_visits(methods[name]):
-            if self_attr(node.func) and node.func.attr in attrs:
-                calls.setdefault(node.func.attr, {}).setdefault(name, []).append(node.func)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("forward", "__call__"):
+                func = func.value  # `self.block.forward(x)` runs the block too
+            if self_attr(func) and func.attr in attrs:
+                calls.setdefault(func.attr, {}).setdefault(name, []).append(func)
                 if visit.repeated:
-                    looped.setdefault(node.func.attr, node.func)
+                    looped.setdefault(func.attr, func)
     found: dict[str, tuple[ast.Attribute, int]] = {}
     for attr, by_method in calls.items():
         first = looped.get(attr) or next(iter(by_method.values()))[0]
@@ -108,7 +263,9 @@ def _called(
     return found
 
 
-_READERS = frozenset({"len", "isinstance", "enumerate", "zip", "iter", "min", "max", "range"})
+_READERS = frozenset(
+    {"len", "isinstance", "enumerate", "zip", "iter", "min", "max", "range", "type", "hasattr"}
+)
 """Builtins that read what they are given and keep none of it."""
 
 
