@@ -310,3 +310,20 @@ def self_attr(node: object) -> TypeGuard[ast.Attribute]:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def named_attribute(node: ast.expr) -> str | None:
+    """The attribute `getattr(self, "<name>")` reads, None for anything else."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None

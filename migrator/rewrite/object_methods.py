@@ -10,7 +10,7 @@ import ast
 from functools import partial
 
 from migrator import catalog
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import held_runs
 from migrator.rewrite.helpers import op_labels, target_of
@@ -89,18 +89,7 @@ def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
         return node.attr
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) == 2
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id == "self"
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    ):
-        return node.args[1].value
-    return None
+    return named_attribute(node)
 
 
 def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:

@@ -14,7 +14,7 @@ from migrator.evidence import proved_by
 from migrator.findings import SERVES_EVERY_ITERATION
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
-from migrator.rewrite.context import MANY, FileContext, Site, self_attr
+from migrator.rewrite.context import MANY, FileContext, Site, named_attribute, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
@@ -230,8 +230,8 @@ class Scanner:
         attr = None
         if isinstance(func, ast.Name) and func.id in self.shadowed:
             attr = self._module_aliases().get(func.id)  # `act(y)` after `act = self.act`
-        elif _named_attribute(func) in self.module_attrs:  # `getattr(self, "act")(y)`
-            attr = _named_attribute(func)
+        elif named_attribute(func) in self.module_attrs:  # `getattr(self, "act")(y)`
+            attr = named_attribute(func)
         if attr is not None:  # a call of the module, counted, never changed
             key = self.order.key(self.method, node)
             site = Site(attr, func, self._times(visit), key, skipped=True, method=self.method)
@@ -1144,20 +1144,3 @@ def _reads(node: ast.expr, name: str) -> bool:
         )
         for n in ast.walk(node)
     )
-
-
-def _named_attribute(node: ast.expr) -> str | None:
-    """The attribute `getattr(self, "<name>")` reads, None for anything else."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) == 2
-        and not node.keywords
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id == "self"
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    ):
-        return node.args[1].value
-    return None
