@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.helpers import op_labels, target_of
+from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import FileInfo
 
 
@@ -31,7 +31,7 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
                 found, how = _through_alias(ctx, func, method, bound or {})
             else:
                 continue
-            labels = _ops_from(ctx, found) if found else []
+            labels = ops_from(ctx, [(None, *found)]) if found else []
             if not found or not labels:
                 continue
             info, function = found
@@ -130,21 +130,3 @@ def _bound_once(method: ast.FunctionDef) -> dict[str, ast.expr]:
         ):
             found[node.targets[0].id] = node.value
     return {name: value for name, value in found.items() if counts.get(name) == 1}
-
-
-def _ops_from(ctx: FileContext, found: tuple[FileInfo, ast.FunctionDef]) -> list[str]:
-    """The labels of the ops a helper runs, itself and through the helpers it calls."""
-    labels: list[str] = []
-    todo, seen = [found], set()
-    while todo:
-        info, function = todo.pop()
-        if id(function) in seen:
-            continue
-        seen.add(id(function))
-        labels += op_labels(info, function)
-        todo += [
-            target
-            for node in ctx.calls_in(function)
-            if (target := target_of(ctx, info, node, function, {})) is not None
-        ]
-    return labels

@@ -105,7 +105,7 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     if held is None:
         return
     info, function, only = held
-    found = _ops_from(ctx, [(None, info, function)])
+    found = ops_from(ctx, [(None, info, function)])
     if not found:
         return
     ctx.helpers_seen.add(id(call))
@@ -189,10 +189,10 @@ def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
     """The labels of the ops the method `name` of `cls` (or of a base) runs: its own, those of
     the methods of the class it calls on `self` and of the helper functions it calls."""
     method = _method(ctx, cls, name)
-    return _ops_from(ctx, [(cls, method[0].file, method[1])] if method else [])
+    return ops_from(ctx, [(cls, method[0].file, method[1])] if method else [])
 
 
-def _ops_from(
+def ops_from(
     ctx: FileContext, todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]]
 ) -> list[str]:
     """The labels of the ops the functions of `todo` run (each a method of its class, or a
