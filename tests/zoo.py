@@ -39,8 +39,10 @@ from migrator.evidence import Evidence
 from migrator.files import write_source
 from migrator.findings import Finding
 
-ZOOS = {"torchvision": ("models",), "timm": ("models", "layers")}
-"""Each zoo's package and the folders under it that are migrated (the rest is copied as is)."""
+ZOOS = {"torchvision": ("models", "ops"), "timm": ("models", "layers")}
+"""Each zoo's package and the folders under it that are migrated (the rest is copied as is):
+torchvision's `ops` holds what its models run (`Conv2dNormActivation`, `SqueezeExcitation`,
+the feature pyramid, the box functions), as timm's `layers` does for timm."""
 
 
 @dataclass
