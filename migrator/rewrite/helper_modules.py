@@ -97,16 +97,18 @@ class HelperModules:
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
-        calls (`mentions`) a twin class."""
+        calls (`mentions`) a twin class, and each private one such a method calls through the
+        file's module (`det_utils._topk_min(...)`)."""
         info = self.ctx.info
         if info.path is None or "MIG004" in self.ctx.disable:
             return
         calls: PackageCalls | None = None
         for name, function in info.functions.items():
-            if name.startswith("_") or name in self.twins or not _positional(function):
+            if name in self.twins or not _positional(function):
                 continue
             calls = calls or PackageCalls(info.path)
-            if not calls.from_methods(name) or not self.has_work(function, True):
+            called = calls.through_module if name.startswith("_") else calls.from_methods
+            if not called(name) or not self.has_work(function, True):
                 continue
             made = self.module_for(function, None)
             if made is not None:
@@ -188,7 +190,7 @@ class HelperModules:
         self, found: tuple[FileInfo, ast.FunctionDef] | None
     ) -> tuple[FileInfo, ast.FunctionDef, str] | None:
         """`twin_elsewhere` of the helper a call runs (`target_of`)."""
-        if found is None or found[0] is self.ctx.info or found[1].name.startswith("_"):
+        if found is None or found[0] is self.ctx.info:
             return None
         twins = self.analysis.twins_of(found[0])
         name = twins.twins.get(found[1].name) if twins else None
@@ -205,10 +207,12 @@ class HelperModules:
 
     def why_not_twinned(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
         """Why a helper of another file has no twin (None: it has, or was not looked at)."""
-        if function.name.startswith("_"):
-            return "it is private to its file"
         twins = self.analysis.twins_of(info)
-        return twins.not_twinned.get(function.name) if twins else None
+        if twins is not None and function.name in twins.not_twinned:
+            return twins.not_twinned[function.name]
+        if function.name.startswith("_") and not (twins and function.name in twins.twins):
+            return "it is private to its file"
+        return None
 
     def target(
         self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]

@@ -202,16 +202,28 @@ def target_of(
     methods: dict[str, ast.FunctionDef],
 ) -> tuple[FileInfo, ast.FunctionDef] | None:
     """The helper function a call runs: a static or class method of the class, or a
-    module-level function of this file or of another file of the project."""
+    module-level function of this file or of another file of the project, the latter also
+    through an imported module's name (`box_ops.box_iou(...)`; the name not bound again)."""
     func = call.func
     if self_attr(func) and func.attr in methods and unbound(methods[func.attr]):
         return info, methods[func.attr]
-    if not isinstance(func, ast.Name):
+    root = imported_root(info, func) if isinstance(func, ast.Attribute) else None
+    through = root is not None and root not in info.rebound
+    if not isinstance(func, ast.Name) and not through:
         return None
     qualname = info.names.resolve(func, ctx.locals_of(caller))
     if not qualname or "." not in qualname or qualname.split(".")[0] == "torch":
         return None
-    return ctx.project.find_function(qualname, info)
+    found = ctx.project.find_function(qualname, info)
+    return None if through and found is not None and found[0] is info else found
+
+
+def imported_root(info: FileInfo, func: ast.Attribute) -> str | None:
+    """The name `func` (`box_ops.box_iou`) is an attribute of, when the file imports it."""
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return root.id if isinstance(root, ast.Name) and root.id in info.names.imports else None
 
 
 def return_annotation(

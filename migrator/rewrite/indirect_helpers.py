@@ -1,8 +1,10 @@
-"""Forward-path calls of a helper function through another name: an attribute of its module
-(`from . import layers`, then `layers.mix(x)`) or a name bound once to it (`mix2 = mix`, at the
-top level or in the method). `fix` follows neither, so they stay calls; each is reported
-(MIG115) with the ops the helper runs, itself and through the helpers it calls: none is skipped
-in silence.
+"""Forward-path calls of a helper function through another name: an attribute of the module
+of the file itself (`import pkg.net`, then `pkg.net.mix(x)` in `pkg/net.py`) or of a module
+name the top level binds again (a `try` import with an `except` binding it to None; through
+other module names, another file's helper is called as directly, `helpers.target_of`), or a
+name bound once to it (`mix2 = mix`, at the top level or in the method). `fix` follows neither, so they stay calls;
+each is reported (MIG115) with the ops the helper runs, itself and through the helpers it
+calls: none is skipped in silence.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.helpers import imported_root
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import FileInfo
 
@@ -24,7 +27,7 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
                 continue
             func = call.func
             if isinstance(func, ast.Attribute):
-                found, how = _through_module(ctx, func, method), "its module's name"
+                found, how = _through_module(ctx, func, method)
             elif isinstance(func, ast.Name):
                 if bound is None and func.id in ctx.locals_of(method):
                     bound = _bound_once(method)
@@ -49,23 +52,18 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
 
 def _through_module(
     ctx: FileContext, func: ast.Attribute, method: ast.FunctionDef
-) -> tuple[FileInfo, ast.FunctionDef] | None:
-    """The helper `layers.mix` names, where `layers` is an imported module (not bound again at
-    the top level, nor in the method)."""
-    root = func.value
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    names = ctx.info.names
-    if (
-        not isinstance(root, ast.Name)
-        or root.id not in names.imports
-        or root.id in ctx.info.rebound
-    ):
-        return None
-    qualname = names.resolve(func, ctx.locals_of(method))
+) -> tuple[tuple[FileInfo, ast.FunctionDef] | None, str]:
+    """The helper `pkg.net.mix` names, where `pkg` is an imported module (not bound in the
+    method), when it is a helper of this file or the top level binds `pkg` again; and how the
+    call reaches it."""
+    root = imported_root(ctx.info, func)
+    qualname = root and ctx.info.names.resolve(func, ctx.locals_of(method))
     if not qualname or qualname.split(".")[0] == "torch":
-        return None
-    return ctx.project.find_function(qualname, ctx.info)
+        return None, ""
+    found = ctx.project.find_function(qualname, ctx.info)
+    if found is not None and root in ctx.info.rebound:
+        return found, f"its module's name `{root}`, which the top level binds again,"
+    return (found, "its module's name") if found and found[0] is ctx.info else (None, "")
 
 
 def _through_alias(

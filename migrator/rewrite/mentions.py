@@ -7,7 +7,10 @@ A call counts when it is `name(...)` in a method of a class that sets nothing up
 call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in the twin classes
 `fix` adds do not count, nor calls whose line shows they pass no first argument a module could
 take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
-finds, and `fix` never makes them). So the answer does not change while `fix` rewrites the
+finds, and `fix` never makes them). A call through the function's module counts too
+(`through_module`): `q.name(...)` in a file importing that module as `q` (`from . import boxes
+as box_ops`, `from . import layers`), and, in a file importing the module, the
+`self.<name without leading _>(...)` that `fix` makes of it. So the answer does not change while `fix` rewrites the
 package file by file. The file holding the function is never counted. Methods are found from
 the text, by indentation (no parse), and each file is read once a process.
 """
@@ -28,6 +31,10 @@ _CALL_IN_LINE = re.compile(
 )
 """`name(` or `self.name(`, not `other.name(`; then what the arguments start with on its
 line."""
+_QUALIFIED_CALL = re.compile(
+    r"(?<![\w.])([A-Za-z_]\w*)\.([A-Za-z_]\w*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
+)
+"""`q.name(`, `q` a plain name; then what the arguments start with on its line."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
@@ -37,11 +44,26 @@ class PackageCalls:
 
     def __init__(self, path: Path) -> None:
         self.own = resolved(path)
-        self.index = _index(_package_top(self.own))
+        self.index, self.qualified = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` (see above)."""
-        return any(path != self.own for path in self.index.get(name, ()))
+        return any(path != self.own for path in self.index.get(name, ())) or (
+            self.through_module(name)
+        )
+
+    def through_module(self, name: str) -> bool:
+        """Whether a method in another file of the package calls `name` through this file's
+        module, `q.name(...)` where that file imports the module as `q`, or calls the
+        `self.<name without leading _>(...)` that `fix` makes of such a call in a file that
+        imports the module."""
+        stem = self.own.parent.name if self.own.name == "__init__.py" else self.own.stem
+        return any(
+            path != self.own and _imports(path, stem, q) for path, q in self.qualified.get(name, ())
+        ) or any(
+            path != self.own and _imports(path, stem, None)
+            for path in self.index.get(name.lstrip("_"), ())
+        )
 
     def renamed(self, name: str) -> bool:
         """Whether another file of the package may import `name` under another name (`from .a
@@ -59,14 +81,38 @@ def _package_top(path: Path) -> Path | None:
 
 
 @functools.lru_cache(maxsize=8)
-def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
-    """Name -> the files under `top` whose methods call it (`_calls_in_methods`), listed and
-    read once a process (as `subclasses` indexes a package)."""
+def _index(
+    top: Path | None,
+) -> tuple[dict[str, tuple[Path, ...]], dict[str, tuple[tuple[Path, str], ...]]]:
+    """Name -> the files under `top` whose methods call it (`_calls_in_methods`), and name ->
+    (file, `q`) of its methods' calls `q.name(...)`, listed and read once a process (as
+    `subclasses` indexes a package)."""
     found: dict[str, list[Path]] = {}
+    qualified: dict[str, list[tuple[Path, str]]] = {}
     for path in _files(top):
-        for name in _calls_in_methods(path):
+        names, through = _calls_in_methods(path)
+        for name in names:
             found.setdefault(name, []).append(path)
-    return {name: tuple(paths) for name, paths in found.items()}
+        for q, name in through:
+            qualified.setdefault(name, []).append((path, q))
+    return (
+        {name: tuple(paths) for name, paths in found.items()},
+        {name: tuple(pairs) for name, pairs in qualified.items()},
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _imports(path: Path, stem: str, q: str | None) -> bool:
+    """Whether the text of `path` imports a module named `stem` (`import a.stem`, `from . import
+    stem`), as `q` when given (`stem as q`, or `stem` itself when `q` is `stem`)."""
+    text = _read(path)
+    if q is not None and q != stem:
+        return re.search(rf"(?<!\w){re.escape(stem)}(?:\s|\\)+as(?:\s|\\)+{q}\b", text) is not None
+    named = rf"(?<!\w){re.escape(stem)}\b(?![^\S\n]*\.)"
+    return (
+        re.search(rf"\bimport[^\S\n]+[^\n;]*{named}|\bimport[^\S\n]*\([^)]*{named}", text)
+        is not None
+    )
 
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
@@ -109,10 +155,11 @@ _TWIN_DOC = TWIN_DOC.split("`")[-1]
 """The tail of a twin class's docstring: calls in the twins `fix` adds do not count."""
 
 
-def _calls_in_methods(path: Path) -> frozenset[str]:
+def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
     """The names called on the lines of method bodies, found from the text by indentation:
     a line counts when the nearest `def` or `class` line above it that is indented less is a
-    `def` directly in a class that is no twin (and sets nothing up)."""
+    `def` directly in a class that is no twin (and sets nothing up); and the (`q`, name) of
+    their calls `q.name(...)`."""
     counted: list[str] = []
     headers: list[tuple[int, bool | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
@@ -131,10 +178,11 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
                 headers.append((indent, in_class and not _sets_up(name)))
         elif next((counts for at, counts in reversed(headers) if at < indent), False):
             counted.append(line.group(1))
-    return frozenset(  # one search of the lines that count, which it never reads across
-        _SUFFIX.sub("", c)
-        for c, *first in _CALL_IN_LINE.findall("\n".join(counted))
-        if _takes(*first)
+    lines = "\n".join(counted)  # one search of the lines that count, never read across
+    return frozenset(
+        _SUFFIX.sub("", c) for c, *first in _CALL_IN_LINE.findall(lines) if _takes(*first)
+    ), frozenset(
+        (q, c) for q, c, *first in _QUALIFIED_CALL.findall(lines) if q != "self" and _takes(*first)
     )
 
 

@@ -1,0 +1,88 @@
+"""Calls of another file's helper through its module's name (`layers.mix(...)`,
+`det_utils._scale(...)`, fixture tree `helper_through_module`): the helper's file decides its
+class from the text of its callers, in any order and with workers, and the migrated package is
+bit-exact."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from migrator.cli import main
+
+TREE = Path(__file__).resolve().parent.parent / "fixtures" / "trees" / "helper_through_module"
+FILES = ("_utils", "layers", "net")
+
+
+def _tree(root: Path, side: str = "before") -> Path:
+    """A copy of the tree's `side` files under `root`; its package folder."""
+    work = root / "pkg"
+    work.mkdir(parents=True)
+    for name in FILES:
+        (work / f"{name}.py").write_text((TREE / "pkg" / f"{name}.{side}.py").read_text())
+    (work / "__init__.py").write_text("")
+    return work
+
+
+def _texts(pkg: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
+
+
+def test_the_same_classes_come_out_in_any_order_and_with_workers(tmp_path):
+    expected = _texts(_tree(tmp_path / "expected", "after"))
+    orders = {
+        "callers first": ["net.py", "layers.py", "_utils.py"],
+        "helpers first": ["_utils.py", "layers.py", "net.py"],
+        "-j 2": ["-j", "2", "."],
+    }
+    for name, args in orders.items():
+        pkg = _tree(tmp_path / name.replace(" ", "_"))
+        paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
+        assert main(["fix", *paths]) == 1, name
+        assert _texts(pkg) == expected, name
+        assert main(["fix", "--check", str(pkg)]) == 0, name
+
+
+def test_a_private_helper_called_directly_from_another_file_only_gets_no_class(tmp_path):
+    """`_scale` gets its class for `det_utils._scale(...)`; a direct call of a private helper
+    (`from ._utils import _scale`) is no such use: the helper's file is left as is."""
+    pkg = _tree(tmp_path)
+    net = (pkg / "net.py").read_text()
+    (pkg / "net.py").write_text(
+        net.replace("from . import _utils as det_utils", "from ._utils import _scale").replace(
+            "det_utils._scale(", "_scale("
+        )
+    )
+    main(["fix", str(pkg)])
+    assert "class Scale" not in (pkg / "_utils.py").read_text()
+    assert "s = _scale(h, x)" in (pkg / "net.py").read_text()
+
+
+def _load(root: Path):
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module("pkg.net")
+    finally:
+        sys.path.remove(str(root))
+
+
+def test_the_migrated_package_is_bit_exact(tmp_path):
+    torch = pytest.importorskip("torch")
+    before = _load(_tree(tmp_path / "before").parent)
+    after = _load(_tree(tmp_path / "after", "after").parent)
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
+    for train in (False, True):
+        torch.manual_seed(0)
+        a = before.Model().train(train)
+        b = after.Model().train(train)
+        b.load_state_dict(a.state_dict(), strict=True)
+        (x,) = before.example_inputs()
+        assert all(torch.equal(p, q) for p, q in zip(a(x), b(x), strict=True))
+    names = [type(m).__name__ for m in b.modules()]
+    assert names.count("Mix") == 2 and names.count("Scale") == 1
