@@ -266,7 +266,8 @@ def test_helpers_of_another_file_as_modules_are_bit_exact(tmp_path):
 def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
     """What decides a helper's twin: calls in a method body (also `self.mix_1(...)`, which
     `fix` makes of `mix(...)`), not in a module-level function, `__init__`, `init_weights`,
-    a function nested in a method, a class body, another object's method or a twin class."""
+    a function nested in a method, a class body, another object's method or a twin class;
+    calls through another name, `other.g(...)`, are listed apart."""
     from migrator.rewrite.mentions import _calls_in_methods
 
     source = tmp_path / "net.py"
@@ -285,7 +286,9 @@ def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
         '    """`mix` as a module: its ops are submodules."""\n\n'
         "    def forward(self, x):\n        return h(x)\n"
     )
-    assert sorted(_calls_in_methods(source)) == ["f", "inner", "mix"]
+    names, through_module = _calls_in_methods(source)
+    assert sorted(names) == ["f", "inner", "mix"]
+    assert through_module == {("other", "g")}  # `q.name(...)`: `through_module` reads `q`
 
 
 def _failing_helper_file(monkeypatch, how: str) -> None:
@@ -409,7 +412,7 @@ def test_calls_passing_no_first_argument_give_a_helper_no_twin(tmp_path):
         "        a(x=x) + b() + c(*x) + d(**x) + e(x == 1) + f(x, y=2) + g(1)\n"
         "        return h(\n            x=x\n        )\n"
     )
-    assert sorted(_calls_in_methods(source)) == ["e", "f", "g", "h"]
+    assert sorted(_calls_in_methods(source)[0]) == ["e", "f", "g", "h"]
 
 
 def _flow_package(root: Path, call: str) -> Path:

@@ -86,3 +86,23 @@ def test_the_migrated_package_is_bit_exact(tmp_path):
         assert all(torch.equal(p, q) for p, q in zip(a(x), b(x), strict=True))
     names = [type(m).__name__ for m in b.modules()]
     assert names.count("Mix") == 2 and names.count("Scale") == 1
+
+
+def test_the_decision_reads_the_same_from_the_callers_rewritten_text(tmp_path):
+    """With `-j N` a helper's file may read a caller already rewritten: `self.scale(...)` in a
+    file importing `_utils` counts as `det_utils._scale(...)` did; a file that does not import
+    the module gives a private helper nothing."""
+    from migrator.rewrite.mentions import PackageCalls
+
+    for side in ("before", "after"):
+        pkg = _tree(tmp_path / side)
+        (pkg / "_utils.py").write_text((TREE / "pkg" / "_utils.before.py").read_text())
+        (pkg / "net.py").write_text((TREE / "pkg" / f"net.{side}.py").read_text())
+        calls = PackageCalls(pkg / "_utils.py")
+        assert calls.through_module("_scale") and not calls.through_module("_unused"), side
+        assert PackageCalls(pkg / "layers.py").from_methods("mix"), side
+    pkg = _tree(tmp_path / "unimported", "after")
+    (pkg / "_utils.py").write_text((TREE / "pkg" / "_utils.before.py").read_text())
+    net = (pkg / "net.py").read_text()
+    (pkg / "net.py").write_text(net.replace("from . import _utils as det_utils\n", ""))
+    assert not PackageCalls(pkg / "_utils.py").through_module("_scale")
