@@ -205,17 +205,25 @@ def target_of(
     module-level function of this file or of another file of the project, the latter also
     through an imported module's name (`box_ops.box_iou(...)`; the name not bound again)."""
     func = call.func
-    if self_attr(func) and func.attr in methods and unbound(methods[func.attr]):
-        return info, methods[func.attr]
-    root = imported_root(info, func) if isinstance(func, ast.Attribute) else None
-    through = root is not None and root not in info.rebound
-    if not isinstance(func, ast.Name) and not through:
+    through = isinstance(func, ast.Attribute)
+    if self_attr(func):
+        method = methods.get(func.attr)
+        return (info, method) if method is not None and unbound(method) else None
+    if isinstance(func, ast.Attribute):
+        root = imported_root(info, func)
+        if root is None or root in info.rebound or _in_torch(info.names.imports[root]):
+            return None
+    elif not isinstance(func, ast.Name):
         return None
     qualname = info.names.resolve(func, ctx.locals_of(caller))
-    if not qualname or "." not in qualname or qualname.split(".")[0] == "torch":
+    if not qualname or "." not in qualname or _in_torch(qualname):
         return None
     found = ctx.project.find_function(qualname, info)
     return None if through and found is not None and found[0] is info else found
+
+
+def _in_torch(qualname: str) -> bool:
+    return qualname.split(".", 1)[0] == "torch"
 
 
 def imported_root(info: FileInfo, func: ast.Attribute) -> str | None:

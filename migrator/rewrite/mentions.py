@@ -27,14 +27,11 @@ from migrator.rewrite.project import module_name
 from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
-    r"(?<![\w.])(?:self\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
+    r"(?<![\w.])(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\("
+    r"(?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
 )
-"""`name(` or `self.name(`, not `other.name(`; then what the arguments start with on its
-line."""
-_QUALIFIED_CALL = re.compile(
-    r"(?<![\w.])([A-Za-z_]\w*)\.([A-Za-z_]\w*)[^\S\n]*\((?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
-)
-"""`q.name(`, `q` a plain name; then what the arguments start with on its line."""
+"""`name(` or `q.name(` (`q` a plain name: `self`, or another name read apart), not
+`a.q.name(`; then what the arguments start with on its line."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
@@ -179,11 +176,9 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
         elif next((counts for at, counts in reversed(headers) if at < indent), False):
             counted.append(line.group(1))
     lines = "\n".join(counted)  # one search of the lines that count, never read across
-    return frozenset(
-        _SUFFIX.sub("", c) for c, *first in _CALL_IN_LINE.findall(lines) if _takes(*first)
-    ), frozenset(
-        (q, c) for q, c, *first in _QUALIFIED_CALL.findall(lines) if q != "self" and _takes(*first)
-    )
+    calls = [found for found in _CALL_IN_LINE.findall(lines) if _takes(*found[2:])]
+    direct = frozenset(_SUFFIX.sub("", c) for q, c, *_ in calls if q in ("", "self"))
+    return direct, frozenset((q, c) for q, c, *_ in calls if q not in ("", "self"))
 
 
 def _two_lines_after(text: str, end: int) -> str:
