@@ -106,3 +106,33 @@ def test_the_decision_reads_the_same_from_the_callers_rewritten_text(tmp_path):
     net = (pkg / "net.py").read_text()
     (pkg / "net.py").write_text(net.replace("from . import _utils as det_utils\n", ""))
     assert not PackageCalls(pkg / "_utils.py").through_module("_scale")
+
+
+def test_an_instance_serving_every_iteration_is_not_reported_shared_by_the_next_run(tmp_path):
+    """A call of another file's helper in a loop whose trip count depends on the input gets one
+    module serving every iteration; the next run reads that instance as the first run made
+    it (no MIG117 "called in a loop"), and changes nothing."""
+    from migrator.config import Settings
+    from migrator.runner import run
+
+    pkg = _tree(tmp_path)
+    layers = (pkg / "layers.py").read_text()  # `torch.cat` given `dim` at call time stays
+    (pkg / "layers.py").write_text(
+        layers.replace("def mix(x, y):", "def mix(x, y, dim=1):").replace("dim=1)", "dim=dim)")
+    )
+    net = (pkg / "net.py").read_text()
+    (pkg / "net.py").write_text(
+        net.replace(
+            "        h = self.fc(x)\n",
+            "        h = self.fc(x)\n        for row in x.unbind(0):\n"
+            "            h = h + layers.mix(h, row)[:, :4]\n",
+        )
+    )
+    first = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    messages = [f.message for f in first["net.py"].findings if f.code == "MIG004"]
+    assert any("`layers.mix(...)` -> `self.mix` = Mix()" in m for m in messages)
+    assert any("one module serves every iteration" in m for m in messages)
+    assert main(["fix", str(pkg)]) == 1
+    again = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert not any(o.changed for o in again.values())
+    assert [f.code for f in again["net.py"].findings if f.code == "MIG117"] == []

@@ -10,6 +10,7 @@ import ast
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
+from migrator.rewrite.helper_modules import existing_twins
 from migrator.rewrite.helpers import op_labels
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
@@ -64,12 +65,26 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                 called[attr][1] >= MANY or not ctx.project.value_stateless(values[attr], ctx.info)
             ):  # a stateless module called at several sites is split: each gets its own
                 node, times = called[attr]
+                if times >= MANY and _twin_elsewhere(ctx, qualname):
+                    continue  # one module serving every iteration of an input-dependent loop
                 how = "in a loop" if times >= MANY else f"{times} times per forward"
                 why = f"`self.{attr}` of `{cls.name}` is called {how} (line {node.lineno})"
             else:
                 continue
             _note(ctx, qualname, node, why)
     _share_held(ctx)
+
+
+def _twin_elsewhere(ctx: FileContext, qualname: str) -> bool:
+    """Whether `qualname` is a class `fix` made of another file's helper: an instance of it
+    called in a loop is one `fix` made to serve every iteration of an input-dependent loop (a
+    loop of fixed trips gets one an iteration, `self.<name>[i]`), as for a helper of this file."""
+    cls = ctx.project.find_class(qualname, ctx.info)
+    return (
+        cls is not None
+        and cls.file is not ctx.info
+        and cls.name in existing_twins(cls.file).values()
+    )
 
 
 def _share_held(ctx: FileContext) -> None:
