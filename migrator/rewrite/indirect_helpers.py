@@ -1,10 +1,11 @@
 """Forward-path calls of a helper function through another name: an attribute of the module
 of the file itself (`import pkg.net`, then `pkg.net.mix(x)` in `pkg/net.py`) or of a module
-name the top level binds again (a `try` import with an `except` binding it to None; through
-other module names, another file's helper is called as directly, `helpers.target_of`), or a
-name bound once to it (`mix2 = mix`, at the top level or in the method). `fix` follows neither, so they stay calls;
-each is reported (MIG115) with the ops the helper runs, itself and through the helpers it
-calls: none is skipped in silence.
+name the top level imports twice (`try: from . import fast as impl`, `except ImportError: from
+. import slow as impl`), or a name bound once to it (`mix2 = mix`, at the top level or in the
+method); through other module names, another file's helper is called as directly
+(`helpers.target_of`). `fix` follows none of these, so they stay calls; each is reported
+(MIG115) with the ops the helper runs, itself and through the helpers it calls: none is skipped
+in silence.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatev
 finds, and `fix` never makes them). A call through the function's module counts too
 (`through_module`): `q.name(...)` in a file importing that module as `q` (`from . import boxes
 as box_ops`, `from . import layers`), and, in a file importing the module, the
-`self.<name without leading _>(...)` that `fix` makes of it. So the answer does not change while `fix` rewrites the
-package file by file. The file holding the function is never counted. Methods are found from
-the text, by indentation (no parse), and each file is read once a process.
+`self.<name without leading or trailing _>(...)` that `fix` makes of it. So the answer does not
+change while `fix` rewrites the package file by file. The file holding the function is never
+counted. Methods are found from the text, by indentation (no parse), and each file is read
+once a process.
 """
 
 from __future__ import annotations
@@ -52,14 +53,14 @@ class PackageCalls:
     def through_module(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` through this file's
         module, `q.name(...)` where that file imports the module as `q`, or calls the
-        `self.<name without leading _>(...)` that `fix` makes of such a call in a file that
-        imports the module."""
+        `self.<name without leading or trailing _>(...)` that `fix` makes of such a call in a
+        file that imports the module."""
         stem = self.own.parent.name if self.own.name == "__init__.py" else self.own.stem
         return any(
             path != self.own and _imports(path, stem, q) for path, q in self.qualified.get(name, ())
         ) or any(
             path != self.own and _imports(path, stem, None)
-            for path in self.index.get(name.lstrip("_"), ())
+            for path in self.index.get(name.strip("_") or "helper", ())
         )
 
     def renamed(self, name: str) -> bool:
