@@ -1,7 +1,8 @@
 """A helper's parameter that every call passes the calling module's `self.training`
 (torchvision's `shifted_window_attention(..., training=self.training)`): in the helper's
 module, created in that caller's `__init__`, `self.training` is the same flag (`train()` and
-`eval()` set it on every submodule), so a dropout given the parameter may become a module.
+`eval()` set it on every submodule, unless the caller's class sets its own apart: `mode_flag`),
+so a dropout given the parameter may become a module.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from pathlib import Path
 
 from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.mode_flag import class_flag_apart
 from migrator.rewrite.walk import all_nodes
 
 
@@ -41,8 +43,12 @@ def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | No
         if package.from_methods(function.name) or package.renamed(function.name):
             return set()
     calls = 0
+    classes = {id(m): c for c in all_nodes(tree) if isinstance(c, ast.ClassDef) for m in c.body}
     for method, call, shift in _calls(function.name, tree):
         calls += 1
+        owner_class = classes.get(id(method))
+        if owner_class is not None and class_flag_apart(owner_class):
+            return set()  # that caller's `self.training` may not be its submodules' flag
         first = [*method.args.posonlyargs, *method.args.args][:1]
         plain = not any(_named(d, ("staticmethod", "classmethod")) for d in method.decorator_list)
         owner = "self" if plain and first and first[0].arg == "self" else None
