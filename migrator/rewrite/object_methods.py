@@ -16,6 +16,7 @@ from migrator.rewrite.held_methods import held_runs
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
+from migrator.rewrite.stores import stores_of
 
 
 def report_object_methods(
@@ -62,6 +63,10 @@ def report_object_methods(
                 held = ctx.project.evidence.classes(path, owner.name, attr)
                 if held and all(_defines(ctx, name, each) for each in held):
                     made, source = tuple(held), ", as every built model holds"
+            if not made:
+                assigned = _assigned(ctx, owner, attr, set())
+                if assigned and all(_defines(ctx, name, each) for each in assigned):
+                    made, source = assigned, ", as every assignment of it gives"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
             if classes and all(
                 c.file is ctx.info and name in held_runs(ctx, c, family) for c in classes
@@ -223,6 +228,53 @@ def ops_from(
             ):  # a method of an object the class holds (retinanet's heads' `compute_loss`)
                 todo.append((held, inner[0].file, inner[1]))
     return found
+
+
+def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tuple[str, ...]:
+    """For a report only, where `made_by` proves nothing: the classes of the project (not
+    torch's) of what every assignment of `self.<attr>` in `cls`'s methods gives, a call of one,
+    `copy.deepcopy(self.<other>)` or `self.<other>` of another such attribute (a copy or an alias
+    of it, also swapped: `self.a, self.b = self.b, self.a`), or `None`; empty when one gives
+    anything else, or another store binds it."""
+    if attr in seen or len(seen) > 8:
+        return ()
+    seen.add(attr)
+    values: list[ast.expr] = []
+    for method in cls.methods().values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                pairs = (
+                    zip(target.elts, value.elts)
+                    if isinstance(target, ast.Tuple)
+                    and isinstance(value, ast.Tuple)
+                    and len(target.elts) == len(value.elts)
+                    else [(target, value)]
+                )
+                values += [v for t, v in pairs if self_attr(t) and t.attr == attr]
+    binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
+    if not values or len(binds) != len(values):
+        return ()
+    found: set[str] = set()
+    for value in values:
+        if isinstance(value, ast.Constant) and value.value is None:
+            continue
+        qualname = cls.file.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        if isinstance(value, ast.Call) and qualname == "copy.deepcopy" and len(value.args) == 1:
+            value = value.args[0]
+        elif qualname is not None and qualname.split(".")[0] != "torch":
+            if ctx.project.find_class(qualname, cls.file) is None:
+                return ()
+            found.add(qualname)
+            continue
+        if not self_attr(value):
+            return ()
+        if value.attr not in seen:
+            inner = _assigned(ctx, cls, value.attr, seen)
+            if not inner:
+                return ()
+            found.update(inner)
+    return tuple(sorted(found))
 
 
 def _built(ctx: FileContext, cls: ClassInfo, attr: str) -> ClassInfo | None:
