@@ -38,6 +38,8 @@ def report_object_methods(
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
                 continue
+            if id(call) not in ctx.helpers_seen:
+                _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):
                 continue
             if (
@@ -85,6 +87,65 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr)}; left as is",
             )
+
+
+def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.Call) -> None:
+    """Report a call of a parameter annotated with a class of the project that is no module,
+    `mapper(boxes)` of torchvision's `mapper: Optional[LevelMapper]` (its `__call__`), or of a
+    method of one, `coder.decode(...)` (also of a module's other methods), when it runs ops:
+    neither class rewrites them."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        param, name = func.id, "__call__"
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        param, name = func.value.id, func.attr
+        if name == "forward" or name.startswith("__"):
+            return
+    else:
+        return
+    cls = _parameter_class(ctx, method, param)
+    if cls is None or (name == "__call__" and ctx.project.is_module(cls)):
+        return
+    found = _ops_of(ctx, cls, name)
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = ", ".join(sorted(set(found)))
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` (`{cls.name}.{name}`, `{param}` being annotated `{cls.name}`) runs "
+        f"{len(found)} op(s) forward reaches ({labels}): a method of an object passed in stays "
+        "a call of that object, which neither class rewrites; left as is",
+    )
+
+
+def _parameter_class(ctx: FileContext, method: ast.FunctionDef, name: str) -> ClassInfo | None:
+    """The class of the project (not torch's) that the parameter `name` of `method`, never
+    bound again there, is annotated with (`LevelMapper`, `Optional[LevelMapper]`)."""
+    params = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+    arg = next((a for a in params if a.arg == name), None)
+    if arg is None or arg.annotation is None:
+        return None
+    if any(
+        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(method)
+    ):
+        return None
+    annotation = arg.annotation
+    if isinstance(annotation, ast.Subscript) and ctx.info.names.resolve(annotation.value) in (
+        "typing.Optional",
+        "Optional",
+    ):
+        annotation = annotation.slice
+    elif isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        parts = [annotation.left, annotation.right]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        annotation = kept[0] if len(kept) == 1 else annotation
+    qualname = ctx.info.names.resolve(annotation)
+    if qualname is None or qualname.split(".")[0] == "torch":
+        return None
+    return ctx.project.find_class(qualname, ctx.info)
 
 
 def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
