@@ -34,7 +34,7 @@ from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
-from migrator.rewrite.stores import Store, after_init, first_change
+from migrator.rewrite.stores import Store, after_init, changed_after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
@@ -917,13 +917,18 @@ class Scanner:
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
-        `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
+        `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key; not when
+        anything may change it after `__init__` (a hook registered on it would run, another
+        module bound there would run its own `forward`)."""
         if isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value):
             info = self.attrs.get(value.value.attr)
             if (
                 info
                 and isinstance(info.value, ast.Call)
                 and self.ctx.info.names.resolve(info.value.func) == op.module
+                and not changed_after_init(
+                    self.creator.attributes.family, self.owner, value.value.attr
+                )
             ):
                 return value.value.attr
         return None
