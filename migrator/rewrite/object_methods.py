@@ -37,6 +37,8 @@ def report_object_methods(
             func = call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
+                if id(call) not in ctx.helpers_seen:
+                    _report_called_object(ctx, owner, call, settings)
                 continue
             if id(call) not in ctx.helpers_seen:
                 _report_passed_object(ctx, method, call)
@@ -87,6 +89,36 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr)}; left as is",
             )
+
+
+def _report_called_object(
+    ctx: FileContext, owner: ClassInfo, call: ast.Call, settings: SubmoduleSettings
+) -> None:
+    """Report a call `self.<attr>(...)` of an object of a plain class (no module) that
+    `__init__` alone builds (or that every assignment of it gives), its `__call__` (torchvision's
+    `self.fg_bg_sampler(labels)`), when it runs ops: neither class rewrites them."""
+    assert isinstance(call.func, ast.Attribute)
+    attr = call.func.attr
+    wanted = partial(_defines, ctx, "__call__")
+    made = settings.made_by(attr, wanted)
+    if not made:
+        assigned = _assigned(ctx, owner, attr, set())
+        made = assigned if assigned and all(wanted(each) for each in assigned) else ()
+    classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+    if not classes or any(ctx.project.is_module(c) for c in classes):
+        return
+    found = [label for cls in classes for label in _ops_of(ctx, cls, "__call__")]
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    owners = ", ".join(f"`{c.name}`" for c in classes)
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}(...)` (`__call__` of {owners}) runs {len(found)} op(s) forward "
+        f"reaches ({', '.join(sorted(set(found)))}): a method of another object stays a call of "
+        f"that object: {_why(ctx, classes, owner, attr)}; left as is",
+    )
 
 
 def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.Call) -> None:
