@@ -2,7 +2,8 @@
 `train()` and `eval()` set it on every submodule, so an op given `self.training` (a dropout, a
 batch norm) may become a module following its own flag; not when a class overrides `train`
 without passing the mode on (`super().train(mode)`), or calls `train`/`eval` on something
-there, or a method stores into `self.training` itself: the flags may then differ."""
+there, or overrides `eval` otherwise than as `super().eval()` or `self.train(False)`, or a method
+stores into `self.training` itself: the flags may then differ."""
 
 from __future__ import annotations
 
@@ -30,14 +31,17 @@ def class_flag_apart(node: ast.ClassDef, stores: Iterable[Store] | None = None) 
     """Why the methods of the class `node` may set `self.training` apart from its submodules'
     (None: they do not); `stores`: its `class_stores`, when known."""
     for item in node.body:
-        if (
-            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and item.name == "train"
-            and not _passes_mode_on(item)
-        ):
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if item.name == "train" and not _passes_mode_on(item):
             return (
                 f"`{node.name}.train` does not only pass its mode on with "
                 f"`super().train(...)` (line {item.lineno})"
+            )
+        if item.name == "eval" and not _evaluates(item):
+            return (
+                f"`{node.name}.eval` does not only call `super().eval()` or `self.train(False)` "
+                f"(line {item.lineno})"
             )
     for store in class_stores(node) if stores is None else stores:
         if store.modules_only or (store.kind == "called" and store.call in READS):
@@ -75,6 +79,58 @@ def _passes_mode_on(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         and not any(n is p for p in passes)
     ]
     return len(passes) == 1 and not others
+
+
+def _evaluates(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether an `eval` override calls `super().eval()` or `self.train(False)` at its top level
+    and calls no other `train` or `eval`."""
+    calls = [
+        n
+        for n in all_nodes(method)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("train", "eval")
+    ]
+    top = [
+        s.value
+        for s in method.body
+        if isinstance(s, (ast.Expr, ast.Return)) and isinstance(s.value, ast.Call)
+    ]
+    return (
+        len(calls) == 1
+        and any(calls[0] is t for t in top)
+        and (_super_call(calls[0], "eval") or _self_train_false(calls[0]))
+    )
+
+
+def _super_call(call: ast.Call, name: str) -> bool:
+    """Whether `call` is `super().<name>()`, given nothing."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == name
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+        and not call.args
+        and not call.keywords
+    )
+
+
+def _self_train_false(call: ast.Call) -> bool:
+    """Whether `call` is `self.train(False)` (or `mode=False`)."""
+    func = call.func
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "train"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and len(given) == 1
+        and len(call.args) + len(call.keywords) == 1
+        and isinstance(given[0], ast.Constant)
+        and given[0].value is False
+    )
 
 
 def _super_train(call: ast.Call, mode: str) -> bool:
