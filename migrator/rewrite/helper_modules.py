@@ -28,6 +28,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
 from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.mode_flag import class_flag_apart, flag_apart
 from migrator.rewrite.mode_params import mode_parameters
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -241,8 +242,21 @@ class HelperModules:
             return False
         if id(function) not in self._modes:
             info = self.ctx.info
-            self._modes[id(function)] = mode_parameters(function, info.tree, info.path)
+            self._modes[id(function)] = mode_parameters(
+                function, info.tree, info.path, self._flag_apart
+            )
         return value.id in self._modes[id(function)]
+
+    def _flag_apart(self, node: ast.ClassDef) -> str | None:
+        """`mode_flag.flag_apart` of the class of this file `node` defines (also read in its
+        bases and subclasses)."""
+        module = self.ctx.info.names.module
+        cls = self.ctx.project.find_class(
+            f"{module}.{node.name}" if module else node.name, self.ctx.info
+        )
+        if cls is None or cls.node is not node:
+            return class_flag_apart(node)
+        return flag_apart(self.family, cls)
 
     def has_work(self, function: ast.FunctionDef, tensor_first: bool) -> bool:
         """Whether a helper holds ops or calls helpers of this file (which may);

@@ -49,6 +49,78 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
                 "function; left as is",
                 op=function.name,
             )
+        _report_handed_on(ctx, owner, method)
+
+
+def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> None:
+    """Report each helper function of the project that `method` hands on uncalled to what calls
+    it (`map(scale, xs)`, `functools.partial`, checkpoint), when it runs ops: it runs where its
+    calls cannot be counted, as the function."""
+    calls = ctx.calls_in(method)
+    called = {id(call.func) for call in calls}
+    shadowed = ctx.locals_of(method)
+    for call in calls:
+        func, names = call.func, ctx.info.names
+        if isinstance(func, ast.Name) and func.id not in names.imports:  # a builtin, unless bound
+            bound = func.id in shadowed or func.id in names.local
+            name = None if bound else func.id
+        else:
+            name = names.resolve(func, shadowed)
+        if name not in _CALLING:
+            continue  # a callable handed to anything else may only be read (its name logged)
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            for node in _outside_calls(value):
+                if (
+                    not isinstance(node, ast.Name)
+                    or id(node) in called
+                    or id(node) in ctx.helpers_seen
+                    or node.id in shadowed
+                ):
+                    continue
+                qualname = ctx.info.names.resolve(node, shadowed)
+                if not qualname or qualname.split(".")[0] == "torch":
+                    continue
+                found = ctx.project.find_function(qualname, ctx.info)
+                labels = ops_from(ctx, [(None, *found)]) if found else []
+                if not found or not labels:
+                    continue
+                info, function = found
+                ctx.helpers_seen.add(id(node))
+                where = "" if info is ctx.info else f" in `{info.names.module}`"
+                ctx.report(
+                    node,
+                    "MIG115",
+                    f"`{node.id}` (`{function.name}`{where}, line {function.lineno}) is handed on "
+                    f"uncalled to `{ctx.text(call.func)}(...)` and runs {len(labels)} op(s) "
+                    f"forward reaches from `{owner}` ({', '.join(sorted(set(labels)))}): it runs "
+                    "where its calls cannot be counted, as the function; left as is",
+                    op=function.name,
+                )
+
+
+_CALLING = frozenset(
+    {
+        "map",
+        "filter",
+        "functools.partial",
+        "torch.utils.checkpoint.checkpoint",
+        "torch.vmap",
+        "torch.func.vmap",
+    }
+)
+"""What calls the functions handed to it (`map` and `filter` as builtins: not bound again)."""
+
+
+def _outside_calls(value: ast.expr) -> list[ast.AST]:
+    """The nodes of `value` but those of the calls in it (each read as a call of its own)."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = [value]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, ast.Call):
+            found.append(node)
+            todo += ast.iter_child_nodes(node)
+    return found
 
 
 def _through_module(

@@ -1,27 +1,36 @@
 """A helper's parameter that every call passes the calling module's `self.training`
 (torchvision's `shifted_window_attention(..., training=self.training)`): in the helper's
 module, created in that caller's `__init__`, `self.training` is the same flag (`train()` and
-`eval()` set it on every submodule), so a dropout given the parameter may become a module.
+`eval()` set it on every submodule, unless the caller's class sets its own apart: `mode_flag`),
+so a dropout given the parameter may become a module.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from migrator.rewrite.mentions import PackageCalls
+from migrator.rewrite.mode_flag import class_flag_apart
 from migrator.rewrite.walk import all_nodes
 
 
-def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | None) -> set[str]:
+def mode_parameters(
+    function: ast.FunctionDef,
+    tree: ast.Module,
+    path: Path | None,
+    apart: Callable[[ast.ClassDef], str | None] = class_flag_apart,
+) -> set[str]:
     """The parameters of the module-level `function` that its body never binds again and that
     every call of it in `tree` passes as `self.training` of the method it is in (positionally
     or by keyword; `*args` or `**kwargs` prove nothing): the call as written, `self.<name>(...)`
     or `self.<name>_<n>(...)` as `fix` makes it, or `<name>_ops(ops, ...)`, the twin function of
     a `torch.fx.wrap`'d helper. None when there is no such call, or a method of another file of
     the package calls it, or another file may import it under another name (`from .a import mix
-    as mx`: its callers there are not read)."""
+    as mx`: its callers there are not read), or `apart` tells why a calling class's flag may
+    differ from its submodules' (`mode_flag`)."""
     params = [*function.args.posonlyargs, *function.args.args]
     names = {p.arg for p in params}
     own = {id(a) for a in ast.walk(function.args)}
@@ -41,8 +50,12 @@ def mode_parameters(function: ast.FunctionDef, tree: ast.Module, path: Path | No
         if package.from_methods(function.name) or package.renamed(function.name):
             return set()
     calls = 0
+    classes = {id(m): c for c in all_nodes(tree) if isinstance(c, ast.ClassDef) for m in c.body}
     for method, call, shift in _calls(function.name, tree):
         calls += 1
+        owner_class = classes.get(id(method))
+        if owner_class is not None and apart(owner_class):
+            return set()  # that caller's `self.training` may not be its submodules' flag
         first = [*method.args.posonlyargs, *method.args.args][:1]
         plain = not any(_named(d, ("staticmethod", "classmethod")) for d in method.decorator_list)
         owner = "self" if plain and first and first[0].arg == "self" else None

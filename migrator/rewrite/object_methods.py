@@ -16,6 +16,7 @@ from migrator.rewrite.held_methods import held_runs
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
+from migrator.rewrite.stores import stores_of
 
 
 def report_object_methods(
@@ -36,7 +37,11 @@ def report_object_methods(
             func = call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
+                if id(call) not in ctx.helpers_seen:
+                    _report_called_object(ctx, owner, call, settings)
                 continue
+            if id(call) not in ctx.helpers_seen:
+                _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):
                 continue
             if (
@@ -62,6 +67,10 @@ def report_object_methods(
                 held = ctx.project.evidence.classes(path, owner.name, attr)
                 if held and all(_defines(ctx, name, each) for each in held):
                     made, source = tuple(held), ", as every built model holds"
+            if not made:
+                assigned = _assigned(ctx, owner, attr, set())
+                if assigned and all(_defines(ctx, name, each) for each in assigned):
+                    made, source = assigned, ", as every assignment of it gives"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
             if classes and all(
                 c.file is ctx.info and name in held_runs(ctx, c, family) for c in classes
@@ -80,6 +89,95 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr)}; left as is",
             )
+
+
+def _report_called_object(
+    ctx: FileContext, owner: ClassInfo, call: ast.Call, settings: SubmoduleSettings
+) -> None:
+    """Report a call `self.<attr>(...)` of an object of a plain class (no module) that
+    `__init__` alone builds (or that every assignment of it gives), its `__call__` (torchvision's
+    `self.fg_bg_sampler(labels)`), when it runs ops: neither class rewrites them."""
+    assert isinstance(call.func, ast.Attribute)
+    attr = call.func.attr
+    wanted = partial(_defines, ctx, "__call__")
+    made = settings.made_by(attr, wanted)
+    if not made:
+        assigned = _assigned(ctx, owner, attr, set())
+        made = assigned if assigned and all(wanted(each) for each in assigned) else ()
+    classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+    if not classes or any(ctx.project.is_module(c) for c in classes):
+        return
+    found = [label for cls in classes for label in _ops_of(ctx, cls, "__call__")]
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    owners = ", ".join(f"`{c.name}`" for c in classes)
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}(...)` (`__call__` of {owners}) runs {len(found)} op(s) forward "
+        f"reaches ({', '.join(sorted(set(found)))}): a method of another object stays a call of "
+        f"that object: {_why(ctx, classes, owner, attr)}; left as is",
+    )
+
+
+def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.Call) -> None:
+    """Report a call of a parameter annotated with a class of the project that is no module,
+    `mapper(boxes)` of torchvision's `mapper: Optional[LevelMapper]` (its `__call__`), or of a
+    method of one, `coder.decode(...)` (also of a module's other methods), when it runs ops:
+    neither class rewrites them."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        param, name = func.id, "__call__"
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        param, name = func.value.id, func.attr
+        if name == "forward" or name.startswith("__"):
+            return
+    else:
+        return
+    cls = _parameter_class(ctx, method, param)
+    if cls is None or (name == "__call__" and ctx.project.is_module(cls)):
+        return
+    found = _ops_of(ctx, cls, name)
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = ", ".join(sorted(set(found)))
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` (`{cls.name}.{name}`, `{param}` being annotated `{cls.name}`) runs "
+        f"{len(found)} op(s) forward reaches ({labels}): a method of an object passed in stays "
+        "a call of that object, which neither class rewrites; left as is",
+    )
+
+
+def _parameter_class(ctx: FileContext, method: ast.FunctionDef, name: str) -> ClassInfo | None:
+    """The class of the project (not torch's) that the parameter `name` of `method`, never
+    bound again there, is annotated with (`LevelMapper`, `Optional[LevelMapper]`)."""
+    params = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+    arg = next((a for a in params if a.arg == name), None)
+    if arg is None or arg.annotation is None:
+        return None
+    if any(
+        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(method)
+    ):
+        return None
+    annotation = arg.annotation
+    if isinstance(annotation, ast.Subscript) and ctx.info.names.resolve(annotation.value) in (
+        "typing.Optional",
+        "Optional",
+    ):
+        annotation = annotation.slice
+    elif isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        parts = [annotation.left, annotation.right]
+        kept = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        annotation = kept[0] if len(kept) == 1 else annotation
+    qualname = ctx.info.names.resolve(annotation)
+    if qualname is None or qualname.split(".")[0] == "torch":
+        return None
+    return ctx.project.find_class(qualname, ctx.info)
 
 
 def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
@@ -223,6 +321,53 @@ def ops_from(
             ):  # a method of an object the class holds (retinanet's heads' `compute_loss`)
                 todo.append((held, inner[0].file, inner[1]))
     return found
+
+
+def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tuple[str, ...]:
+    """For a report only, where `made_by` proves nothing: the classes of the project (not
+    torch's) of what every assignment of `self.<attr>` in `cls`'s methods gives, a call of one,
+    `copy.deepcopy(self.<other>)` or `self.<other>` of another such attribute (a copy or an alias
+    of it, also swapped: `self.a, self.b = self.b, self.a`), or `None`; empty when one gives
+    anything else, or another store binds it."""
+    if attr in seen or len(seen) > 8:
+        return ()
+    seen.add(attr)
+    values: list[ast.expr] = []
+    for method in cls.methods().values():
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                pairs = (
+                    zip(target.elts, value.elts)
+                    if isinstance(target, ast.Tuple)
+                    and isinstance(value, ast.Tuple)
+                    and len(target.elts) == len(value.elts)
+                    else [(target, value)]
+                )
+                values += [v for t, v in pairs if self_attr(t) and t.attr == attr]
+    binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
+    if not values or len(binds) != len(values):
+        return ()
+    found: set[str] = set()
+    for value in values:
+        if isinstance(value, ast.Constant) and value.value is None:
+            continue
+        qualname = cls.file.names.resolve(value.func) if isinstance(value, ast.Call) else None
+        if isinstance(value, ast.Call) and qualname == "copy.deepcopy" and len(value.args) == 1:
+            value = value.args[0]
+        elif qualname is not None and qualname.split(".")[0] != "torch":
+            if ctx.project.find_class(qualname, cls.file) is None:
+                return ()
+            found.add(qualname)
+            continue
+        if not self_attr(value):
+            return ()
+        if value.attr not in seen:
+            inner = _assigned(ctx, cls, value.attr, seen)
+            if not inner:
+                return ()
+            found.update(inner)
+    return tuple(sorted(found))
 
 
 def _built(ctx: FileContext, cls: ClassInfo, attr: str) -> ClassInfo | None:

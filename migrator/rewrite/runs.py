@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -167,6 +168,7 @@ def _counts(
             return ("sub", name)
         return ("own", name) if name in methods else None
 
+    names = set(methods) | set(overrides)
     functions = {("own", n): f for n, f in methods.items()}
     functions.update({("sub", n): f for n, f in overrides.items()})
     calls: dict[Method, dict[Method, tuple[list[ast.AST], bool]]] = {}
@@ -194,6 +196,11 @@ def _counts(
                     and not (once is not None and once(function, visit))
                 )
                 calls[callee][key] = ([*nodes, node], repeated or again)
+        for read in _handed_on(ctx, function, names):  # `map(self.step, xs)`: runs any times
+            callee = target(read.attr)
+            if callee:
+                nodes, _ = calls.setdefault(callee, {}).get(key, ([], False))
+                calls[callee][key] = ([*nodes, read], True)
     entry = target(start)
     counts: dict[tuple[str, str], int] = {}
     runs = {name: _count(("own", name), (), entry, calls, functions, counts) for name in methods}
@@ -207,6 +214,39 @@ def _counts(
             exact = _per_call(entry, ("own", name), (), by_caller, functions, {})
             runs[name] = min(times, exact)
     return runs
+
+
+def _handed_on(ctx: FileContext, function: ast.FunctionDef, names: set[str]) -> list[ast.Attribute]:
+    """The `self.<name>` of a method of `names` that `function` hands on uncalled, in an
+    argument of a call (`map(self.step, xs)`, `zip([self.step] * 3, xs)`) or in an assigned or
+    returned value (`fn = self.step`): a method so handed on runs where its calls cannot be
+    counted."""
+    found = _HANDED.get(function)
+    if found is None:
+        found = _HANDED[function] = _self_reads(ctx, function)
+    return [read for read in found if read.attr in names]
+
+
+_HANDED: weakref.WeakKeyDictionary[ast.AST, list[ast.Attribute]] = weakref.WeakKeyDictionary()
+"""`_self_reads` of a function, kept while it is alive: it depends on the function alone."""
+
+
+def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribute]:
+    """The `self.<name>` read, but not called, in `function`'s call arguments and assigned
+    values."""
+    calls = [node for node, _ in ctx.call_visits(function)]
+    called = {id(node.func) for node in calls}
+    values = [v for node in calls for v in [*node.args, *(k.value for k in node.keywords)]]
+    todo: list[ast.stmt] = list(function.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and stmt.value is not None:
+            values.append(stmt.value)
+        for field in ("body", "orelse", "finalbody"):
+            todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)]
+        todo += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
+        todo += [s for c in getattr(stmt, "cases", ()) for s in c.body]
+    return [n for v in values for n in ast.walk(v) if self_attr(n) and id(n) not in called]
 
 
 def _once_in_nested(ctx: FileContext, function: ast.FunctionDef, visit: Visit) -> bool:

@@ -14,6 +14,7 @@ from migrator.evidence import proved_by
 from migrator.findings import SERVES_EVERY_ITERATION
 from migrator.refusal import Refusal
 from migrator.rewrite.attributes import InitAttr
+from migrator.rewrite.mode_flag import flag_apart
 from migrator.rewrite.context import MANY, FileContext, Site, named_attribute, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.helper_modules import first_is_tensor
@@ -33,7 +34,7 @@ from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
-from migrator.rewrite.stores import Store, after_init, first_change
+from migrator.rewrite.stores import Store, after_init, changed_after_init, first_change
 from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
@@ -726,6 +727,7 @@ class Scanner:
             raise Refusal(
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
             )
+        self._mode_kept(op, [v for v, _ in positional] + [v for _, v, _ in keywords], label)
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
         hyper: dict[int, tuple[str, set[str]]] = {}
         bound = bind(
@@ -889,6 +891,22 @@ class Scanner:
             literal_mode=lambda v: v.value if isinstance(v, ast.Constant) else None,
         )
 
+    def _mode_kept(self, op: Op, values: list[ast.expr], label: str) -> None:
+        """Refuse an op given `self.training` (its `training`, or a value gated by it) in a class
+        whose flag may differ from the submodules' (`mode_flag`): the module would follow its
+        own."""
+        if not any(a.role is Role.TRAINING or a.gate for a in op.args):
+            return
+        if not any(self_attr(n) and n.attr == "training" for v in values for n in ast.walk(v)):
+            return
+        apart = flag_apart(self.creator.attributes.family, self.owner)
+        if apart:
+            raise Refusal(
+                "MIG102",
+                f"{label}: `self.training` of `{self.owner.name}` may differ from the flag of "
+                f"the modules its `__init__` creates: {apart}; left as is",
+            )
+
     def _follows_mode(self, value: ast.expr) -> bool:
         """Whether a `training` value is `self.training`, or, in a helper's module, a parameter
         every call of the helper passes its caller's `self.training`."""
@@ -899,13 +917,18 @@ class Scanner:
 
     def _weight_owner(self, op: Op, value: ast.expr) -> str | None:
         """The module attribute whose own `weight` the call passes (`self.act.weight` where
-        `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key."""
+        `self.act` is an `nn.PReLU`): calling that module keeps every state_dict key; not when
+        anything may change it after `__init__` (a hook registered on it would run, another
+        module bound there would run its own `forward`)."""
         if isinstance(value, ast.Attribute) and value.attr == "weight" and self_attr(value.value):
             info = self.attrs.get(value.value.attr)
             if (
                 info
                 and isinstance(info.value, ast.Call)
                 and self.ctx.info.names.resolve(info.value.func) == op.module
+                and not changed_after_init(
+                    self.creator.attributes.family, self.owner, value.value.attr
+                )
             ):
                 return value.value.attr
         return None
