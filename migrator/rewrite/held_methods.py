@@ -1,12 +1,15 @@
-"""Methods of a module class that other modules of its file call on an instance they hold
-(`self.head.compute_loss(...)`, as torchvision's retinanet and fcos do): they are on the class's
-forward path too, and run as many times per forward as their holders' forward paths call them.
+"""Methods of a module class that other modules of its package call on an instance they hold
+(`self.head.compute_loss(...)`, as torchvision's retinanet and fcos do;
+`self.transform.postprocess(...)` from other files): they are on the class's forward path too,
+and run as many times per forward as their holders' forward paths call them.
 
 Only when every call of such a method is known: each instance made once, in a holder's
 `__init__` (`self.head = Head(...)`), and handed to nothing; the holders' calls on their forward
 paths; no other call of a method of that name in the file, nor in another file of its package,
 on anything but `self` or an attribute holding an instance of another class; no subclass of the
-class. Otherwise the calls stay as they are, each reported at its holder (MIG115).
+class. Otherwise the calls stay as they are, each reported at its holder (MIG115). The class's
+file decides alone, from the files of its package as they read, and each holder's file reads
+the same decision (`held_by_holders`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.project import ClassInfo, module_name
+from migrator.rewrite.plan import Positions
+from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
+from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 
 
@@ -66,6 +71,17 @@ def held_runs(
     return family.kept("held_runs", cls, lambda: _held_runs(ctx, cls, family, ()))
 
 
+def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
+    """`held_runs` of `cls`, a class of this file or of another file that this run processes
+    (worked out as that file's own analysis does); empty for a file the run leaves alone."""
+    if cls.file is ctx.info:
+        return held_runs(ctx, cls, family)
+    if ctx.project.processes(cls.file.path) is None:
+        return {}
+    other = _context_of(ctx, cls.file)
+    return held_runs(other[0], cls, other[1]) if other is not None else {}
+
+
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> dict[str, int]:
@@ -77,7 +93,7 @@ def _held_runs(
     }
     file = _file_facts(ctx)
     if (
-        not names & file.called
+        not (names & file.called or names & file.package_called(ctx))
         or "forward" not in methods
         or cls in stack
         or cls.qualname in ctx.shared
@@ -86,25 +102,36 @@ def _held_runs(
     ):
         return {}
     made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
-    instances = [(h, a) for h, attrs in made.items() for a, q in attrs.items() if q == cls.qualname]
+    own = [h for h, attrs in made.items() if cls.qualname in attrs.values()]
+    elsewhere = _holders_elsewhere(ctx, cls, names)
+    if elsewhere is None:
+        return {}  # a file calling such a method cannot be read
+    places = [(ctx, family, made), *elsewhere]
+    instances = [
+        (where, holder, attr)
+        for where in places
+        for holder, attrs in where[2].items()
+        for attr, qualname in attrs.items()
+        if qualname == cls.qualname
+    ]
     if not instances:
         return {}
     counts: dict[str, int] = {}
     counted: set[int] = set()
-    for holder, attr in instances:
+    for (there, kin, _), holder, attr in instances:
         if (
-            holder.qualname in ctx.shared  # its calls would run at each of its call sites
-            or family.subclasses_in_file(holder)
-            or _escapes(ctx, holder, attr)
-            or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
+            holder.qualname in there.shared  # its calls would run at each of its call sites
+            or kin.subclasses_in_file(holder)
+            or _escapes(there, holder, attr)
+            or any(set(sub.methods()) - {"__init__"} for sub in kin.subclasses_elsewhere(holder))
         ):
             return {}  # a subclass may call it otherwise
-        runs = forward_runs(ctx, holder, family, (*stack, cls))
+        runs = forward_runs(there, holder, kin, (*stack, cls))
         per: dict[str, int] = {}
         for caller, method in holder.methods().items():
             calls: dict[str, list[ast.Call]] = {}
             repeated: set[str] = set()
-            for node, visit in ctx.call_visits(method):
+            for node, visit in there.call_visits(method):
                 func = node.func
                 if (
                     isinstance(func, ast.Attribute)
@@ -123,11 +150,19 @@ def _held_runs(
             counts[name] = max(counts.get(name, 0), times)
     if (
         not counts
-        or _made_elsewhere(ctx, cls, [h for h, _ in instances])  # its other instances' calls
+        or _made_elsewhere(ctx, cls, own)  # its other instances' calls
         or _other_calls(ctx, set(counts), counted, made, cls)
+        or any(
+            _made_elsewhere(there, cls, list(holders)) for there, _, holders in elsewhere if holders
+        )
+        or any(
+            _other_calls(there, set(counts), counted, holders, cls)
+            for there, _, holders in elsewhere
+        )
     ):
         return {}
-    return {} if _called_elsewhere(ctx, family, cls, set(counts)) else counts
+    read = {Path(there.path).resolve() for there, _, _ in elsewhere}
+    return {} if _called_elsewhere(ctx, family, cls, set(counts), read) else counts
 
 
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
@@ -141,11 +176,77 @@ class _FileFacts:
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
+        self._package_called: frozenset[str] | None = None
+        self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
+        """The analysis state of other files of the package, as their holders are read."""
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
             self._holders = _holders(ctx)
         return self._holders
+
+    def package_called(self, ctx: FileContext) -> frozenset[str]:
+        """The names of the methods called on an attribute of `self` in the files of the
+        package (none for source from stdin)."""
+        if self._package_called is None:
+            path = ctx.info.path
+            calls = _package_calls(_package_top(path)) if path and path.is_file() else {}
+            self._package_called = frozenset(calls)
+        return self._package_called
+
+
+_Place = tuple[FileContext, Family, dict[ClassInfo, dict[str, str]]]
+"""Another file's analysis state, and its holders (`_holders`) of instances of a class."""
+
+
+def _holders_elsewhere(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[_Place] | None:
+    """The other files of the package that call a method of one of `names` on an attribute of
+    `self` and may hold instances of `cls` (they name it, or the run-time evidence saw one
+    there), each with its holders of such instances; None when one cannot be read."""
+    path = ctx.info.path
+    if path is None or not path.is_file():  # source from stdin: no package to look at
+        return []
+    own = path.resolve()
+    calls = _package_calls(_package_top(path))
+    files = sorted({file for name in names for file in calls.get(name, ())} - {own})
+    seen = ctx.project.evidence.files_holding(cls.qualname) if files else set()
+    mention = re.compile(rf"\b{re.escape(cls.name)}\b")
+    texts = dict(_package_texts(_package_top(path)))
+    found: list[_Place] = []
+    for file in files:
+        if str(file) not in seen and not mention.search(texts.get(file, "")):
+            continue
+        info = ctx.project.load_file(file)
+        other = _context_of(ctx, info) if info is not None else None
+        if other is None:
+            return None
+        holders = {
+            holder: attrs
+            for holder, attrs in _file_facts(other[0]).holders(other[0]).items()
+            if cls.qualname in attrs.values()
+        }
+        found.append((*other, holders))
+    return found
+
+
+def _context_of(ctx: FileContext, info: FileInfo) -> tuple[FileContext, Family] | None:
+    """The analysis state of another file (its shared classes worked out), made once for the
+    analysis of `ctx`'s file; None for a file without text or path."""
+    from migrator.rewrite.analyze import skip_lines  # analyze imports the class analysis
+
+    facts = _file_facts(ctx)
+    source = info.source if info.source is not None else info.text
+    if info.path is None or source is None:
+        return None
+    if info.path not in facts.contexts:
+        other = FileContext(
+            str(info.path), source, info, ctx.project, ctx.ops_module, Positions(source)
+        )
+        other.skip = skip_lines(source)
+        family = Family(ctx.project, info)
+        find_shared(other, family)
+        facts.contexts[info.path] = (other, family)
+    return facts.contexts[info.path]
 
 
 def _file_facts(ctx: FileContext) -> _FileFacts:
@@ -290,12 +391,14 @@ _RECEIVER = re.compile(r"(?<![\w.])((?:\w+\.)*\w+)$")
 _CLASS = re.compile(r"^class +(\w+)", re.MULTILINE)
 
 
-def _called_elsewhere(ctx: FileContext, family: Family, cls: ClassInfo, names: set[str]) -> bool:
-    """Whether `cls` has subclasses in other files of its package, or one of those files reads
-    (calls) a method named as one of `names` of something that may be an instance of `cls`
-    (found from the text): of anything but `self`, or `self.<attr>` that the file sets once, to
-    a call of a class named otherwise, or that every built model the run-time evidence saw
-    holds an instance of another class in."""
+def _called_elsewhere(
+    ctx: FileContext, family: Family, cls: ClassInfo, names: set[str], read: set[Path]
+) -> bool:
+    """Whether `cls` has subclasses in other files of its package, or one of those files but
+    the ones `read` already (their holders' calls counted) reads (calls) a method named as one
+    of `names` of something that may be an instance of `cls` (found from the text): of anything
+    but `self`, or `self.<attr>` that the file sets once, to a call of a class named otherwise,
+    or that every built model the run-time evidence saw holds an instance of another class in."""
     path = ctx.info.path
     if path is None or not path.is_file():  # source from stdin: no package to look at
         return False
@@ -304,7 +407,7 @@ def _called_elsewhere(ctx: FileContext, family: Family, cls: ClassInfo, names: s
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
     for file, text in _package_texts(_package_top(path)):
-        if file == own:
+        if file == own or file in read:
             continue
         for match in calls.finditer(text):
             found = _RECEIVER.search(text, max(0, match.start() - 200), match.start())
@@ -341,6 +444,17 @@ def _package_top(path: Path) -> tuple[Path, bool]:
     if "." in module:
         return (root / module.split(".")[0]).resolve(), True
     return path.parent.resolve(), False
+
+
+@functools.lru_cache(maxsize=4)
+def _package_calls(top: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
+    """Method name -> the files of a package folder that call a method of that name on an
+    attribute of `self` (`_ATTRIBUTE_CALL`), read once a process."""
+    found: dict[str, set[Path]] = {}
+    for file, text in _package_texts(top):
+        for name in set(_ATTRIBUTE_CALL.findall(text)):
+            found.setdefault(name, set()).add(file)
+    return {name: frozenset(files) for name, files in found.items()}
 
 
 @functools.lru_cache(maxsize=4)

@@ -12,7 +12,7 @@ from functools import partial
 from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.held_methods import held_runs
+from migrator.rewrite.held_methods import held_by_holders
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -63,9 +63,7 @@ def report_object_methods(
                 if held and all(_defines(ctx, name, each) for each in held):
                     made, source = tuple(held), ", as every built model holds"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
-            if classes and all(
-                c.file is ctx.info and name in held_runs(ctx, c, family) for c in classes
-            ):
+            if classes and all(name in held_by_holders(ctx, c, family) for c in classes):
                 continue  # the class's own rewrite covers the method
             found = [label for cls in classes for label in _ops_of(ctx, cls, name)]
             if not found:
@@ -137,17 +135,14 @@ def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str
             "become a new child of the module holding it)"
         )
     names = ", ".join(f"`{c.name}`" for c in classes)
-    if all(c.file is ctx.info for c in classes):
+    if all(c.file is ctx.info or ctx.project.processes(c.file.path) for c in classes):
         return (
             f"the rewrite of {names} takes a method other modules call on its instances only "
             "when every call of it is known (not so when an instance is handed on or made "
             "elsewhere, or a method of that name is called on another object or off the "
             "forward path)"
         )
-    return (
-        f"the rewrite of {names}, in another file, takes only the methods modules of its own "
-        "file call"
-    )
+    return f"{names} is in another file, which this run does not rewrite"
 
 
 def _annotated(ctx: FileContext, cls: ClassInfo, attr: str, depth: int = 0) -> str | None:
