@@ -95,10 +95,14 @@ class Evidence:
         """The run-time classes built at `cls.attr` (None aside)."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr)})
 
-    def files_holding(self, qualname: str) -> set[str]:
-        """The files whose classes hold, in some built model, a module of the class
-        `qualname`."""
-        return {key[0] for key, kinds in self.seen.items() if any(s.cls == qualname for s in kinds)}
+    def holding(self, qualname: str) -> dict[str, set[str]]:
+        """File -> the attributes where its classes hold, in some built model, a module of the
+        class `qualname`."""
+        found: dict[str, set[str]] = {}
+        for (path, _, attr), kinds in self.seen.items():
+            if any(seen.cls == qualname for seen in kinds):
+                found.setdefault(path, set()).add(attr)
+        return found
 
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""

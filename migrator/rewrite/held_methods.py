@@ -96,64 +96,45 @@ def _held_runs(
         not (names & file.called or names & file.package_called(ctx))
         or "forward" not in methods
         or cls in stack
-        or cls.qualname in ctx.shared
+        or cls.qualname in _shared(ctx, family)
         or ctx.skip.intersection(header_lines(cls.node))
         or family.subclasses_in_file(cls)
     ):
         return {}
+    files = _candidates(ctx, cls, names)
+    if not files and not names & file.called:
+        return {}  # no holder calls such a method
     made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
     own = [h for h, attrs in made.items() if cls.qualname in attrs.values()]
-    elsewhere = _holders_elsewhere(ctx, cls, names)
-    if elsewhere is None:
-        return {}  # a file calling such a method cannot be read
-    places = [(ctx, family, made), *elsewhere]
-    instances = [
-        (where, holder, attr)
-        for where in places
-        for holder, attrs in where[2].items()
-        for attr, qualname in attrs.items()
-        if qualname == cls.qualname
-    ]
-    if not instances:
-        return {}
+    places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
     counted: set[int] = set()
-    for (there, kin, _), holder, attr in instances:
-        if (
-            holder.qualname in there.shared  # its calls would run at each of its call sites
-            or kin.subclasses_in_file(holder)
-            or _escapes(there, holder, attr)
-            or any(set(sub.methods()) - {"__init__"} for sub in kin.subclasses_elsewhere(holder))
-        ):
-            return {}  # a subclass may call it otherwise
-        runs = forward_runs(there, holder, kin, (*stack, cls))
-        per: dict[str, int] = {}
-        for caller, method in holder.methods().items():
-            calls: dict[str, list[ast.Call]] = {}
-            repeated: set[str] = set()
-            for node, visit in there.call_visits(method):
-                func = node.func
-                if (
-                    isinstance(func, ast.Attribute)
-                    and _reads(func.value, attr)
-                    and func.attr in names
-                ):
-                    calls.setdefault(func.attr, []).append(node)
-                    repeated.update([func.attr] if visit.repeated else [])
-            for name, found in calls.items():
-                if not runs.get(caller):
-                    return {}  # called off the forward path: how often is unknown
-                counted.update(id(call.func) for call in found)
-                times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
-                per[name] = min(per.get(name, 0) + times, MANY)
-        for name, times in per.items():
-            counts[name] = max(counts.get(name, 0), times)
+    held = False
+    for index in range(1 + len(files)):
+        if index:  # another file's holders, read only while none has failed
+            place = _place(ctx, files[index - 1])
+            if place is None:
+                return {}  # a file calling such a method cannot be read
+            places.append(place)
+        there, kin, holders = places[index]
+        for holder, attrs in holders.items():
+            for attr in [a for a, qualname in attrs.items() if qualname == cls.qualname]:
+                per = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
+                if per is None:
+                    return {}
+                held = True
+                for name, times in per.items():
+                    counts[name] = max(counts.get(name, 0), times)
+    elsewhere = places[1:]
     if (
-        not counts
+        not held
+        or not counts
         or _made_elsewhere(ctx, cls, own)  # its other instances' calls
         or _other_calls(ctx, set(counts), counted, made, cls)
         or any(
-            _made_elsewhere(there, cls, list(holders)) for there, _, holders in elsewhere if holders
+            _made_elsewhere(there, cls, held_by)
+            for there, _, holders in elsewhere
+            if (held_by := [h for h, attrs in holders.items() if cls.qualname in attrs.values()])
         )
         or any(
             _other_calls(there, set(counts), counted, holders, cls)
@@ -163,6 +144,46 @@ def _held_runs(
         return {}
     read = {Path(there.path).resolve() for there, _, _ in elsewhere}
     return {} if _called_elsewhere(ctx, family, cls, set(counts), read) else counts
+
+
+def _holder_counts(
+    ctx: FileContext,
+    family: Family,
+    holder: ClassInfo,
+    attr: str,
+    names: set[str],
+    stack: tuple[ClassInfo, ...],
+    counted: set[int],
+) -> dict[str, int] | None:
+    """Method name -> how many times the forward path of `holder` calls it on `self.<attr>`
+    per forward (the calls added to `counted`); None when that is not known: `holder` hands
+    the instance on, may be subclassed, is shared, or calls such a method off its forward
+    path."""
+    if (
+        family.subclasses_in_file(holder)
+        or _escapes(ctx, holder, attr)
+        or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
+    ):
+        return None  # a subclass may call it otherwise
+    runs = forward_runs(ctx, holder, family, stack)
+    per: dict[str, int] = {}
+    for caller, method in holder.methods().items():
+        calls: dict[str, list[ast.Call]] = {}
+        repeated: set[str] = set()
+        for node, visit in ctx.call_visits(method):
+            func = node.func
+            if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
+                calls.setdefault(func.attr, []).append(node)
+                repeated.update([func.attr] if visit.repeated else [])
+        for name, found in calls.items():
+            if not runs.get(caller):
+                return None  # called off the forward path: how often is unknown
+            counted.update(id(call.func) for call in found)
+            times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
+            per[name] = min(per.get(name, 0) + times, MANY)
+    if holder.qualname in _shared(ctx, family):
+        return None  # its calls would run at each of its call sites
+    return per
 
 
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
@@ -177,6 +198,9 @@ class _FileFacts:
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
         self._package_called: frozenset[str] | None = None
+        self._top: tuple[Path, bool] | None = None
+        self.shared_known = True
+        """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
         self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
         """The analysis state of other files of the package, as their holders are read."""
 
@@ -190,48 +214,102 @@ class _FileFacts:
         package (none for source from stdin)."""
         if self._package_called is None:
             path = ctx.info.path
-            calls = _package_calls(_package_top(path)) if path and path.is_file() else {}
+            calls = _package_calls(self.top(ctx)) if path and path.is_file() else {}
             self._package_called = frozenset(calls)
         return self._package_called
 
+    def top(self, ctx: FileContext) -> tuple[Path, bool]:
+        """`_package_top` of the file (which has a path)."""
+        if self._top is None:
+            assert ctx.info.path is not None
+            self._top = _package_top(ctx.info.path)
+        return self._top
+
 
 _Place = tuple[FileContext, Family, dict[ClassInfo, dict[str, str]]]
-"""Another file's analysis state, and its holders (`_holders`) of instances of a class."""
+"""A file's analysis state, and its holders (`_holders`)."""
 
 
-def _holders_elsewhere(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[_Place] | None:
+def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]:
     """The other files of the package that call a method of one of `names` on an attribute of
-    `self` and may hold instances of `cls` (they name it, or the run-time evidence saw one
-    there), each with its holders of such instances; None when one cannot be read."""
+    `self` and may hold an instance of `cls` there (`_may_hold`), when such a method runs ops
+    (read from the text)."""
     path = ctx.info.path
     if path is None or not path.is_file():  # source from stdin: no package to look at
         return []
-    own = path.resolve()
-    calls = _package_calls(_package_top(path))
-    files = sorted({file for name in names for file in calls.get(name, ())} - {own})
-    seen = ctx.project.evidence.files_holding(cls.qualname) if files else set()
-    mention = re.compile(rf"\b{re.escape(cls.name)}\b")
-    texts = dict(_package_texts(_package_top(path)))
-    found: list[_Place] = []
-    for file in files:
-        if str(file) not in seen and not mention.search(texts.get(file, "")):
-            continue
-        info = ctx.project.load_file(file)
-        other = _context_of(ctx, info) if info is not None else None
-        if other is None:
-            return None
-        holders = {
-            holder: attrs
-            for holder, attrs in _file_facts(other[0]).holders(other[0]).items()
-            if cls.qualname in attrs.values()
-        }
-        found.append((*other, holders))
-    return found
+    top = _file_facts(ctx).top(ctx)
+    calls = _package_calls(top)
+    files = sorted({file for name in names for file in calls.get(name, ())} - {path.resolve()})
+    seen = ctx.project.evidence.holding(cls.qualname) if files else {}
+    texts = _package_text_of(top) if files else {}
+    candidates = [
+        file
+        for file in files
+        if _may_hold(
+            texts.get(file, ""),
+            cls,
+            {attr for name in names for attr in calls.get(name, {}).get(file, ())},
+            seen.get(str(file), set()),
+        )
+    ]
+    called = {name for name in names for file in candidates if file in calls.get(name, {})}
+    if not candidates or not _runs_ops(ctx, cls, called):
+        return []  # nothing for other files to convert: their calls are read as text
+    return candidates
+
+
+def _place(ctx: FileContext, file: Path) -> _Place | None:
+    """Another file's analysis state and holders; None when it cannot be read."""
+    info = ctx.project.load_file(file)
+    other = _context_of(ctx, info) if info is not None else None
+    if other is None:
+        return None
+    return (*other, _file_facts(other[0]).holders(other[0]))
+
+
+def _runs_ops(ctx: FileContext, cls: ClassInfo, names: set[str]) -> bool:
+    """Whether a method of `cls` of one of `names` runs ops, itself or through the methods and
+    helpers it calls."""
+    from migrator.rewrite.object_methods import ops_from  # which reads `held_runs`
+
+    methods = cls.methods()
+    return any(ops_from(ctx, [(cls, cls.file, methods[name])]) for name in sorted(names))
+
+
+def _may_hold(text: str, cls: ClassInfo, attrs: set[str], seen: set[str]) -> bool:
+    """Whether a file's text may hold an instance of `cls` in one of `attrs`, attributes of
+    `self` it calls a method of: the run-time evidence saw one there, or the file sets one to
+    a call of the class (`self.head = Head(...)`, or of any name when it imports the class
+    under another, `Head as H`). The calls of the other files are read as text by
+    `_called_elsewhere`."""
+    if attrs & seen:
+        return True
+    assigned, renamed = _assigned_calls(text)
+    called = set().union(*(assigned.get(attr, ()) for attr in attrs))
+    return cls.name in called or (bool(called) and cls.name in renamed)
+
+
+_ASSIGNED_CALL = re.compile(r"self\.(\w++)\s*+=\s*+(?:\w++\.)*+(\w++)\s*+\(")
+_RENAMED = re.compile(r"(\w+)\s+as\s+\w")
+
+
+@functools.lru_cache(maxsize=4096)
+def _assigned_calls(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """Attribute -> the names called to set `self.<attr>` in a file's text (`self.head =
+    heads.Head(...)`: `Head`), and the names it may import under another (`Head as H`)."""
+    found: dict[str, set[str]] = {}
+    for attr, name in _ASSIGNED_CALL.findall(text):
+        found.setdefault(attr, set()).add(name)
+    renamed = frozenset(
+        name for line in text.split("\n") if " as " in line for name in _RENAMED.findall(line)
+    )
+    return {attr: frozenset(names) for attr, names in found.items()}, renamed
 
 
 def _context_of(ctx: FileContext, info: FileInfo) -> tuple[FileContext, Family] | None:
-    """The analysis state of another file (its shared classes worked out), made once for the
-    analysis of `ctx`'s file; None for a file without text or path."""
+    """The analysis state of another file, made once for the analysis of `ctx`'s file (its
+    shared classes worked out when first needed: `_shared`); None for a file without text or
+    path."""
     from migrator.rewrite.analyze import skip_lines  # analyze imports the class analysis
 
     facts = _file_facts(ctx)
@@ -243,10 +321,18 @@ def _context_of(ctx: FileContext, info: FileInfo) -> tuple[FileContext, Family] 
             str(info.path), source, info, ctx.project, ctx.ops_module, Positions(source)
         )
         other.skip = skip_lines(source)
-        family = Family(ctx.project, info)
-        find_shared(other, family)
-        facts.contexts[info.path] = (other, family)
+        _file_facts(other).shared_known = False
+        facts.contexts[info.path] = (other, Family(ctx.project, info))
     return facts.contexts[info.path]
+
+
+def _shared(ctx: FileContext, family: Family) -> dict[str, str]:
+    """`ctx.shared`, worked out first for another file's state (`_context_of`)."""
+    facts = _file_facts(ctx)
+    if not facts.shared_known:
+        find_shared(ctx, family)
+        facts.shared_known = True
+    return ctx.shared
 
 
 def _file_facts(ctx: FileContext) -> _FileFacts:
@@ -446,15 +532,29 @@ def _package_top(path: Path) -> tuple[Path, bool]:
     return path.parent.resolve(), False
 
 
+_RECEIVED_CALL = re.compile(r"self\.(\w++)\.(\w++)\s*+\(")
+"""`self.<attr>.<name>(` (also inside a longer name, `myself.a.b(`: more calls, never fewer)."""
+
+
 @functools.lru_cache(maxsize=4)
-def _package_calls(top: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
+def _package_calls(top: tuple[Path, bool]) -> dict[str, dict[Path, frozenset[str]]]:
     """Method name -> the files of a package folder that call a method of that name on an
-    attribute of `self` (`_ATTRIBUTE_CALL`), read once a process."""
-    found: dict[str, set[Path]] = {}
+    attribute of `self` (`self.head.loss(`), each with those attributes; read once a
+    process."""
+    found: dict[str, dict[Path, set[str]]] = {}
     for file, text in _package_texts(top):
-        for name in set(_ATTRIBUTE_CALL.findall(text)):
-            found.setdefault(name, set()).add(file)
-    return {name: frozenset(files) for name, files in found.items()}
+        for attr, name in _RECEIVED_CALL.findall(text):
+            found.setdefault(name, {}).setdefault(file, set()).add(attr)
+    return {
+        name: {file: frozenset(attrs) for file, attrs in files.items()}
+        for name, files in found.items()
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def _package_text_of(top: tuple[Path, bool]) -> dict[Path, str]:
+    """`_package_texts` by file."""
+    return dict(_package_texts(top))
 
 
 @functools.lru_cache(maxsize=4)
