@@ -269,11 +269,20 @@ def _place(ctx: FileContext, file: Path) -> _Place | None:
 
 def _runs_ops(ctx: FileContext, cls: ClassInfo, names: set[str]) -> bool:
     """Whether a method of `cls` of one of `names` runs ops, itself or through the methods and
-    helpers it calls."""
+    helpers it calls, or calls a module attribute (as it does once `fix` converted them: a
+    second run decides as the first)."""
     from migrator.rewrite.object_methods import ops_from  # which reads `held_runs`
 
     methods = cls.methods()
-    return any(ops_from(ctx, [(cls, cls.file, methods[name])]) for name in sorted(names))
+    for name in sorted(names):
+        ran = [methods[inner] for inner, times in runs_per_call(ctx, cls, name).items() if times]
+        if any(
+            self_attr(call.func) and call.func.attr not in methods
+            for method in ran
+            for call in ctx.calls_in(method)
+        ) or ops_from(ctx, [(cls, cls.file, methods[name])]):
+            return True
+    return False
 
 
 def _may_hold(text: str, cls: ClassInfo, attrs: set[str], seen: set[str]) -> bool:
