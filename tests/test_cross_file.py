@@ -750,3 +750,20 @@ def test_a_method_other_files_call_converts_bit_exact(tmp_path, module, cls):
             assert torch.equal(e, g)
     kinds = {type(m).__name__ for m in b.modules()}
     assert ({"Abs", "Mean", "Sub", "Sum"} <= kinds) == (cls == "Model")
+
+
+def test_a_holder_alone_reports_the_call_its_class_file_would_take(tmp_path):
+    """`fix model.py` alone leaves `Head.loss` as it is (heads.py is not rewritten), so the
+    holder reports the call; given both files, the call is the class's to convert."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for before in (HELD_ACROSS / "pkg").glob("*.before.py"):
+        (pkg / before.name.replace(".before.py", ".py")).write_text(before.read_text())
+    (pkg / "__init__.py").write_text("")
+    alone = list(run([str(pkg / "model.py")], Settings(), rewrite=True))
+    assert [(f.code, f.message.split(": ")[-1]) for f in alone[0].findings] == [
+        ("MIG115", "`Head` is in another file, which this run does not rewrite; left as is")
+    ]
+    both = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert both["model.py"].findings == [] and not both["model.py"].changed
+    assert "self.abs = Abs()" in both["heads.py"].new_text
