@@ -104,7 +104,8 @@ def _held_runs(
     files = _candidates(ctx, cls, names)
     if not files and not names & file.called:
         return {}  # no holder calls such a method
-    made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
+    mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
+    made = {h: attrs for h, attrs in mine.items() if h is not cls}
     own = [h for h, attrs in made.items() if cls.qualname in attrs.values()]
     places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
