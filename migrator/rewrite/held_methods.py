@@ -67,24 +67,34 @@ def held_runs(
     `cls` call it per forward (the most over the instances), when every call of the methods
     called so is known (see above); empty otherwise."""
     if stack:  # a holder's own count, asked while working out another class's
-        return _held_runs(ctx, cls, family, stack)
+        return _held_runs(ctx, cls, family, stack)[0]
+    return _kept(ctx, cls, family)[0]
+
+
+def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[dict[str, int], str]:
     return family.kept("held_runs", cls, lambda: _held_runs(ctx, cls, family, ()))
 
 
-def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
+NOT_REWRITTEN = "in another file, which this run does not rewrite"
+
+
+def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[dict[str, int], str]:
     """`held_runs` of `cls`, a class of this file or of another file that this run processes
-    (worked out as that file's own analysis does); empty for a file the run leaves alone."""
+    (worked out as that file's own analysis does), and when empty why; empty for a file the
+    run leaves alone."""
     if cls.file is ctx.info:
-        return held_runs(ctx, cls, family)
+        return _kept(ctx, cls, family)
     if ctx.project.processes(cls.file.path) is None:
-        return {}
+        return {}, f"`{cls.name}` is {NOT_REWRITTEN}"
     other = _context_of(ctx, cls.file)
-    return held_runs(other[0], cls, other[1]) if other is not None else {}
+    return _kept(other[0], cls, other[1]) if other is not None else ({}, "its file has no text")
 
 
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
-) -> dict[str, int]:
+) -> tuple[dict[str, int], str]:
+    """`held_runs`, and when it is empty why (what the refused MIG115 at a holder's call
+    says)."""
     methods = cls.methods()
     names = {
         name
@@ -92,18 +102,21 @@ def _held_runs(
         if name != "forward" and not name.startswith("__") and not unbound(method)
     }
     file = _file_facts(ctx)
-    if (
-        not (names & file.called or names & file.package_called(ctx))
-        or "forward" not in methods
-        or cls in stack
-        or cls.qualname in _shared(ctx, family)
-        or ctx.skip.intersection(header_lines(cls.node))
-        or family.subclasses_in_file(cls)
-    ):
-        return {}
+    if not (names & file.called or names & file.package_called(ctx)):
+        return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
+    if "forward" not in methods:
+        return {}, f"`{cls.name}` has no `forward`"
+    if cls in stack:
+        return {}, f"`{cls.name}` holds, through its holders, an instance of itself"
+    if cls.qualname in _shared(ctx, family):
+        return {}, f"its instances are handed to several modules ({ctx.shared[cls.qualname]})"
+    if ctx.skip.intersection(header_lines(cls.node)):
+        return {}, f"`{cls.name}` is under `# migrator: skip`"
+    if family.subclasses_in_file(cls):
+        return {}, f"`{cls.name}` has a subclass"
     files = _candidates(ctx, cls, names)
     if not files and not names & file.called:
-        return {}  # no holder calls such a method
+        return {}, _NO_HOLDER
     mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
     made = {h: attrs for h, attrs in mine.items() if h is not cls}
     own = [h for h, attrs in made.items() if cls.qualname in attrs.values()]
@@ -115,36 +128,36 @@ def _held_runs(
         if index:  # another file's holders, read only while none has failed
             place = _place(ctx, files[index - 1])
             if place is None:
-                return {}  # a file calling such a method cannot be read
+                return {}, f"{files[index - 1].name}, which calls such a method, cannot be read"
             places.append(place)
         there, kin, holders = places[index]
         for holder, attrs in holders.items():
             for attr in [a for a, qualname in attrs.items() if qualname == cls.qualname]:
                 per = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
-                if per is None:
-                    return {}
+                if isinstance(per, str):
+                    return {}, per
                 held = True
                 for name, times in per.items():
                     counts[name] = max(counts.get(name, 0), times)
     elsewhere = places[1:]
-    if (
-        not held
-        or not counts
-        or _made_elsewhere(ctx, cls, own)  # its other instances' calls
-        or _other_calls(ctx, set(counts), counted, made, cls)
-        or any(
-            _made_elsewhere(there, cls, held_by)
-            for there, _, holders in elsewhere
-            if (held_by := [h for h, attrs in holders.items() if cls.qualname in attrs.values()])
-        )
-        or any(
-            _other_calls(there, set(counts), counted, holders, cls)
-            for there, _, holders in elsewhere
-        )
-    ):
-        return {}
+    if not held or not counts:
+        return {}, _NO_HOLDER
+    for there, _, holders in places:
+        held_by = [h for h, attrs in holders.items() if cls.qualname in attrs.values()]
+        name = Path(there.path).name
+        if (held_by or there is ctx) and _made_elsewhere(there, cls, held_by):
+            return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
+        if _other_calls(there, set(counts), counted, holders, cls):
+            return {}, f"{name} calls a method of that name on another object"
     read = {Path(there.path).resolve() for there, _, _ in elsewhere}
-    return {} if _called_elsewhere(ctx, family, cls, set(counts), read) else counts
+    why = _called_elsewhere(ctx, family, cls, set(counts), read)
+    return ({}, why) if why else (counts, "")
+
+
+_NO_HOLDER = (
+    "no module's forward path calls it on an instance its `__init__` sets once, by a call of "
+    "the class (or, with run-time evidence, where every built model holds one)"
+)
 
 
 def _holder_counts(
@@ -155,17 +168,17 @@ def _holder_counts(
     names: set[str],
     stack: tuple[ClassInfo, ...],
     counted: set[int],
-) -> dict[str, int] | None:
+) -> dict[str, int] | str:
     """Method name -> how many times the forward path of `holder` calls it on `self.<attr>`
-    per forward (the calls added to `counted`); None when that is not known: `holder` hands
-    the instance on, may be subclassed, is shared, or calls such a method off its forward
-    path."""
-    if (
-        family.subclasses_in_file(holder)
-        or _escapes(ctx, holder, attr)
-        or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
+    per forward (the calls added to `counted`); why not, when that is not known: `holder`
+    hands the instance on, may be subclassed, is shared, or calls such a method off its
+    forward path."""
+    if family.subclasses_in_file(holder) or any(
+        set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder)
     ):
-        return None  # a subclass may call it otherwise
+        return f"`{holder.name}` has a subclass, which may call it otherwise"
+    if _escapes(ctx, holder, attr):
+        return f"`{holder.name}` hands `self.{attr}` on"
     runs = forward_runs(ctx, holder, family, stack)
     per: dict[str, int] = {}
     for caller, method in holder.methods().items():
@@ -178,12 +191,12 @@ def _holder_counts(
                 repeated.update([func.attr] if visit.repeated else [])
         for name, found in calls.items():
             if not runs.get(caller):
-                return None  # called off the forward path: how often is unknown
+                return f"`{holder.name}.{caller}`, off the forward path, calls `{name}`"
             counted.update(id(call.func) for call in found)
             times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
             per[name] = min(per.get(name, 0) + times, MANY)
     if holder.qualname in _shared(ctx, family):
-        return None  # its calls would run at each of its call sites
+        return f"`{holder.name}` itself is handed to several modules"
     return per
 
 
@@ -489,17 +502,18 @@ _CLASS = re.compile(r"^class +(\w+)", re.MULTILINE)
 
 def _called_elsewhere(
     ctx: FileContext, family: Family, cls: ClassInfo, names: set[str], read: set[Path]
-) -> bool:
-    """Whether `cls` has subclasses in other files of its package, or one of those files but
-    the ones `read` already (their holders' calls counted) reads (calls) a method named as one
-    of `names` of something that may be an instance of `cls` (found from the text): of anything
-    but `self`, or `self.<attr>` that the file sets once, to a call of a class named otherwise,
-    or that every built model the run-time evidence saw holds an instance of another class in."""
+) -> str:
+    """Whether (why, or '') `cls` has subclasses in other files of its package, or one of those
+    files but the ones `read` already (their holders' calls counted) reads (calls) a method
+    named as one of `names` of something that may be an instance of `cls` (found from the
+    text): of anything but `self`, or `self.<attr>` that the file sets once, to a call of a
+    class named otherwise, or that every built model the run-time evidence saw holds an
+    instance of another class in."""
     path = ctx.info.path
     if path is None or not path.is_file():  # source from stdin: no package to look at
-        return False
+        return ""
     if family.subclasses_elsewhere(cls):
-        return True
+        return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
     for file, text in _package_texts(_package_top(path)):
@@ -511,8 +525,12 @@ def _called_elsewhere(
             if receiver != "self" and not _other_class(
                 ctx, cls, file, text, receiver, match.start()
             ):
-                return True
-    return False
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"{file.name}:{line} calls `{receiver or '...'}{match.group()}` on something "
+                    f"not proven to be an instance set once in a holder's `__init__`"
+                )
+    return ""
 
 
 def _other_class(
