@@ -119,7 +119,6 @@ def _held_runs(
         return {}, _NO_HOLDER
     mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
     made = {h: attrs for h, attrs in mine.items() if h is not cls}
-    own = [h for h, attrs in made.items() if cls.qualname in attrs.values()]
     places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
     counted: set[int] = set()
