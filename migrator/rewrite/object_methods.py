@@ -7,6 +7,7 @@ runs it. Neither class rewrites them, so one finding at each such call on the fo
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from functools import partial
 
 from migrator import catalog
@@ -123,7 +124,11 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
 
 
 def _why(
-    ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str, whys: list[str]
+    ctx: FileContext,
+    classes: list[ClassInfo],
+    owner: ClassInfo,
+    attr: str,
+    whys: Sequence[str] = (),
 ) -> str:
     """Why the ops of a method of an object of `classes`, held in `owner.<attr>`, cannot become
     modules of its own (`whys`: why the rewrite of each module class does not take it)."""
