@@ -95,6 +95,15 @@ class Evidence:
         """The run-time classes built at `cls.attr` (None aside)."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr)})
 
+    def holding(self, qualname: str) -> dict[str, set[str]]:
+        """File -> the attributes where its classes hold, in some built model, a module of the
+        class `qualname`."""
+        found: dict[str, set[str]] = {}
+        for (path, _, attr), kinds in self.seen.items():
+            if any(seen.cls == qualname for seen in kinds):
+                found.setdefault(path, set()).add(attr)
+        return found
+
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})

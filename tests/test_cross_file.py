@@ -708,3 +708,65 @@ def test_a_search_served_ancestors_found_by_an_earlier_one_still_reads_their_fil
     assert "self.gelu_1 = nn.GELU()" in net_text()
     mid.write_text("from .net import A as Mid  # SubB derives from A now\n")
     assert "self.gelu = nn.GELU()" in net_text()
+
+
+HELD_ACROSS = TREE.parent / "held_method_across_files"
+
+
+@pytest.mark.parametrize("module, cls", [("model", "Model"), ("pair", "Pair")])
+def test_a_method_other_files_call_converts_bit_exact(tmp_path, module, cls):
+    """Tree `held_method_across_files` as its fixtures expect it (the `.after.py` files, the
+    `.before.py` ones where nothing changes): each holder's outputs are equal to the
+    original's, in eval and training mode, with the state_dict unchanged; `Head.loss` of the
+    migrated side calls modules of `Head`."""
+    torch = pytest.importorskip("torch")
+    import importlib
+    import sys
+
+    modules = {}
+    for side in ("before", "after"):
+        pkg = tmp_path / side / "pkg"
+        pkg.mkdir(parents=True)
+        for before in (HELD_ACROSS / "pkg").glob("*.py"):
+            if before.name.endswith(".after.py"):
+                continue
+            after = before.with_name(before.name.replace(".before.py", ".after.py"))
+            chosen = after if side == "after" and after.exists() else before
+            (pkg / before.name.replace(".before.py", ".py")).write_text(chosen.read_text())
+        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+            del sys.modules[name]
+        sys.path.insert(0, str(pkg.parent))
+        try:
+            modules[side] = importlib.import_module(f"pkg.{module}")
+        finally:
+            sys.path.remove(str(pkg.parent))
+    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
+        del sys.modules[name]
+    for train in (False, True):
+        torch.manual_seed(0)
+        a = getattr(modules["before"], cls)().train(train)
+        b = getattr(modules["after"], cls)().train(train)
+        b.load_state_dict(a.state_dict(), strict=True)
+        x = torch.randn(2, 4)
+        expected, actual = a(x), b(x)
+        for e, g in zip(*(o if isinstance(o, tuple) else (o,) for o in (expected, actual))):
+            assert torch.equal(e, g)
+    kinds = {type(m).__name__ for m in b.modules()}
+    assert ({"Abs", "Mean", "Sub", "Sum"} <= kinds) == (cls == "Model")
+
+
+def test_a_holder_alone_reports_the_call_its_class_file_would_take(tmp_path):
+    """`fix model.py` alone leaves `Head.loss` as it is (heads.py is not rewritten), so the
+    holder reports the call; given both files, the call is the class's to convert."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for before in (HELD_ACROSS / "pkg").glob("*.before.py"):
+        (pkg / before.name.replace(".before.py", ".py")).write_text(before.read_text())
+    (pkg / "__init__.py").write_text("")
+    alone = list(run([str(pkg / "model.py")], Settings(), rewrite=True))
+    assert [(f.code, f.message.split(": ")[-1]) for f in alone[0].findings] == [
+        ("MIG115", "`Head` is in another file, which this run does not rewrite; left as is")
+    ]
+    both = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert both["model.py"].findings == [] and not both["model.py"].changed
+    assert "self.abs = Abs()" in both["heads.py"].new_text

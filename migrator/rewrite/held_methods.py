@@ -1,12 +1,15 @@
-"""Methods of a module class that other modules of its file call on an instance they hold
-(`self.head.compute_loss(...)`, as torchvision's retinanet and fcos do): they are on the class's
-forward path too, and run as many times per forward as their holders' forward paths call them.
+"""Methods of a module class that other modules of its package call on an instance they hold
+(`self.head.compute_loss(...)`, as torchvision's retinanet and fcos do;
+`self.transform.postprocess(...)` from other files): they are on the class's forward path too,
+and run as many times per forward as their holders' forward paths call them.
 
 Only when every call of such a method is known: each instance made once, in a holder's
 `__init__` (`self.head = Head(...)`), and handed to nothing; the holders' calls on their forward
 paths; no other call of a method of that name in the file, nor in another file of its package,
 on anything but `self` or an attribute holding an instance of another class; no subclass of the
-class. Otherwise the calls stay as they are, each reported at its holder (MIG115).
+class. Otherwise the calls stay as they are, each reported at its holder (MIG115). The class's
+file decides alone, from the files of its package as they read, and each holder's file reads
+the same decision (`held_by_holders`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.project import ClassInfo, module_name
+from migrator.rewrite.plan import Positions
+from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
+from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 
 
@@ -62,13 +67,34 @@ def held_runs(
     `cls` call it per forward (the most over the instances), when every call of the methods
     called so is known (see above); empty otherwise."""
     if stack:  # a holder's own count, asked while working out another class's
-        return _held_runs(ctx, cls, family, stack)
+        return _held_runs(ctx, cls, family, stack)[0]
+    return _kept(ctx, cls, family)[0]
+
+
+def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[dict[str, int], str]:
     return family.kept("held_runs", cls, lambda: _held_runs(ctx, cls, family, ()))
+
+
+NOT_REWRITTEN = "in another file, which this run does not rewrite"
+
+
+def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[dict[str, int], str]:
+    """`held_runs` of `cls`, a class of this file or of another file that this run processes
+    (worked out as that file's own analysis does), and when empty why; empty for a file the
+    run leaves alone."""
+    if cls.file is ctx.info:
+        return _kept(ctx, cls, family)
+    if ctx.project.processes(cls.file.path) is None:
+        return {}, f"`{cls.name}` is {NOT_REWRITTEN}"
+    other = _context_of(ctx, cls.file)
+    return _kept(other[0], cls, other[1]) if other is not None else ({}, "its file has no text")
 
 
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
-) -> dict[str, int]:
+) -> tuple[dict[str, int], str]:
+    """`held_runs`, and when it is empty why (what the refused MIG115 at a holder's call
+    says)."""
     methods = cls.methods()
     names = {
         name
@@ -76,58 +102,101 @@ def _held_runs(
         if name != "forward" and not name.startswith("__") and not unbound(method)
     }
     file = _file_facts(ctx)
-    if (
-        not names & file.called
-        or "forward" not in methods
-        or cls in stack
-        or cls.qualname in ctx.shared
-        or ctx.skip.intersection(header_lines(cls.node))
-        or family.subclasses_in_file(cls)
-    ):
-        return {}
-    made = {h: attrs for h, attrs in file.holders(ctx).items() if h is not cls}
-    instances = [(h, a) for h, attrs in made.items() for a, q in attrs.items() if q == cls.qualname]
-    if not instances:
-        return {}
+    if not (names & file.called or names & file.package_called(ctx)):
+        return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
+    if "forward" not in methods:
+        return {}, f"`{cls.name}` has no `forward`"
+    if cls in stack:
+        return {}, f"`{cls.name}` holds, through its holders, an instance of itself"
+    if cls.qualname in _shared(ctx, family):
+        return {}, f"its instances are handed to several modules ({ctx.shared[cls.qualname]})"
+    if ctx.skip.intersection(header_lines(cls.node)):
+        return {}, f"`{cls.name}` is under `# migrator: skip`"
+    if family.subclasses_in_file(cls):
+        return {}, f"`{cls.name}` has a subclass"
+    files = _candidates(ctx, cls, names)
+    if not files and not names & file.called:
+        return {}, _NO_HOLDER
+    mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
+    made = {h: attrs for h, attrs in mine.items() if h is not cls}
+    places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
     counted: set[int] = set()
-    for holder, attr in instances:
-        if (
-            holder.qualname in ctx.shared  # its calls would run at each of its call sites
-            or family.subclasses_in_file(holder)
-            or _escapes(ctx, holder, attr)
-            or any(set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder))
-        ):
-            return {}  # a subclass may call it otherwise
-        runs = forward_runs(ctx, holder, family, (*stack, cls))
-        per: dict[str, int] = {}
-        for caller, method in holder.methods().items():
-            calls: dict[str, list[ast.Call]] = {}
-            repeated: set[str] = set()
-            for node, visit in ctx.call_visits(method):
-                func = node.func
-                if (
-                    isinstance(func, ast.Attribute)
-                    and _reads(func.value, attr)
-                    and func.attr in names
-                ):
-                    calls.setdefault(func.attr, []).append(node)
-                    repeated.update([func.attr] if visit.repeated else [])
-            for name, found in calls.items():
-                if not runs.get(caller):
-                    return {}  # called off the forward path: how often is unknown
-                counted.update(id(call.func) for call in found)
-                times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
-                per[name] = min(per.get(name, 0) + times, MANY)
-        for name, times in per.items():
-            counts[name] = max(counts.get(name, 0), times)
-    if (
-        not counts
-        or _made_elsewhere(ctx, cls, [h for h, _ in instances])  # its other instances' calls
-        or _other_calls(ctx, set(counts), counted, made, cls)
+    held = False
+    for index in range(1 + len(files)):
+        if index:  # another file's holders, read only while none has failed
+            place = _place(ctx, files[index - 1])
+            if place is None:
+                return {}, f"{files[index - 1].name}, which calls such a method, cannot be read"
+            places.append(place)
+        there, kin, holders = places[index]
+        for holder, attrs in holders.items():
+            for attr in [a for a, qualname in attrs.items() if qualname == cls.qualname]:
+                per = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
+                if isinstance(per, str):
+                    return {}, per
+                held = True
+                for name, times in per.items():
+                    counts[name] = max(counts.get(name, 0), times)
+    elsewhere = places[1:]
+    if not held or not counts:
+        return {}, _NO_HOLDER
+    for there, _, holders in places:
+        held_by = [h for h, attrs in holders.items() if cls.qualname in attrs.values()]
+        name = Path(there.path).name
+        if (held_by or there is ctx) and _made_elsewhere(there, cls, held_by):
+            return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
+        if _other_calls(there, set(counts), counted, holders, cls):
+            return {}, f"{name} calls a method of that name on another object"
+    read = {Path(there.path).resolve() for there, _, _ in elsewhere}
+    why = _called_elsewhere(ctx, family, cls, set(counts), read)
+    return ({}, why) if why else (counts, "")
+
+
+_NO_HOLDER = (
+    "no module's forward path calls it on an instance its `__init__` sets once, by a call of "
+    "the class (or, with run-time evidence, where every built model holds one)"
+)
+
+
+def _holder_counts(
+    ctx: FileContext,
+    family: Family,
+    holder: ClassInfo,
+    attr: str,
+    names: set[str],
+    stack: tuple[ClassInfo, ...],
+    counted: set[int],
+) -> dict[str, int] | str:
+    """Method name -> how many times the forward path of `holder` calls it on `self.<attr>`
+    per forward (the calls added to `counted`); why not, when that is not known: `holder`
+    hands the instance on, may be subclassed, is shared, or calls such a method off its
+    forward path."""
+    if family.subclasses_in_file(holder) or any(
+        set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder)
     ):
-        return {}
-    return {} if _called_elsewhere(ctx, family, cls, set(counts)) else counts
+        return f"`{holder.name}` has a subclass, which may call it otherwise"
+    if _escapes(ctx, holder, attr):
+        return f"`{holder.name}` hands `self.{attr}` on"
+    runs = forward_runs(ctx, holder, family, stack)
+    per: dict[str, int] = {}
+    for caller, method in holder.methods().items():
+        calls: dict[str, list[ast.Call]] = {}
+        repeated: set[str] = set()
+        for node, visit in ctx.call_visits(method):
+            func = node.func
+            if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
+                calls.setdefault(func.attr, []).append(node)
+                repeated.update([func.attr] if visit.repeated else [])
+        for name, found in calls.items():
+            if not runs.get(caller):
+                return f"`{holder.name}.{caller}`, off the forward path, calls `{name}`"
+            counted.update(id(call.func) for call in found)
+            times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
+            per[name] = min(per.get(name, 0) + times, MANY)
+    if holder.qualname in _shared(ctx, family):
+        return f"`{holder.name}` itself is handed to several modules"
+    return per
 
 
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
@@ -141,11 +210,151 @@ class _FileFacts:
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
+        self._package_called: frozenset[str] | None = None
+        self._top: tuple[Path, bool] | None = None
+        self.shared_known = True
+        """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
+        self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
+        """The analysis state of other files of the package, as their holders are read."""
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
             self._holders = _holders(ctx)
         return self._holders
+
+    def package_called(self, ctx: FileContext) -> frozenset[str]:
+        """The names of the methods called on an attribute of `self` in the files of the
+        package (none for source from stdin)."""
+        if self._package_called is None:
+            path = ctx.info.path
+            calls = _package_calls(self.top(ctx)) if path and path.is_file() else {}
+            self._package_called = frozenset(calls)
+        return self._package_called
+
+    def top(self, ctx: FileContext) -> tuple[Path, bool]:
+        """`_package_top` of the file (which has a path)."""
+        if self._top is None:
+            assert ctx.info.path is not None
+            self._top = _package_top(ctx.info.path)
+        return self._top
+
+
+_Place = tuple[FileContext, Family, dict[ClassInfo, dict[str, str]]]
+"""A file's analysis state, and its holders (`_holders`)."""
+
+
+def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]:
+    """The other files of the package that call a method of one of `names` on an attribute of
+    `self` and may hold an instance of `cls` there (`_may_hold`), when such a method runs ops
+    (read from the text)."""
+    path = ctx.info.path
+    if path is None or not path.is_file():  # source from stdin: no package to look at
+        return []
+    top = _file_facts(ctx).top(ctx)
+    calls = _package_calls(top)
+    files = sorted({file for name in names for file in calls.get(name, ())} - {path.resolve()})
+    seen = ctx.project.evidence.holding(cls.qualname) if files else {}
+    texts = _package_text_of(top) if files else {}
+    candidates = [
+        file
+        for file in files
+        if _may_hold(
+            texts.get(file, ""),
+            cls,
+            {attr for name in names for attr in calls.get(name, {}).get(file, ())},
+            seen.get(str(file), set()),
+        )
+    ]
+    called = {name for name in names for file in candidates if file in calls.get(name, {})}
+    if not candidates or not _runs_ops(ctx, cls, called):
+        return []  # nothing for other files to convert: their calls are read as text
+    return candidates
+
+
+def _place(ctx: FileContext, file: Path) -> _Place | None:
+    """Another file's analysis state and holders; None when it cannot be read."""
+    info = ctx.project.load_file(file)
+    other = _context_of(ctx, info) if info is not None else None
+    if other is None:
+        return None
+    return (*other, _file_facts(other[0]).holders(other[0]))
+
+
+def _runs_ops(ctx: FileContext, cls: ClassInfo, names: set[str]) -> bool:
+    """Whether a method of `cls` of one of `names` runs ops, itself or through the methods and
+    helpers it calls, or calls a module attribute (as it does once `fix` converted them: a
+    second run decides as the first)."""
+    from migrator.rewrite.object_methods import ops_from  # which reads `held_runs`
+
+    methods = cls.methods()
+    for name in sorted(names):
+        ran = [methods[inner] for inner, times in runs_per_call(ctx, cls, name).items() if times]
+        if any(
+            self_attr(call.func) and call.func.attr not in methods
+            for method in ran
+            for call in ctx.calls_in(method)
+        ) or ops_from(ctx, [(cls, cls.file, methods[name])]):
+            return True
+    return False
+
+
+def _may_hold(text: str, cls: ClassInfo, attrs: set[str], seen: set[str]) -> bool:
+    """Whether a file's text may hold an instance of `cls` in one of `attrs`, attributes of
+    `self` it calls a method of: the run-time evidence saw one there, or the file sets one to
+    a call of the class (`self.head = Head(...)`, or of any name when it imports the class
+    under another, `Head as H`). The calls of the other files are read as text by
+    `_called_elsewhere`."""
+    if attrs & seen:
+        return True
+    assigned, renamed = _assigned_calls(text)
+    called = set().union(*(assigned.get(attr, ()) for attr in attrs))
+    return cls.name in called or (bool(called) and cls.name in renamed)
+
+
+_ASSIGNED_CALL = re.compile(r"self\.(\w++)\s*+=\s*+(?:\w++\.)*+(\w++)\s*+\(")
+_RENAMED = re.compile(r"(\w+)\s+as\s+\w")
+
+
+@functools.lru_cache(maxsize=4096)
+def _assigned_calls(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """Attribute -> the names called to set `self.<attr>` in a file's text (`self.head =
+    heads.Head(...)`: `Head`), and the names it may import under another (`Head as H`)."""
+    found: dict[str, set[str]] = {}
+    for attr, name in _ASSIGNED_CALL.findall(text):
+        found.setdefault(attr, set()).add(name)
+    renamed = frozenset(
+        name for line in text.split("\n") if " as " in line for name in _RENAMED.findall(line)
+    )
+    return {attr: frozenset(names) for attr, names in found.items()}, renamed
+
+
+def _context_of(ctx: FileContext, info: FileInfo) -> tuple[FileContext, Family] | None:
+    """The analysis state of another file, made once for the analysis of `ctx`'s file (its
+    shared classes worked out when first needed: `_shared`); None for a file without text or
+    path."""
+    from migrator.rewrite.analyze import skip_lines  # analyze imports the class analysis
+
+    facts = _file_facts(ctx)
+    source = info.source if info.source is not None else info.text
+    if info.path is None or source is None:
+        return None
+    if info.path not in facts.contexts:
+        other = FileContext(
+            str(info.path), source, info, ctx.project, ctx.ops_module, Positions(source)
+        )
+        other.skip = skip_lines(source)
+        _file_facts(other).shared_known = False
+        facts.contexts[info.path] = (other, Family(ctx.project, info))
+    return facts.contexts[info.path]
+
+
+def _shared(ctx: FileContext, family: Family) -> dict[str, str]:
+    """`ctx.shared`, worked out first for another file's state (`_context_of`)."""
+    facts = _file_facts(ctx)
+    if not facts.shared_known:
+        find_shared(ctx, family)
+        facts.shared_known = True
+    return ctx.shared
 
 
 def _file_facts(ctx: FileContext) -> _FileFacts:
@@ -290,21 +499,24 @@ _RECEIVER = re.compile(r"(?<![\w.])((?:\w+\.)*\w+)$")
 _CLASS = re.compile(r"^class +(\w+)", re.MULTILINE)
 
 
-def _called_elsewhere(ctx: FileContext, family: Family, cls: ClassInfo, names: set[str]) -> bool:
-    """Whether `cls` has subclasses in other files of its package, or one of those files reads
-    (calls) a method named as one of `names` of something that may be an instance of `cls`
-    (found from the text): of anything but `self`, or `self.<attr>` that the file sets once, to
-    a call of a class named otherwise, or that every built model the run-time evidence saw
-    holds an instance of another class in."""
+def _called_elsewhere(
+    ctx: FileContext, family: Family, cls: ClassInfo, names: set[str], read: set[Path]
+) -> str:
+    """Whether (why, or '') `cls` has subclasses in other files of its package, or one of those
+    files but the ones `read` already (their holders' calls counted) reads (calls) a method
+    named as one of `names` of something that may be an instance of `cls` (found from the
+    text): of anything but `self`, or `self.<attr>` that the file sets once, to a call of a
+    class named otherwise, or that every built model the run-time evidence saw holds an
+    instance of another class in."""
     path = ctx.info.path
     if path is None or not path.is_file():  # source from stdin: no package to look at
-        return False
+        return ""
     if family.subclasses_elsewhere(cls):
-        return True
+        return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
     for file, text in _package_texts(_package_top(path)):
-        if file == own:
+        if file == own or file in read:
             continue
         for match in calls.finditer(text):
             found = _RECEIVER.search(text, max(0, match.start() - 200), match.start())
@@ -312,8 +524,12 @@ def _called_elsewhere(ctx: FileContext, family: Family, cls: ClassInfo, names: s
             if receiver != "self" and not _other_class(
                 ctx, cls, file, text, receiver, match.start()
             ):
-                return True
-    return False
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"{file.name}:{line} calls `{receiver or '...'}{match.group()}` on something "
+                    f"not proven to be an instance set once in a holder's `__init__`"
+                )
+    return ""
 
 
 def _other_class(
@@ -341,6 +557,31 @@ def _package_top(path: Path) -> tuple[Path, bool]:
     if "." in module:
         return (root / module.split(".")[0]).resolve(), True
     return path.parent.resolve(), False
+
+
+_RECEIVED_CALL = re.compile(r"self\.(\w++)\.(\w++)\s*+\(")
+"""`self.<attr>.<name>(` (also inside a longer name, `myself.a.b(`: more calls, never fewer)."""
+
+
+@functools.lru_cache(maxsize=4)
+def _package_calls(top: tuple[Path, bool]) -> dict[str, dict[Path, frozenset[str]]]:
+    """Method name -> the files of a package folder that call a method of that name on an
+    attribute of `self` (`self.head.loss(`), each with those attributes; read once a
+    process."""
+    found: dict[str, dict[Path, set[str]]] = {}
+    for file, text in _package_texts(top):
+        for attr, name in _RECEIVED_CALL.findall(text):
+            found.setdefault(name, {}).setdefault(file, set()).add(attr)
+    return {
+        name: {file: frozenset(attrs) for file, attrs in files.items()}
+        for name, files in found.items()
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def _package_text_of(top: tuple[Path, bool]) -> dict[Path, str]:
+    """`_package_texts` by file."""
+    return dict(_package_texts(top))
 
 
 @functools.lru_cache(maxsize=4)

@@ -7,12 +7,13 @@ runs it. Neither class rewrites them, so one finding at each such call on the fo
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.held_methods import held_runs
+from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -72,9 +73,11 @@ def report_object_methods(
                 if assigned and all(_defines(ctx, name, each) for each in assigned):
                     made, source = assigned, ", as every assignment of it gives"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
-            if classes and all(
-                c.file is ctx.info and name in held_runs(ctx, c, family) for c in classes
-            ):
+            decided = [
+                held_by_holders(ctx, c, family) if ctx.project.is_module(c) else ({}, "")
+                for c in classes
+            ]
+            if classes and all(name in counts for counts, _ in decided):
                 continue  # the class's own rewrite covers the method
             found = [label for cls in classes for label in _ops_of(ctx, cls, name)]
             if not found:
@@ -87,7 +90,7 @@ def report_object_methods(
                 "MIG115",
                 f"`{ctx.text(func)}` (a method of {owners}{source}) runs {len(found)} op(s) forward "
                 f"reaches ({labels}): a method of another object stays a call of that object: "
-                f"{_why(ctx, classes, owner, attr)}; left as is",
+                f"{_why(ctx, classes, owner, attr, [why for _, why in decided])}; left as is",
             )
 
 
@@ -218,9 +221,15 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     )
 
 
-def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str) -> str:
+def _why(
+    ctx: FileContext,
+    classes: list[ClassInfo],
+    owner: ClassInfo,
+    attr: str,
+    whys: Sequence[str] = (),
+) -> str:
     """Why the ops of a method of an object of `classes`, held in `owner.<attr>`, cannot become
-    modules of its own."""
+    modules of its own (`whys`: why the rewrite of each module class does not take it)."""
     plain = [c for c in classes if not ctx.project.is_module(c)]
     if plain:
         names = ", ".join(f"`{c.name}`" for c in plain)
@@ -235,16 +244,13 @@ def _why(ctx: FileContext, classes: list[ClassInfo], owner: ClassInfo, attr: str
             "become a new child of the module holding it)"
         )
     names = ", ".join(f"`{c.name}`" for c in classes)
-    if all(c.file is ctx.info for c in classes):
-        return (
-            f"the rewrite of {names} takes a method other modules call on its instances only "
-            "when every call of it is known (not so when an instance is handed on or made "
-            "elsewhere, or a method of that name is called on another object or off the "
-            "forward path)"
-        )
+    elsewhere = [why for why in whys if why.endswith(NOT_REWRITTEN)]
+    if elsewhere:
+        return elsewhere[0]
+    reasons = "; ".join(sorted({why for why in whys if why})) or "one is not"
     return (
-        f"the rewrite of {names}, in another file, takes only the methods modules of its own "
-        "file call"
+        f"the rewrite of {names} takes a method other modules call on its instances only "
+        f"when every call of it is known: {reasons}"
     )
 
 
