@@ -11,6 +11,7 @@ import ast
 import functools
 import importlib.util
 import os
+import re
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -704,7 +705,16 @@ class Project:
         if _depth > 8 or "." not in qualname:  # import cycles
             return None
         module, name = qualname.rsplit(".", 1)
-        info = within if within is not None and within.names.module == module else self.load(module)
+        if within is not None and within.names.module == module:
+            info: FileInfo | None = within
+        elif (
+            module not in self._by_module
+            and module.split(".", 1)[0] == "torch"
+            and _torch_lacks(module, name)
+        ):
+            return None  # what `load` would read: torch's own file, which cannot hold it
+        else:
+            info = self.load(module)
         if info is None:
             return None
         if (found := pick(info, name)) is not None:
@@ -854,6 +864,27 @@ def _torch_root() -> Path | None:
     spec = importlib.util.find_spec("torch")
     locations = spec.submodule_search_locations if spec else None
     return Path(locations[0]).parent if locations else None
+
+
+_STAR_IMPORT = re.compile(r"import[\s\\]*\*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _torch_lacks(module: str, name: str) -> bool:
+    """Whether torch's module `module` provably neither defines nor imports `name`: its text
+    (all ASCII, so no identifier is spelled otherwise) never holds the name and imports nothing
+    with `*`, so `_find` need not parse it (`torch.ao.quantization.QuantStub` is found through
+    ten star imports of its package, seven of modules that never name it: 155 k characters).
+    torch's sources do not change during a run (`_TORCH_FILES`)."""
+    root = _torch_root()
+    path = first_file(Path(*module.split(".")), [root]) if root is not None else None
+    if path is None:
+        return False
+    try:
+        text = _text(path)
+    except (OSError, ValueError):
+        return False
+    return text.isascii() and name not in text and _STAR_IMPORT.search(text) is None
 
 
 _PARSED: OrderedDict[str, ast.Module] = OrderedDict()
