@@ -71,6 +71,30 @@ def _index(top: Path | None) -> dict[str, tuple[Path, ...]]:
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
 """`name as alias` (an import's, or a `with`'s: counted too)."""
+_AS = re.compile(r"as(?:\s|\\)+\w")
+"""The tail of `_RENAMED`, which `re` searches for as the word `as`: a pattern starting with a
+lookbehind is tried at every position (on torchvision's package, 84 ms against 9)."""
+
+
+def _renamed_in(text: str) -> set[str]:
+    """`set(_RENAMED.findall(text))`, trying `_RENAMED` only before each `_AS`: where a match
+    of it would start (the word before the blanks before `as`), from where the last one ended."""
+    names: set[str] = set()
+    done = at = 0
+    while (tail := _AS.search(text, at)) is not None:
+        end = tail.start()
+        while end > done and (text[end - 1].isspace() or text[end - 1] == "\\"):
+            end -= 1
+        start = end
+        while start > done and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        found = _RENAMED.match(text, start) if start < end < tail.start() else None
+        if found is None:
+            at = tail.start() + 1
+        else:
+            names.add(found.group(1))
+            done = at = found.end()
+    return names
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,7 +103,7 @@ def _renamed(top: Path | None) -> dict[str, tuple[Path, ...]]:
     process."""
     found: dict[str, list[Path]] = {}
     for path in _files(top):
-        for name in set(_RENAMED.findall(_read(path))):
+        for name in _renamed_in(_read(path)):
             found.setdefault(name, []).append(path)
     return {name: tuple(paths) for name, paths in found.items()}
 
