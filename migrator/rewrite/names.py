@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from migrator.rewrite.walk import all_nodes, child_nodes
+
 
 @dataclass
 class ModuleNames:
@@ -161,9 +163,12 @@ def _stored_through_globals(tree: ast.Module) -> set[str] | None:
     slope`), or a store into `sys.modules[__name__]` (`.<name> = `, `setattr(..., "<name>",
     ...)`); None when one may bind any name (a computed key, `globals().update(...)`, either
     handed on). Reads (`globals()["_EPS"]`, `.get(...)`, `in globals()`) bind nothing."""
-    parents = {id(c): node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
+    nodes = all_nodes(tree)
+    if not any(map(_globals_or_own_module, nodes)):
+        return set()  # the words only (`globals` in a comment): no need for the parents
+    parents = {id(c): node for node in nodes for c in child_nodes(node)}
     stored: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if _own_module(node):
             parent = parents.get(id(node))
             if isinstance(parent, ast.Attribute) and parent.attr != "__dict__":
@@ -204,6 +209,13 @@ def _stored_through_globals(tree: ast.Module) -> set[str] | None:
         elif not (isinstance(parent, ast.Compare) and node in parent.comparators):
             return None
     return stored
+
+
+def _globals_or_own_module(node: ast.AST) -> bool:
+    """Whether `node` is a call of `globals` or `sys.modules[__name__]`."""
+    return _own_module(node) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
+    )
 
 
 def _own_module(node: ast.AST) -> bool:
