@@ -143,7 +143,8 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
     the lines of its body count; None for a class, whose own `def`s may)."""
     text = "\n" + _read(path)
     for line in _LINE.finditer(text):
-        indent, kind, name = len(line.group(2)), line.group(3), line.group(4)
+        spaces, kind, name = line.group(2, 3, 4)
+        indent = len(spaces)
         if kind:
             while headers and headers[-1][0] >= indent:
                 headers.pop()
@@ -153,11 +154,15 @@ def _calls_in_methods(path: Path) -> frozenset[str]:
                 headers.append((indent, False if twin else None))
             else:
                 headers.append((indent, in_class and not _sets_up(name)))
-        elif next((counts for at, counts in reversed(headers) if at < indent), False):
-            counted.append(line.group(1))
+            continue
+        for at, counts in reversed(headers):  # the innermost header indented less
+            if at < indent:
+                if counts:
+                    counted.append(line.group(1))
+                break
     return frozenset(  # one search of the lines that count, which it never reads across
         _SUFFIX.sub("", c)
-        for c, *first in _CALL_IN_LINE.findall("\n".join(counted))
+        for c, *first in set(_CALL_IN_LINE.findall("\n".join(counted)))
         if _takes(*first)
     )
 
