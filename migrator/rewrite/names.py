@@ -109,7 +109,7 @@ def collect(
             if isinstance(node, ast.Global):
                 for name in node.names:
                     assigned.setdefault(name, []).append(None)
-    if text is None or _GLOBALS.search(text):
+    if text is None or _may_store_through_globals(text):
         stored = _stored_through_globals(tree)
         for name in list(assigned) if stored is None else stored:
             assigned.setdefault(name, []).append(None)
@@ -151,6 +151,13 @@ torchvision)."""
 _GLOBALS = re.compile(r"globals\b|sys\.modules\b")
 """The word `globals` or `sys.modules`, which a source that may call `globals()` or store into
 `sys.modules[__name__]` holds."""
+
+
+def _may_store_through_globals(text: str) -> bool:
+    """Whether `text` holds `_GLOBALS`, searched for only after its words are found: a pattern
+    of alternatives is tried at every position (14 ms against 2 over torchvision's files)."""
+    return ("globals" in text or "sys.modules" in text) and _GLOBALS.search(text) is not None
+
 
 _GLOBALS_READS = frozenset(
     {"get", "keys", "values", "items", "copy", "__contains__", "__getitem__"}
