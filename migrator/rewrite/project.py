@@ -30,7 +30,7 @@ from migrator.rewrite.names import (
     parameter_defaults,
 )
 from migrator.rewrite.type_comments import read_type_comments
-from migrator.rewrite.walk import all_nodes
+from migrator.rewrite.walk import all_nodes, child_nodes
 
 if TYPE_CHECKING:
     from migrator.rewrite.lookups import Lookups
@@ -223,7 +223,7 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
             type(None),
         )
         if not isinstance(node, _SCOPES) and (walrus or not value):
-            todo.extend(ast.iter_child_nodes(node))
+            todo += child_nodes(node)  # no Load/Store markers: they bind nothing
         for name in names:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
