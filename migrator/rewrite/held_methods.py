@@ -185,7 +185,11 @@ def _holders(ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         for method in holder.methods().values():
             for visit in ctx.visits(method):
                 node = visit.node
-                if self_attr(node) and not isinstance(node.ctx, ast.Load):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and self_attr(node)
+                    and not isinstance(node.ctx, ast.Load)
+                ):
                     stores[node.attr] = stores.get(node.attr, 0) + 1
         made: dict[str, str] = {}
         for visit in ctx.visits(init):
