@@ -477,13 +477,15 @@ class Project:
         source: str,
         looked_up: str | None = None,
         named: tuple[str, bool, Path] | None = None,
+        facts: bool = True,
     ) -> FileInfo:
         """Register a file read from disk, as `add` would, from its summary (`summarized`;
         raises SyntaxError as the parse does): its tree is parsed only when needed.
         `looked_up`: the module being loaded (`_load`), whose name is taken as it is read;
-        `named`: `module_name(path)`, when known."""
+        `named`: `module_name(path)`, when known; `facts`: whether the summary reads what each
+        class statement tells (else worked out for the classes asked about)."""
         module, is_package, root = named or module_name(path)
-        summary, tree = summarized(source, module, is_package)
+        summary, tree = summarized(source, module, is_package, facts)
         self.generation += 1
         if module in self._by_module and module != looked_up:
             self.replacements += 1
@@ -497,10 +499,10 @@ class Project:
             rebound=summary.rebound,
         )
         self._files.append(info)
-        for name, index, line, bases, facts in summary.classes:
+        for name, index, line, bases, told in summary.classes:
             qual = f"{module}.{name}" if module else name
             info.classes[name] = ClassInfo(
-                name, qual, None, info, index=index, line=line, bases=bases, facts=facts
+                name, qual, None, info, index=index, line=line, bases=bases, facts=told
             )
         if module:
             self._by_module[module] = info
@@ -596,13 +598,17 @@ class Project:
         return self._read_file(module, self.root_index().first_file(module))
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
-        return self._read_file(module, first_file(rel, roots))
+        """A torch file: most of its classes are never asked about (`activation.py` holds
+        dozens), so what their statements tell is worked out for those asked about."""
+        return self._read_file(module, first_file(rel, roots), facts=False)
 
-    def _read_file(self, module: str, candidate: Path | None) -> FileInfo | None:
+    def _read_file(
+        self, module: str, candidate: Path | None, facts: bool = True
+    ) -> FileInfo | None:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, _text(candidate), module, _named(candidate))
+            return self._add_read(candidate, _text(candidate), module, _named(candidate), facts)
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -936,7 +942,7 @@ class Summary(NamedTuple):
     """The text summarized (one copy, shared by every project that reads the file)."""
     names: ModuleNames
     """Its module-level bindings (`names.collect`; read only)."""
-    classes: tuple[tuple[str, int, int, tuple[str | None, ...], StatementFacts], ...]
+    classes: tuple[tuple[str, int, int, tuple[str | None, ...], StatementFacts | None], ...]
     """(name, position in the body, line, resolved bases, what its statement alone tells) of
     each class of the module body, by name as `Project.add` registers them (a later class of
     the same name replaces the earlier). The facts cost a tenth of the parse: read later, they
@@ -946,29 +952,33 @@ class Summary(NamedTuple):
     """`FileInfo.rebound`."""
 
 
-_SUMMARIES: OrderedDict[tuple[str, str, bool], Summary] = OrderedDict()
-"""(text, module name, is a package) -> its summary, most recently used last: in a large
-package each file of a run reads most of the package in its searches, and a summary depends on
-nothing else. Bounded by `_SUMMARY_CHARS`."""
+_SUMMARIES: OrderedDict[tuple[str, str, bool, bool], Summary] = OrderedDict()
+"""(text, module name, is a package, with facts) -> its summary, most recently used last: in a
+large package each file of a run reads most of the package in its searches, and a summary
+depends on nothing else. Bounded by `_SUMMARY_CHARS`."""
 _SUMMARY_CHARS = 64_000_000
 _summary_chars = 0
 
 
-def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast.Module | None]:
+def summarized(
+    source: str, module: str, is_package: bool, facts: bool = True
+) -> tuple[Summary, ast.Module | None]:
     """The summary of a file's text under its module name, from one parse (raises what
-    `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept)."""
+    `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept);
+    without `facts`, its classes' statement facts are None (`ClassInfo.facts`)."""
     global _summary_chars
-    key = (source, module, is_package)
+    key = (source, module, is_package, facts)
     summary, tree = _SUMMARIES.pop(key, None), None
     if summary is None:
         tree = parse_cached(source)
         read_type_comments(tree, source)
         names = collect(tree, module, is_package, source)
-        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts]] = {}
+        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 bases = tuple(names.resolve(b) for b in stmt.bases)
-                classes[stmt.name] = (index, stmt.lineno, bases, statement_facts(stmt))
+                told = statement_facts(stmt) if facts else None
+                classes[stmt.name] = (index, stmt.lineno, bases, told)
         summary = Summary(
             source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
         )
