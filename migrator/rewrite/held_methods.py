@@ -200,13 +200,30 @@ def _holder_counts(
 
 
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
+_FROM_SELF = re.compile(r"self\.\w+\.(\w+)\s*\(")
+"""`_ATTRIBUTE_CALL` but its `\\b`: searched for as the word `self` (a pattern starting with
+`\\b` is tried at every position, 18 times slower)."""
+
+
+def _called_on_attributes(text: str) -> set[str]:
+    """`set(_ATTRIBUTE_CALL.findall(text))`, trying it only where `_FROM_SELF` is found."""
+    names: set[str] = set()
+    at = 0
+    while (hit := _FROM_SELF.search(text, at)) is not None:
+        found = _ATTRIBUTE_CALL.match(text, hit.start())
+        if found is None:
+            at = hit.start() + 1
+        else:
+            names.add(found.group(1))
+            at = found.end()
+    return names
 
 
 class _FileFacts:
     """What `held_runs` reads of a file, worked out once for all its classes."""
 
     def __init__(self, ctx: FileContext) -> None:
-        self.called = set(_ATTRIBUTE_CALL.findall(ctx.source))
+        self.called = _called_on_attributes(ctx.source)
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
@@ -377,7 +394,11 @@ def _holders(ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         for method in holder.methods().values():
             for visit in ctx.visits(method):
                 node = visit.node
-                if self_attr(node) and not isinstance(node.ctx, ast.Load):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and self_attr(node)
+                    and not isinstance(node.ctx, ast.Load)
+                ):
                     stores[node.attr] = stores.get(node.attr, 0) + 1
         made: dict[str, str] = {}
         for visit in ctx.visits(init):

@@ -34,7 +34,7 @@ from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames, tensor_items
-from migrator.rewrite.walk import header_lines
+from migrator.rewrite.walk import all_nodes, header_lines
 
 _Helper = tuple[ast.FunctionDef | None, tuple[FileInfo, ast.FunctionDef, str] | None]
 """(a helper of this file, or another file's helper with its file and twin class) a call
@@ -457,8 +457,9 @@ class HelperModules:
         """Why a helper registered with `torch.fx.wrap` gets no twin function (None: it may):
         the twin calls its ops on a first parameter `ops`, and the helpers it calls would need
         holders of their own."""
-        names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
-        names |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+        nodes = all_nodes(function)
+        names = {n.id for n in nodes if isinstance(n, ast.Name)}
+        names |= {n.arg for n in nodes if isinstance(n, ast.arg)}
         if names & {"ops", "self"}:
             return (
                 "fx keeps it a leaf, and its twin function would call its ops on `ops`, a name "

@@ -115,6 +115,30 @@ def _imports(path: Path, stem: str, q: str | None) -> bool:
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
 """`name as alias` (an import's, or a `with`'s: counted too)."""
+_AS = re.compile(r"as(?:\s|\\)+\w")
+"""The tail of `_RENAMED`, which `re` searches for as the word `as`: a pattern starting with a
+lookbehind is tried at every position (on torchvision's package, 84 ms against 9)."""
+
+
+def _renamed_in(text: str) -> set[str]:
+    """`set(_RENAMED.findall(text))`, trying `_RENAMED` only before each `_AS`: where a match
+    of it would start (the word before the blanks before `as`), from where the last one ended."""
+    names: set[str] = set()
+    done = at = 0
+    while (tail := _AS.search(text, at)) is not None:
+        end = tail.start()
+        while end > done and (text[end - 1].isspace() or text[end - 1] == "\\"):
+            end -= 1
+        start = end
+        while start > done and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        found = _RENAMED.match(text, start) if start < end < tail.start() else None
+        if found is None:
+            at = tail.start() + 1
+        else:
+            names.add(found.group(1))
+            done = at = found.end()
+    return names
 
 
 @functools.lru_cache(maxsize=8)
@@ -123,7 +147,7 @@ def _renamed(top: Path | None) -> dict[str, tuple[Path, ...]]:
     process."""
     found: dict[str, list[Path]] = {}
     for path in _files(top):
-        for name in set(_RENAMED.findall(_read(path))):
+        for name in _renamed_in(_read(path)):
             found.setdefault(name, []).append(path)
     return {name: tuple(paths) for name, paths in found.items()}
 
@@ -164,7 +188,8 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
     the lines of its body count; None for a class, whose own `def`s may)."""
     text = "\n" + _read(path)
     for line in _LINE.finditer(text):
-        indent, kind, name = len(line.group(2)), line.group(3), line.group(4)
+        spaces, kind, name = line.group(2, 3, 4)
+        indent = len(spaces)
         if kind:
             while headers and headers[-1][0] >= indent:
                 headers.pop()
@@ -174,10 +199,14 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
                 headers.append((indent, False if twin else None))
             else:
                 headers.append((indent, in_class and not _sets_up(name)))
-        elif next((counts for at, counts in reversed(headers) if at < indent), False):
-            counted.append(line.group(1))
+            continue
+        for at, counts in reversed(headers):  # the innermost header indented less
+            if at < indent:
+                if counts:
+                    counted.append(line.group(1))
+                break
     lines = "\n".join(counted)  # one search of the lines that count, never read across
-    calls = [found for found in _CALL_IN_LINE.findall(lines) if _takes(*found[2:])]
+    calls = [found for found in set(_CALL_IN_LINE.findall(lines)) if _takes(*found[2:])]
     direct = frozenset(_SUFFIX.sub("", c) for q, c, *_ in calls if q in ("", "self"))
     return direct, frozenset((q, c) for q, c, *_ in calls if q not in ("", "self"))
 

@@ -55,11 +55,13 @@ class Placement:
         """Calls of module attributes (`self.conv(x)`, `self.blocks[i](x)`, `for b in
         self.blocks`) in `method`, also of attributes holding what `__init__` was given."""
         for visit in self.ctx.visits(method):
-            node, owner = visit.node, None
+            node = visit.node
             if isinstance(node, ast.Call):
                 owner = node.func.value if isinstance(node.func, ast.Subscript) else node.func
             elif isinstance(node, (ast.For, ast.AsyncFor)):
                 owner = node.iter
+            else:
+                continue
             if self_attr(owner) and (
                 owner.attr in module_attrs or owner.attr in self.attributes.attrs
             ):

@@ -11,6 +11,7 @@ import ast
 import functools
 import importlib.util
 import os
+import re
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from migrator.rewrite.names import (
     parameter_defaults,
 )
 from migrator.rewrite.type_comments import read_type_comments
-from migrator.rewrite.walk import all_nodes
+from migrator.rewrite.walk import all_nodes, child_nodes
 
 if TYPE_CHECKING:
     from migrator.rewrite.lookups import Lookups
@@ -222,7 +223,7 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
             type(None),
         )
         if not isinstance(node, _SCOPES) and (walrus or not value):
-            todo.extend(ast.iter_child_nodes(node))
+            todo += child_nodes(node)  # no Load/Store markers: they bind nothing
         for name in names:
             counts[name] = counts.get(name, 0) + 1
     return frozenset(name for name, count in counts.items() if count > 1)
@@ -476,13 +477,15 @@ class Project:
         source: str,
         looked_up: str | None = None,
         named: tuple[str, bool, Path] | None = None,
+        facts: bool = True,
     ) -> FileInfo:
         """Register a file read from disk, as `add` would, from its summary (`summarized`;
         raises SyntaxError as the parse does): its tree is parsed only when needed.
         `looked_up`: the module being loaded (`_load`), whose name is taken as it is read;
-        `named`: `module_name(path)`, when known."""
+        `named`: `module_name(path)`, when known; `facts`: whether the summary reads what each
+        class statement tells (else worked out for the classes asked about)."""
         module, is_package, root = named or module_name(path)
-        summary, tree = summarized(source, module, is_package)
+        summary, tree = summarized(source, module, is_package, facts)
         self.generation += 1
         if module in self._by_module and module != looked_up:
             self.replacements += 1
@@ -496,10 +499,10 @@ class Project:
             rebound=summary.rebound,
         )
         self._files.append(info)
-        for name, index, line, bases, facts in summary.classes:
+        for name, index, line, bases, told in summary.classes:
             qual = f"{module}.{name}" if module else name
             info.classes[name] = ClassInfo(
-                name, qual, None, info, index=index, line=line, bases=bases, facts=facts
+                name, qual, None, info, index=index, line=line, bases=bases, facts=told
             )
         if module:
             self._by_module[module] = info
@@ -595,13 +598,17 @@ class Project:
         return self._read_file(module, self.root_index().first_file(module))
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
-        return self._read_file(module, first_file(rel, roots))
+        """A torch file: most of its classes are never asked about (`activation.py` holds
+        dozens), so what their statements tell is worked out for those asked about."""
+        return self._read_file(module, first_file(rel, roots), facts=False)
 
-    def _read_file(self, module: str, candidate: Path | None) -> FileInfo | None:
+    def _read_file(
+        self, module: str, candidate: Path | None, facts: bool = True
+    ) -> FileInfo | None:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, _text(candidate), module, _named(candidate))
+            return self._add_read(candidate, _text(candidate), module, _named(candidate), facts)
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -704,7 +711,16 @@ class Project:
         if _depth > 8 or "." not in qualname:  # import cycles
             return None
         module, name = qualname.rsplit(".", 1)
-        info = within if within is not None and within.names.module == module else self.load(module)
+        if within is not None and within.names.module == module:
+            info: FileInfo | None = within
+        elif (
+            module not in self._by_module
+            and module.split(".", 1)[0] == "torch"
+            and _torch_lacks(module, name)
+        ):
+            return None  # what `load` would read: torch's own file, which cannot hold it
+        else:
+            info = self.load(module)
         if info is None:
             return None
         if (found := pick(info, name)) is not None:
@@ -856,6 +872,27 @@ def _torch_root() -> Path | None:
     return Path(locations[0]).parent if locations else None
 
 
+_STAR_IMPORT = re.compile(r"import[\s\\]*\*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _torch_lacks(module: str, name: str) -> bool:
+    """Whether torch's module `module` provably neither defines nor imports `name`: its text
+    (all ASCII, so no identifier is spelled otherwise) never holds the name and imports nothing
+    with `*`, so `_find` need not parse it (`torch.ao.quantization.QuantStub` is found through
+    ten star imports of its package, seven of modules that never name it: 155 k characters).
+    torch's sources do not change during a run (`_TORCH_FILES`)."""
+    root = _torch_root()
+    path = first_file(Path(*module.split(".")), [root]) if root is not None else None
+    if path is None:
+        return False
+    try:
+        text = _text(path)
+    except (OSError, ValueError):
+        return False
+    return text.isascii() and name not in text and _STAR_IMPORT.search(text) is None
+
+
 _PARSED: OrderedDict[str, ast.Module] = OrderedDict()
 """Source text -> its `ast`, for the files the analysis reads besides the one at hand, most
 recently used last: each file of a run reads the same siblings and bases, and a text parses to
@@ -905,7 +942,7 @@ class Summary(NamedTuple):
     """The text summarized (one copy, shared by every project that reads the file)."""
     names: ModuleNames
     """Its module-level bindings (`names.collect`; read only)."""
-    classes: tuple[tuple[str, int, int, tuple[str | None, ...], StatementFacts], ...]
+    classes: tuple[tuple[str, int, int, tuple[str | None, ...], StatementFacts | None], ...]
     """(name, position in the body, line, resolved bases, what its statement alone tells) of
     each class of the module body, by name as `Project.add` registers them (a later class of
     the same name replaces the earlier). The facts cost a tenth of the parse: read later, they
@@ -915,29 +952,33 @@ class Summary(NamedTuple):
     """`FileInfo.rebound`."""
 
 
-_SUMMARIES: OrderedDict[tuple[str, str, bool], Summary] = OrderedDict()
-"""(text, module name, is a package) -> its summary, most recently used last: in a large
-package each file of a run reads most of the package in its searches, and a summary depends on
-nothing else. Bounded by `_SUMMARY_CHARS`."""
+_SUMMARIES: OrderedDict[tuple[str, str, bool, bool], Summary] = OrderedDict()
+"""(text, module name, is a package, with facts) -> its summary, most recently used last: in a
+large package each file of a run reads most of the package in its searches, and a summary
+depends on nothing else. Bounded by `_SUMMARY_CHARS`."""
 _SUMMARY_CHARS = 64_000_000
 _summary_chars = 0
 
 
-def summarized(source: str, module: str, is_package: bool) -> tuple[Summary, ast.Module | None]:
+def summarized(
+    source: str, module: str, is_package: bool, facts: bool = True
+) -> tuple[Summary, ast.Module | None]:
     """The summary of a file's text under its module name, from one parse (raises what
-    `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept)."""
+    `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept);
+    without `facts`, its classes' statement facts are None (`ClassInfo.facts`)."""
     global _summary_chars
-    key = (source, module, is_package)
+    key = (source, module, is_package, facts)
     summary, tree = _SUMMARIES.pop(key, None), None
     if summary is None:
         tree = parse_cached(source)
         read_type_comments(tree, source)
         names = collect(tree, module, is_package, source)
-        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts]] = {}
+        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 bases = tuple(names.resolve(b) for b in stmt.bases)
-                classes[stmt.name] = (index, stmt.lineno, bases, statement_facts(stmt))
+                told = statement_facts(stmt) if facts else None
+                classes[stmt.name] = (index, stmt.lineno, bases, told)
         summary = Summary(
             source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
         )

@@ -154,10 +154,25 @@ def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[s
     of a literal (`Mid(head)` twice, or `self.head = head` and `Mid(head)`): name -> (the
     class's qualified name, the first hand-over, how it is handed on)."""
     made: dict[str, str] = {}
+    visits = ctx.visits(init)
+    for visit in visits:
+        node = visit.node
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(target := node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and not visit.repeated
+            and (qualname := ctx.info.names.resolve(node.value.func))
+            and not qualname.startswith("torch.")
+            and ctx.project.find_class(qualname, ctx.info) is not None
+        ):
+            made[target.id] = qualname
+    if not made:
+        return {}  # most `__init__`s: no need to read how each name is bound and handed on
     bound: dict[str, int] = {}
     handed: set[int] = set()
     repeated: set[int] = set()
-    visits = ctx.visits(init)
     for visit in visits:
         node = visit.node
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -175,17 +190,6 @@ def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[s
                 )
         elif isinstance(node, ast.Dict):
             handed.update(map(id, node.values))
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(target := node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and not visit.repeated
-            and (qualname := ctx.info.names.resolve(node.value.func))
-            and not qualname.startswith("torch.")
-            and ctx.project.find_class(qualname, ctx.info) is not None
-        ):
-            made[target.id] = qualname
     uses: dict[str, list[tuple[ast.Name, bool]]] = {}
     for visit in visits:
         node = visit.node

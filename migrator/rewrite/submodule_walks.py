@@ -4,13 +4,14 @@ whether a module migrator creates would change what they do."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.defined import VIEWS, reads_views
+from migrator.rewrite.defined import VIEWS, reads_views, view_word_lines
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.project import ClassInfo, FileInfo
 
@@ -99,7 +100,14 @@ def _class_walks(ctx: FileContext, cls: ClassInfo) -> tuple[_Found, ...]:
 
 
 def _views(cls: ClassInfo) -> bool:
-    return reads_views(cls.node)
+    file, node = cls.file, cls.node
+    text = file.source if file.source is not None else file.text
+    lines = view_word_lines(text) if text is not None else None
+    if lines is not None and file.classes.get(cls.name) is cls:  # its node is of that text
+        first = bisect_left(lines, node.lineno)
+        if first == len(lines) or lines[first] > (node.end_lineno or node.lineno):
+            return False  # no line of the class spells a view: no need to walk it
+    return reads_views(node)
 
 
 def _walks_in(ctx: FileContext, file: FileInfo, method: ast.FunctionDef) -> list[_Found]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 import re
 
-from migrator.rewrite.walk import all_nodes
-
 _COMMENT = re.compile(r"#\s*type:\s*(\(.*\)\s*->.*?)\s*(?:#.*)?$")
 _ANY_COMMENT = re.compile(r"#\s*type:\s*\(")
 
@@ -20,9 +18,24 @@ def read_type_comments(tree: ast.Module, source: str) -> None:
     if _ANY_COMMENT.search(source) is None:  # most files: no walk
         return
     lines = source.split("\n")
-    for node in all_nodes(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.FunctionDef) and node.body:
             _annotate(node, lines)
+
+
+def _statements(tree: ast.Module) -> list[ast.AST]:
+    """The statements of `tree`, nested ones included (a `def` is one, never part of an
+    expression: the expressions need no walk), with the `except` and `case` clauses."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                found += children
+                todo += children
+    return found
 
 
 def _annotate(function: ast.FunctionDef, lines: list[str]) -> None:
