@@ -270,6 +270,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "helper_fx_wrap_nested",
         "helper_training_param",
         "helper_registered_leaf",
+        "helper_declared_dict",
         "inplace_loop_accumulate",
         "inplace_read_by_method",
         "loops_input_traced",
