@@ -262,6 +262,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "loops_conditional_container",
         "run_time_traced",
         "interpolate_antialias",
+        "interpolate_recompute_at_call",
         "inherited_settings",
         "inplace_own_sliced",
         "inplace_own_pass_through",
