@@ -668,7 +668,7 @@ def _build() -> tuple[Op, ...]:
         _h("scale_factor", None, at_call=True),
         _h("mode", "nearest", at_call=True),
         _h("align_corners", None, at_call=True),
-        _h("recompute_scale_factor", None),
+        _h("recompute_scale_factor", None, at_call=True),
     )
     ops.append(
         Op(

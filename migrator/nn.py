@@ -692,8 +692,9 @@ class Pad(torch.nn.Module):
 class Interpolate(torch.nn.Module):
     """``F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor,
     antialias)``: ``nn.Upsample`` with ``antialias``, whose ``size``, ``scale_factor``,
-    ``mode``, ``align_corners`` and ``antialias`` may also be given at call time
-    (``self.interpolate(x, size=y.shape[-2:])``), each then replacing the constructor's."""
+    ``mode``, ``align_corners``, ``antialias`` and ``recompute_scale_factor`` may also be given
+    at call time (``self.interpolate(x, size=y.shape[-2:])``), each then replacing the
+    constructor's."""
 
     def __init__(
         self,
@@ -720,8 +721,13 @@ class Interpolate(torch.nn.Module):
         mode: Optional[str] = None,
         align_corners: Optional[bool] = None,
         antialias: Optional[bool] = None,
+        recompute_scale_factor: Optional[bool] = None,
     ) -> torch.Tensor:
-        recompute = self.recompute_scale_factor
+        recompute = (
+            self.recompute_scale_factor
+            if recompute_scale_factor is None
+            else recompute_scale_factor
+        )
         if mode is None:
             mode = self.mode
         corners = self.align_corners if align_corners is None else align_corners

@@ -21,6 +21,7 @@ HELPER_CASES = [
     "helper_plain_first_arg",
     "helper_refused",
     "helper_annotated_return",
+    "helper_declared_dict",
     "helper_with_return",
     "helper_registered_leaf",
     "helper_type_comments",

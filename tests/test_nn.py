@@ -511,6 +511,15 @@ CASES = [
         lambda x: F.interpolate(x, scale_factor=[0.5, 1.5]),
     ),
     Case(
+        "interpolate_recompute_at_call",
+        lambda: mnn.Interpolate(mode="bilinear"),
+        _x(),
+        lambda m, x: m(x, scale_factor=[0.7, 1.3], recompute_scale_factor=True),
+        lambda x: F.interpolate(
+            x, scale_factor=[0.7, 1.3], mode="bilinear", recompute_scale_factor=True
+        ),
+    ),
+    Case(
         "pad_at_call",
         lambda: mnn.Pad(mode="reflect"),
         _x(),

@@ -494,9 +494,14 @@ class HelperModules:
         declared = _declares_tensor(function.returns)
         parts = _declared_parts(function.returns)
         optional = annotation_kind(function.returns) == "tensor" and _optional(function.returns)
+        params = {
+            p.arg: p.annotation
+            for p in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+            if tensors.bound_times(p.arg) == 1
+        }
         for node in returns:
             value = node.value
-            if parts is not None and _as_declared(value, parts, tensors):
+            if parts is not None and _as_declared(value, parts, tensors, params):
                 continue
             if optional and (value is None or _is_none(value)):
                 continue  # `-> Optional[Tensor]`: its callers take the result for a tensor
@@ -644,12 +649,19 @@ def _declared_parts(annotation: ast.expr | None) -> list[ast.expr] | None:
     return list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
 
 
-def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorNames) -> bool:
+def _as_declared(
+    value: ast.expr | None,
+    parts: list[ast.expr],
+    tensors: TensorNames,
+    params: dict[str, ast.expr | None],
+) -> bool:
     """Whether a returned tuple gives what the return annotation declares item by item: a
     proven tensor where it says `Tensor` (or `None` where `Optional[Tensor]`), a tuple of
     them where it says one, a value holding no tensor where it says a size (timm's
-    `window_partition`: `windows, (Hp, Wp)`), so that its module's callers, which read the
-    annotation, take each item for what it is."""
+    `window_partition`: `windows, (Hp, Wp)`), a dict of tensors where it says one
+    (`_dict_as_declared`), so that its module's callers, which read the annotation, take each
+    item for what it is. `params`: the helper's parameters it never binds again, with their
+    annotations."""
     if not isinstance(value, ast.Tuple) or len(value.elts) != len(parts):
         return False
     for item, part in zip(value.elts, parts):
@@ -662,9 +674,37 @@ def _as_declared(value: ast.expr | None, parts: list[ast.expr], tensors: TensorN
         elif plainish(kind):
             if not tensors.holds_no_tensor(item):
                 return False
+        elif isinstance(kind, tuple) and kind[0] == "map":
+            if not _dict_as_declared(item, part, kind, tensors, params):
+                return False
         elif kind is None or not tensor_items(kind) or not tensors.is_tuple(item):
             return False
     return True
+
+
+def _dict_as_declared(
+    item: ast.expr,
+    part: ast.expr,
+    kind: tuple,
+    tensors: TensorNames,
+    params: dict[str, ast.expr | None],
+) -> bool:
+    """Whether a returned item is the dict of tensors `part` declares (torchvision's
+    `_resize_image_and_masks` returning `image, target`): `None` where it admits it, a dict
+    display whose values are proven tensors (no `**`), or a parameter never bound again and
+    annotated the same (`None` only where `part` admits it), passed through."""
+    if _is_none(item):
+        return _optional(part)
+    if isinstance(item, ast.Dict):
+        return kind[1] == "tensor" and all(
+            key is not None and tensors.is_tensor(v) for key, v in zip(item.keys, item.values)
+        )
+    if not isinstance(item, ast.Name) or item.id not in params:
+        return False
+    annotation = params[item.id]
+    if isinstance(annotation, ast.Constant):  # a string: `_optional` does not read it
+        return False
+    return annotation_kind(annotation) == kind and (_optional(part) or not _optional(annotation))
 
 
 def _is_none(node: ast.expr) -> bool:
