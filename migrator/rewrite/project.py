@@ -255,8 +255,20 @@ def _in_root(root: str, tail: str) -> Path | None:
     base = os.path.join(root, tail)
     for candidate in (base + ".py", os.path.join(base, "__init__.py")):
         if os.path.isfile(candidate):
-            return Path(candidate)
+            found = _PATHS.get(candidate)
+            if found is None:
+                if len(_PATHS) >= _PATHS_KEPT:
+                    _PATHS.clear()
+                found = _PATHS[candidate] = Path(candidate)
+            return found
     return None
+
+
+_PATHS: dict[str, Path] = {}
+"""File name -> its `Path`, made once: each kept search or work-out checked (`lookups.check`)
+looks up its hundreds of modules again, and building a `Path` cost more than finding the file.
+Started afresh past `_PATHS_KEPT`."""
+_PATHS_KEPT = 16_384
 
 
 class RootIndex:
