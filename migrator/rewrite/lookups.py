@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from migrator.rewrite.project import FileInfo, Project, RootIndex, module_name
+from migrator.rewrite.project import FileInfo, Project, RootIndex, module_name, path_of
 from migrator.rewrite.real_paths import real_path
 
 
@@ -108,7 +108,7 @@ def check(
             roots.append(root)
         folder = os.path.dirname(real)
         if folder not in roots:
-            roots.append(Path(folder))
+            roots.append(path_of(folder))
         if kind == "file":  # found by name (roots only grow: a module's first match stays)
             again = roots.first_file(module)
             if again is None or (again != path and _real(again) != real):
