@@ -106,13 +106,13 @@ class Trace:
             return False
         if any(project.stateless(q) != was for q, was in self.stateless.items()):
             return False
+        worked_out: list[tuple[str, bool]] = []
         for module, was in self.twins.items():
             if module in self.analyzed_here:  # decided on it worked out: none (`usable`)
                 kept, twins = analysis.kept_twins(module)
                 if twins is not None:
                     return False  # decided earlier in the analysis: kept, read instead
-                for trace in project.traces:
-                    trace.read_twins(module, None, not kept)
+                worked_out.append((module, not kept))
                 continue
             known, info = project.registered(module)
             info = info if known else project.load(module)
@@ -121,6 +121,8 @@ class Trace:
         project.replay(*state)
         for trace in project.traces:
             trace.take(self.lookups.seen)
+            for module, decided in worked_out:  # read as the work-out read them (once taken)
+                trace.read_twins(module, None, decided)
         for path, text in self.added:
             assert path is not None and text is not None  # `usable`
             project.add_text(path, text)
