@@ -84,11 +84,11 @@ class _NothingKept(OrderedDict):
         pass
 
 
-def _outcomes(files: list[Path], monkeypatch, keep: bool) -> dict[str, tuple]:
+def _outcomes(files: list[Path], monkeypatch, keep: bool, rewrite: bool = True) -> dict[str, tuple]:
     monkeypatch.setattr(worked, "_KEPT", OrderedDict() if keep else _NothingKept())
     monkeypatch.setattr(worked, "_AT_HAND", OrderedDict() if keep else _NothingKept())
     found = {}
-    for outcome in run([str(f) for f in files], Settings(), rewrite=True):
+    for outcome in run([str(f) for f in files], Settings(), rewrite=rewrite):
         assert isinstance(outcome, Processed), outcome
         codes = [(f.line, f.col, f.code, f.message) for f in outcome.findings]
         found[outcome.path.name] = (outcome.new_text, codes)
@@ -138,3 +138,50 @@ def test_file_at_hand_serves_as_later_work_out(name, tmp_path, monkeypatch):
     )
     assert _outcomes(files, monkeypatch, keep=True) == fresh
     assert (tmp_path / "pkg" / "base.py", True) in taken
+
+
+ROOT_WITH_HELPER = {
+    "root.py": (
+        "import torch\nimport torch.nn as nn\n\n\ndef mix(x):\n    return torch.sigmoid(x) * x\n\n\n"
+        "class Root(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.act = nn.ReLU()\n\n    def forward(self, x):\n"
+        "        return self.act(x) + x\n"
+    ),
+    "mid.py": (
+        "from pkg.root import Root, mix\n\n\nclass Mid(Root):\n"
+        "    def forward(self, x):\n        return mix(super().forward(x))\n"
+    ),
+    "a.py": (
+        "from pkg.mid import Mid\n\n\nclass A(Mid):\n"
+        "    def forward(self, x):\n        return super().forward(x) - x\n"
+    ),
+    "b.py": (
+        "from pkg.mid import Mid\n\n\nclass B(Mid):\n"
+        "    def forward(self, x):\n        return super().forward(x) * x\n"
+    ),
+}
+
+
+def test_work_out_reading_twins_of_a_base_it_worked_out_is_taken(tmp_path, monkeypatch):
+    """`check`: `mid.py`'s work-out works out `root.py` and then asks about the twin of its
+    helper `mix` (none: a file worked out keeps no text); the later subclass file takes it,
+    where it was worked out again: `mid.py` is analysed in `a.py`'s turn and its own only."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for file, text in ROOT_WITH_HELPER.items():
+        (package / file).write_text(text)
+    files = [package / name for name in ("a.py", "b.py", "mid.py", "root.py")]
+    analysed = []
+    end = worked.Trace.end
+    monkeypatch.setattr(
+        worked.Trace,
+        "end",
+        lambda trace, project: (
+            analysed.append(next(iter(trace.analyzed_here))) or end(trace, project)
+        ),
+    )
+    kept = _outcomes(files, monkeypatch, keep=True, rewrite=False)
+    assert analysed.count("pkg.mid") == 2, analysed
+    assert "MIG115" in {code for _, _, code, _ in kept["mid.py"][1]}  # `mix` asked about
+    assert kept == _outcomes(files, monkeypatch, keep=False, rewrite=False)

@@ -142,12 +142,17 @@ class ProjectAnalysis:
         them (`HelperModules.add_twins`, with the settings it is processed with); None for a
         file this run does not process."""
         module = info.names.module
-        if module not in self._twins:
+        decided = module not in self._twins
+        if decided:
             self._twins[module] = None
             self._twins[module] = self._decide_twins(info)
         for trace in self.project.traces:
-            trace.twins.setdefault(module, self._twins[module])
+            trace.read_twins(module, self._twins[module], decided and info.source is None)
         return self._twins[module]
+
+    def kept_twins(self, module: str) -> tuple[bool, Twins | None]:
+        """(whether `twins_of` has decided on `module` in this analysis, its decision)."""
+        return module in self._twins, self._twins.get(module)
 
     def _decide_twins(self, info: FileInfo) -> Twins | None:
         """`twins_of`, decided once a process for a file's text and settings: the decision

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from migrator.rewrite.project import FileInfo, Project, RootIndex, module_name
+from migrator.rewrite.project import FileInfo, Project, RootIndex, module_name, path_of
 from migrator.rewrite.real_paths import real_path
 
 
@@ -104,9 +104,11 @@ def check(
         real, name, root, text = _on_disk(project, path)
         if real != was.path or name != module or text is None or text != was.text:
             return None
-        for folder in (root, Path(os.path.dirname(real))):
-            if os.fspath(folder) not in roots:
-                roots.append(folder)
+        if os.fspath(root) not in roots:
+            roots.append(root)
+        folder = os.path.dirname(real)
+        if folder not in roots:
+            roots.append(path_of(folder))
         if kind == "file":  # found by name (roots only grow: a module's first match stays)
             again = roots.first_file(module)
             if again is None or (again != path and _real(again) != real):

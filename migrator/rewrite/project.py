@@ -256,8 +256,25 @@ def _in_root(root: str, tail: str) -> Path | None:
     base = os.path.join(root, tail)
     for candidate in (base + ".py", os.path.join(base, "__init__.py")):
         if os.path.isfile(candidate):
-            return Path(candidate)
+            return path_of(candidate)
     return None
+
+
+def path_of(name: str) -> Path:
+    """`Path(name)`, made once a process (`_PATHS`): each kept search or work-out checked
+    (`lookups.check`) finds its hundreds of files and their folders again, and building a
+    `Path` cost more than finding the file."""
+    found = _PATHS.get(name)
+    if found is None:
+        if len(_PATHS) >= _PATHS_KEPT:
+            _PATHS.clear()
+        found = _PATHS[name] = Path(name)
+    return found
+
+
+_PATHS: dict[str, Path] = {}
+"""Name -> its `Path`; started afresh past `_PATHS_KEPT`."""
+_PATHS_KEPT = 16_384
 
 
 class RootIndex:
@@ -556,12 +573,18 @@ class Project:
         return self.lookups is not None or bool(self.traces) or bool(self.captures)
 
     def seen_again(self, seen: list[tuple[tuple[str, str | Path], FileInfo | None] | None]) -> None:
-        """Record the lookups of `seen` (captured) as if they were made again."""
-        for each in seen:
-            if each is None:
-                self._unusable()
-            else:
-                self._seen(*each)
+        """Record the lookups of `seen` (captured) as if they were made again: in each
+        recorder in turn (each records the same in the same order as `_seen` one by one)."""
+        for lookups in [self.lookups, *(trace.lookups for trace in self.traces)]:
+            if lookups is not None:
+                known, record = lookups.seen, lookups.record
+                for each in seen:
+                    if each is None:
+                        lookups.usable = False
+                    elif each[0] not in known:
+                        record(*each)
+        for capture in self.captures:
+            capture.extend(seen)
 
     def _unusable(self) -> None:
         """What is being recorded read something another project could read otherwise."""

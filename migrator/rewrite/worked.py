@@ -50,6 +50,9 @@ class Trace:
         """Verdicts known before it started (`Project.stateless`), as read."""
         self.stateless_here: set[str] = set()
         self.twins: dict[str, Twins | None] = {}
+        self.twins_worked: set[str] = set()
+        """Modules of `twins` it decided on itself, for a file registered as worked out (whose
+        text is not kept: no twins, `ProjectAnalysis._decide_twins`)."""
         self.added: list[tuple[Path | None, str | None]] = []
         """The files it registered as the file at hand is, in order."""
         self.left: dict[str, frozenset[str] | None] = {}
@@ -62,14 +65,22 @@ class Trace:
                 plain = was._replace(asking=False, searched=False) if was is not None else None
                 self.lookups.seen[key] = plain
 
+    def read_twins(self, module: str, twins: Twins | None, worked: bool) -> None:
+        """Note a twin decision read (`worked`: decided then, on a file worked out)."""
+        if module not in self.twins:
+            self.twins[module] = twins
+            if worked:
+                self.twins_worked.add(module)
+
     def usable(self) -> bool:
         """Whether another project can tell it would read the same: its lookups can be made
-        again there, and it read no twin decision about a file it worked out (that file is
-        registered otherwise before it is taken)."""
+        again there, and each twin decision it read about a file it worked out was its own,
+        on that file registered as worked out (that file is registered otherwise before it
+        is taken: the decision is told from the analysis's alone, `replay`)."""
         return (
             self.lookups.usable
             and all(path is not None and text is not None for path, text in self.added)
-            and not any(module in self.analyzed_here for module in self.twins)
+            and all(m in self.twins_worked for m in self.twins if m in self.analyzed_here)
         )
 
     def end(self, project: Project) -> None:
@@ -95,7 +106,14 @@ class Trace:
             return False
         if any(project.stateless(q) != was for q, was in self.stateless.items()):
             return False
+        worked_out: list[tuple[str, bool]] = []
         for module, was in self.twins.items():
+            if module in self.analyzed_here:  # decided on it worked out: none (`usable`)
+                kept, twins = analysis.kept_twins(module)
+                if twins is not None:
+                    return False  # decided earlier in the analysis: kept, read instead
+                worked_out.append((module, not kept))
+                continue
             known, info = project.registered(module)
             info = info if known else project.load(module)
             if info is None or analysis.twins_of(info) != was:
@@ -103,6 +121,8 @@ class Trace:
         project.replay(*state)
         for trace in project.traces:
             trace.take(self.lookups.seen)
+            for module, decided in worked_out:  # read as the work-out read them (once taken)
+                trace.read_twins(module, None, decided)
         for path, text in self.added:
             assert path is not None and text is not None  # `usable`
             project.add_text(path, text)
