@@ -42,8 +42,9 @@ import zoo  # noqa: E402  (tests/zoo.py, not this script)
 
 from migrator.findings import CODES, Finding, serves_every_iteration  # noqa: E402
 
-NOTICES = frozenset({"MIG111", "MIG113", "MIG201"})
-"""Refusal codes not about one call (an attribute name, a walk of children, a dict forward)."""
+NOTICES = frozenset({"MIG005", "MIG111", "MIG113", "MIG201"})
+"""Codes not about one call (a plain class made a module, an attribute name, a walk of
+children, a dict forward)."""
 
 
 def sample(name: str, models: str) -> list[zoo.Spec]:

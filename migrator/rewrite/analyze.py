@@ -18,6 +18,7 @@ from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
 from migrator.rewrite.plan import Plan, Positions
+from migrator.rewrite.promotion import promote
 from migrator.rewrite.project import FileInfo, Project, RunSettings
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
@@ -103,10 +104,13 @@ class ProjectAnalysis:
         assert ctx.helper_modules is not None  # set by `_context`
         ctx.helper_modules.add_twins()
         for cls in info.classes.values():
-            if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
+            if ctx.skip.intersection(header_lines(cls.node)):
                 continue
             ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
-            ClassAnalysis(ctx, cls, family, self).run()
+            if project.is_module(cls):
+                ClassAnalysis(ctx, cls, family, self).run()
+            else:  # a plain class its holders call methods of may become a module
+                promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023
         ctx.helper_modules.in_earlier = False
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)

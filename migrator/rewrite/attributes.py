@@ -65,6 +65,8 @@ class ClassAttributes:
         `BatchNormAct2d` retries it in `except TypeError:`)."""
         if self.init is None:
             return None
+        if self.cls.qualname in self.ctx.promoted:  # `super().__init__()` is added first
+            return 0
         for i, stmt in enumerate(self.init.body):
             if self._initialises(stmt):
                 return i

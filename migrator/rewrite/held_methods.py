@@ -24,6 +24,7 @@ from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
+from migrator.rewrite.plain_modules import why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
@@ -90,6 +91,29 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
     return _kept(other[0], cls, other[1]) if other is not None else ({}, "its file has no text")
 
 
+def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
+    """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
+    the files of its package ('' when it may)."""
+    path = cls.file.path
+    if path is not None and path.is_file():
+        texts = _package_texts(_package_top(path))
+    else:  # source from stdin: its own text is the package
+        texts = ((Path("<stdin>"), ctx.source),)
+    return why_plain(cls, texts)
+
+
+def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    """Why `cls`, made a module, might change its holders' `state_dict` (an attribute set to a
+    call, which may make a module or a parameter), or ''."""
+    from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
+
+    attributes = ClassAttributes(ctx, cls, family)
+    held = sorted(attributes.module_attrs() | set(attributes.state))
+    if held:
+        return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter"
+    return ""
+
+
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> tuple[dict[str, int], str]:
@@ -104,7 +128,11 @@ def _held_runs(
     file = _file_facts(ctx)
     if not (names & file.called or names & file.package_called(ctx)):
         return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
-    if "forward" not in methods:
+    if not ctx.project.is_module(cls):
+        why = plain_why(ctx, cls) or _may_hold_state(ctx, cls, family)
+        if why:
+            return {}, why
+    elif "forward" not in methods:
         return {}, f"`{cls.name}` has no `forward`"
     if cls in stack:
         return {}, f"`{cls.name}` holds, through its holders, an instance of itself"
@@ -450,8 +478,11 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
         nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
     else:  # only the whole tree tells whether the other lines (docstrings) name the class
         nodes = ast.walk(ctx.info.tree)
+    declared = _declared(ctx.info.tree) if not ctx.project.is_module(cls) else set()
     seen: list[int] = []
     for node in nodes:
+        if id(node) in declared:
+            continue
         if (
             isinstance(node, (ast.Name, ast.Attribute))
             and isinstance(node.ctx, ast.Load)
@@ -462,6 +493,23 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
                 return True
             seen.append(inside[id(node)])
     return len(seen) != len(set(seen))
+
+
+def _declared(tree: ast.Module) -> set[int]:
+    """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
+    `box_coder: BoxCoder`), which name a class without making or using an instance."""
+    found: set[int] = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+                found.update(id(n) for n in ast.walk(stmt.annotation))
+            elif (
+                isinstance(stmt, ast.Assign)
+                and [ast.unparse(t) for t in stmt.targets] == ["__annotations__"]
+                and isinstance(stmt.value, ast.Dict)
+            ):
+                found.update(id(n) for value in stmt.value.values for n in ast.walk(value))
+    return found
 
 
 def _other_calls(
