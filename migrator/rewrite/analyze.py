@@ -19,7 +19,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.promotion import promote
-from migrator.rewrite.project import FileInfo, Project, RunSettings
+from migrator.rewrite.project import TORCH_MODULE, FileInfo, Project, RunSettings
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
@@ -107,7 +107,9 @@ class ProjectAnalysis:
             if ctx.skip.intersection(header_lines(cls.node)):
                 continue
             ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
-            if project.is_module(cls):
+            if project.is_module(cls) and (
+                "forward" in cls.methods() or cls.bases != [TORCH_MODULE]
+            ):
                 ClassAnalysis(ctx, cls, family, self).run()
             else:  # a plain class its holders call methods of may become a module
                 promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023

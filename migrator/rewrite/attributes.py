@@ -65,7 +65,8 @@ class ClassAttributes:
         `BatchNormAct2d` retries it in `except TypeError:`)."""
         if self.init is None:
             return None
-        if self.cls.qualname in self.ctx.promoted:  # `super().__init__()` is added first
+        promoted = self.cls.qualname in self.ctx.promoted
+        if promoted and not self.ctx.project.is_module(self.cls):  # `super().__init__()` added
             return 0
         for i, stmt in enumerate(self.init.body):
             if self._initialises(stmt):

@@ -94,11 +94,13 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
 def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
     the files of its package ('' when it may)."""
-    path = cls.file.path
-    if path is not None and path.is_file():
-        texts = _package_texts(_package_top(path))
-    else:  # source from stdin: its own text is the package
-        texts = ((Path("<stdin>"), ctx.source),)
+    info = cls.file
+    path = info.path
+    texts = _package_texts(_package_top(path)) if path is not None and path.is_file() else ()
+    own = path.resolve() if path is not None else Path("<stdin>")
+    if all(file != own for file, _ in texts):  # stdin, or a file its package does not list
+        source = info.source if info.source is not None else info.text
+        texts = ((own, source or ""), *texts)
     return why_plain(cls, texts)
 
 
@@ -108,10 +110,22 @@ def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
     from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
 
     attributes = ClassAttributes(ctx, cls, family)
-    held = sorted(attributes.module_attrs() | set(attributes.state))
+    made = attributes.module_attrs()
+    if ctx.project.is_module(cls):  # a second run: the stateless modules the first made stay
+        made = {attr for attr in made if not _stateless(ctx, attributes.attrs.get(attr))}
+    held = sorted(made | set(attributes.state))
     if held:
         return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter"
     return ""
+
+
+def _stateless(ctx: FileContext, attr: object) -> bool:
+    """Whether an attribute `__init__` sets (an `InitAttr`) holds a module of a class that
+    never holds parameters or buffers."""
+    value = getattr(attr, "value", None)
+    if not isinstance(value, ast.Call):
+        return False
+    return ctx.project.stateless(ctx.info.names.resolve(value.func), ctx.info) is True
 
 
 def _held_runs(
@@ -128,12 +142,11 @@ def _held_runs(
     file = _file_facts(ctx)
     if not (names & file.called or names & file.package_called(ctx)):
         return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
-    if not ctx.project.is_module(cls):
+    if "forward" not in methods:
         why = plain_why(ctx, cls) or _may_hold_state(ctx, cls, family)
         if why:
-            return {}, why
-    elif "forward" not in methods:
-        return {}, f"`{cls.name}` has no `forward`"
+            module = ctx.project.is_module(cls)
+            return {}, f"`{cls.name}` has no `forward`" if module else why
     if cls in stack:
         return {}, f"`{cls.name}` holds, through its holders, an instance of itself"
     if cls.qualname in _shared(ctx, family):
@@ -478,7 +491,7 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
         nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
     else:  # only the whole tree tells whether the other lines (docstrings) name the class
         nodes = ast.walk(ctx.info.tree)
-    declared = _declared(ctx.info.tree) if not ctx.project.is_module(cls) else set()
+    declared = _declared(ctx.info.tree)
     seen: list[int] = []
     for node in nodes:
         if id(node) in declared:

@@ -246,6 +246,11 @@ def _why(
     if elsewhere:
         return elsewhere[0]
     reasons = "; ".join(sorted({why for why in whys if why})) or "one is not"
+    if not all(ctx.project.is_module(c) for c in classes):
+        return (
+            f"{names} is no `nn.Module`, and `fix` makes it one only when every call of the "
+            f"methods its holders call is known: {reasons}"
+        )
     return (
         f"the rewrite of {names} takes a method other modules call on its instances only "
         f"when every call of it is known: {reasons}"

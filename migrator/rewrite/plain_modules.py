@@ -17,7 +17,7 @@ import ast
 import functools
 import re
 
-from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.project import TORCH_MODULE, ClassInfo
 
 NN_MODULE_NAMES = frozenset(
     {
@@ -61,10 +61,15 @@ _COPIES = re.compile(r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+)\
 
 def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
     """Why `cls`, a class that is no module, may not become one ('' when it may), read from
-    its node and the `texts` of its package's files."""
+    its node and the `texts` of its package's files; for a module of no other base than
+    `nn.Module` and without `forward` (what it becomes), why it would not have become one."""
     node = cls.node
-    bases = [ast.unparse(base) for base in node.bases] + [k.arg or "**" for k in node.keywords]
-    if any(base != "object" for base in bases):
+    bases = [
+        ast.unparse(base)
+        for base, qualname in zip(node.bases, cls.bases)
+        if qualname != TORCH_MODULE  # what a first run made it: a second decides the same
+    ] + [k.arg or "**" for k in node.keywords]
+    if any(base != "object" for base in bases) or len(cls.bases) != len(node.bases):
         return f"`{cls.name}` has a base ({', '.join(bases)})"
     if node.decorator_list:
         return f"`{cls.name}` is decorated"

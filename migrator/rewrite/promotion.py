@@ -21,6 +21,10 @@ def promote(
     when it may become one and its holders' forward paths run its methods."""
     if plain_why(ctx, cls) or not held_runs(ctx, cls, family):
         return
+    if ctx.project.is_module(cls):  # what a first run made it: its analysis runs the same
+        ctx.promoted.add(cls.qualname)
+        analyse()
+        return
     plan = ctx.plan
     init = cls.methods().get("__init__")
     where: dict[int, list[str]] | None = None
