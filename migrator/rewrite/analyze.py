@@ -31,11 +31,20 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 
 def may_have_work(text: str) -> bool:
     """Cheap filter: only a class with its own `forward` can hold work, a module-level function
-    (a helper other files call), or code that walks a module's children; migrator's own op
-    modules (and the copies `ops_module` makes of them) are never rewritten."""
+    (a helper other files call), a class of no base (which may become a module:
+    `plain_modules`), or code that walks a module's children; migrator's own op modules (and the
+    copies `ops_module` makes of them) are never rewritten."""
     return (
-        ("class" in text and "def forward" in text) or "\ndef " in text or walks_children(text)
+        ("class" in text and ("def forward" in text or _PLAIN_CLASS.search(text) is not None))
+        or "\ndef " in text
+        or walks_children(text)
     ) and "\n__migrator_ops__ = True" not in text
+
+
+_PLAIN_CLASS = re.compile(
+    r"^class\s+\w+\s*(?:\(\s*(?:object|(?:torch\.)?nn\.Module)?\s*\))?\s*:", re.MULTILINE
+)
+"""A class of no base, or of `nn.Module` alone (what a first run makes of one)."""
 
 
 def skip_lines(source: str) -> set[int]:
