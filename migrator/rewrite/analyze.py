@@ -29,15 +29,17 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 """`# migrator: skip`, not `# migrator: skip[CODES]` (a suppression: `migrator.suppress`)."""
 
 
-def may_have_work(text: str) -> bool:
+def may_have_work(text: str, plain: bool = True) -> bool:
     """Cheap filter: only a class with its own `forward` can hold work, a module-level function
-    (a helper other files call), a class of no base (which may become a module:
-    `plain_modules`), or code that walks a module's children; migrator's own op modules (and the
-    copies `ops_module` makes of them) are never rewritten."""
+    (a helper other files call), a class of no base (which may become a module, `plain_modules`;
+    not with `plain` False: a base class, which never does), or code that walks a module's
+    children; migrator's own op modules (and the copies `ops_module` makes of them) are never
+    rewritten."""
     return (
-        ("class" in text and ("def forward" in text or _PLAIN_CLASS.search(text) is not None))
+        ("class" in text and "def forward" in text)
         or "\ndef " in text
         or walks_children(text)
+        or (plain and "class" in text and _PLAIN_CLASS.search(text) is not None)
     ) and "\n__migrator_ops__ = True" not in text
 
 
@@ -199,7 +201,7 @@ class ProjectAnalysis:
             or module.split(".")[0] == "torch"
         ):
             return
-        if may_have_work(info.source):
+        if may_have_work(info.source, plain=False):
             worked.work_out(self, info, info.source)
 
 
