@@ -576,14 +576,20 @@ def _called_elsewhere(
         return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
-    for file, text in _package_texts(_package_top(path)):
+    texts = _package_texts(_package_top(path))
+    reaching = _reaching(cls, texts) if "forward" not in cls.methods() else None
+    for file, text in texts:
         if file == own or file in read:
+            continue
+        if reaching is not None and reaching.search(text) is None:
             continue
         for match in calls.finditer(text):
             found = _RECEIVER.search(text, max(0, match.start() - 200), match.start())
             receiver = found.group(1) if found else ""
-            if receiver != "self" and not _other_class(
-                ctx, cls, file, text, receiver, match.start()
+            if (
+                receiver != "self"
+                and not _a_module(text, receiver)
+                and not _other_class(ctx, cls, file, text, receiver, match.start())
             ):
                 line = text.count("\n", 0, match.start()) + 1
                 return (
@@ -591,6 +597,33 @@ def _called_elsewhere(
                     f"not proven to be an instance set once in a holder's `__init__`"
                 )
     return ""
+
+
+def _reaching(cls: ClassInfo, texts: tuple[tuple[Path, str], ...]) -> re.Pattern[str]:
+    """The names through which a file can reach an instance of `cls`, a class without
+    `forward` (a plain one, or one a first run made a module): its own, and those of the
+    attributes set to a call of it (`self.box_coder = BoxCoder(...)`), which its holders
+    never hand on; a file naming none of them calls no method of an instance."""
+    attrs = {
+        attr
+        for _, text in texts
+        for attr, called in _assigned_calls(text)[0].items()
+        if cls.name in called
+    }
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted({cls.name, *attrs})))})\b")
+
+
+def _a_module(text: str, receiver: str) -> bool:
+    """Whether `receiver` is a name the file's text binds by an `import` statement alone
+    (`import codecs`, then `codecs.encode(...)`): a module, no instance of a class."""
+    if not receiver.isidentifier():
+        return False
+    name = re.escape(receiver)
+    imported = re.search(
+        rf"^[ \t]*import[ \t]+(?:{name}|[\w.]+[ \t]+as[ \t]+{name})[ \t]*(?:#.*)?$", text, re.M
+    )
+    bound = re.search(rf"(?<![\w.]){name}\s*(?:=(?!=)|:[^\n]*=)|\bas\s+{name}\b(?![ \t]*$)", text)
+    return imported is not None and bound is None
 
 
 def _other_class(
