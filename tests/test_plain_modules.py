@@ -95,3 +95,26 @@ def test_the_names_nn_module_defines_are_torchs():
     module = torch.nn.Module()
     names = set(dir(torch.nn.Module)) | set(vars(module))
     assert {n for n in names if not (n.startswith("__") and n.endswith("__"))} <= NN_MODULE_NAMES
+
+
+def test_a_method_called_elsewhere_keeps_the_class_plain_only_if_it_may_be_an_instance(
+    tmp_path, capsys
+):
+    """`line.decode()` in a file naming neither `LinearCoder` nor an attribute holding one,
+    and `codecs.decode(...)` on an imported module, call no method of an instance; a file
+    reading `model.box_coder.decode(...)` may, and the class stays plain, its call reported."""
+    expected = _texts(_tree(tmp_path / "expected", "after"))
+    pkg = _tree(tmp_path / "elsewhere")
+    text = 'import codecs\n\n\ndef read(line):\n    return codecs.decode(line.decode("ascii"))\n'
+    (pkg / "io.py").write_text(text)
+    main(["fix", str(pkg)])
+    assert _texts(pkg) == {**expected, "io.py": text}
+    pkg = _tree(tmp_path / "peeked")
+    (pkg / "peek.py").write_text("def peek(model, x):\n    return model.box_coder.decode(x, x)\n")
+    before = (pkg / "coders.py").read_text()
+    capsys.readouterr()
+    main(["fix", str(pkg)])
+    assert (pkg / "coders.py").read_text() == before
+    out = capsys.readouterr().out
+    assert "model.py:18:16: MIG115 `self.box_coder.decode`" in out
+    assert "peek.py:2 calls `model.box_coder.decode`" in out
