@@ -77,7 +77,7 @@ def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
     serving = {id(f) for f in _serving_loops(run)}
     after = Counter(f.code for f in run.second.fixed + run.second.left if id(f) not in serving)
     calls_before = sum(n for code, n in before.items() if code not in NOTICES)
-    done = sum(converted.values())
+    done = sum(n for code, n in converted.items() if code not in NOTICES)
     calls_after = done + sum(n for code, n in after.items() if code not in NOTICES)
     rows["convertible calls converted"] = (
         f"0/{calls_before} (0.0 %)",
