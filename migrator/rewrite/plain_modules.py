@@ -77,6 +77,10 @@ def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
     clash = sorted(defined & (NN_MODULE_NAMES | _OBJECT_DUNDERS))
     if clash:
         return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
+    if TORCH_MODULE not in cls.bases and any(
+        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in ast.walk(node)
+    ):  # a second `nn.Module.__init__` would drop the modules made before it
+        return f"`{cls.name}` calls an `__init__`"
     return _package_why(cls.name, texts)
 
 
