@@ -11,6 +11,7 @@ CODES: dict[str, str] = {
     "MIG002": "tensor operator or method can become a module",
     "MIG003": "stateless module called at several sites can be split into copies",
     "MIG004": "helper function that forward reaches can become a module",
+    "MIG005": "plain class whose methods modules' forward paths run can become a module",
     "MIG100": "suppression comment that suppresses no finding (`--report-unused-noqa`)",
     "MIG101": "hyper-parameter is not constant or fixed at __init__ time",
     "MIG102": "`training` is not `self.training`: a module would behave differently",

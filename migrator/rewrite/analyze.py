@@ -18,7 +18,8 @@ from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
 from migrator.rewrite.plan import Plan, Positions
-from migrator.rewrite.project import FileInfo, Project, RunSettings
+from migrator.rewrite.promotion import promote
+from migrator.rewrite.project import TORCH_MODULE, FileInfo, Project, RunSettings
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import header_lines
 from migrator.rewrite.walkers import report_children_walks, walks_children
@@ -28,13 +29,24 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 """`# migrator: skip`, not `# migrator: skip[CODES]` (a suppression: `migrator.suppress`)."""
 
 
-def may_have_work(text: str) -> bool:
+def may_have_work(text: str, plain: bool = True) -> bool:
     """Cheap filter: only a class with its own `forward` can hold work, a module-level function
-    (a helper other files call), or code that walks a module's children; migrator's own op
-    modules (and the copies `ops_module` makes of them) are never rewritten."""
+    (a helper other files call), a class of no base (which may become a module, `plain_modules`;
+    not with `plain` False: a base class, which never does), or code that walks a module's
+    children; migrator's own op modules (and the copies `ops_module` makes of them) are never
+    rewritten."""
     return (
-        ("class" in text and "def forward" in text) or "\ndef " in text or walks_children(text)
+        ("class" in text and "def forward" in text)
+        or "\ndef " in text
+        or walks_children(text)
+        or (plain and "class" in text and _PLAIN_CLASS.search(text) is not None)
     ) and "\n__migrator_ops__ = True" not in text
+
+
+_PLAIN_CLASS = re.compile(
+    r"^class\s+\w+\s*(?:\(\s*(?:object|(?:torch\.)?nn\.Module)?\s*\))?\s*:", re.MULTILINE
+)
+"""A class of no base, or of `nn.Module` alone (what a first run makes of one)."""
 
 
 def skip_lines(source: str) -> set[int]:
@@ -103,10 +115,15 @@ class ProjectAnalysis:
         assert ctx.helper_modules is not None  # set by `_context`
         ctx.helper_modules.add_twins()
         for cls in info.classes.values():
-            if ctx.skip.intersection(header_lines(cls.node)) or not project.is_module(cls):
+            if ctx.skip.intersection(header_lines(cls.node)):
                 continue
             ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
-            ClassAnalysis(ctx, cls, family, self).run()
+            if project.is_module(cls) and (
+                "forward" in cls.methods() or cls.bases != [TORCH_MODULE]
+            ):
+                ClassAnalysis(ctx, cls, family, self).run()
+            else:  # a plain class its holders call methods of may become a module
+                promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023
         ctx.helper_modules.in_earlier = False
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)
@@ -189,7 +206,7 @@ class ProjectAnalysis:
             or module.split(".")[0] == "torch"
         ):
             return
-        if may_have_work(info.source):
+        if may_have_work(info.source, plain=False):
             worked.work_out(self, info, info.source)
 
 

@@ -65,6 +65,9 @@ class ClassAttributes:
         `BatchNormAct2d` retries it in `except TypeError:`)."""
         if self.init is None:
             return None
+        promoted = self.cls.qualname in self.ctx.promoted
+        if promoted and not self.ctx.project.is_module(self.cls):  # `super().__init__()` added
+            return 0
         for i, stmt in enumerate(self.init.body):
             if self._initialises(stmt):
                 return i

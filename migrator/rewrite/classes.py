@@ -58,8 +58,9 @@ class ClassAnalysis:
         `place` is False: a helper's stand-in class, whose `__init__` is written whole)."""
         methods = self.attributes.methods
         forward = methods.get("forward")
-        if forward is not None:
-            self._check_signature(forward)
+        if forward is not None or self.cls.qualname in self.ctx.promoted:
+            if forward is not None:
+                self._check_signature(forward)
             path, reached = methods, forward_runs(self.ctx, self.cls, self.family)
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)

@@ -28,6 +28,7 @@ from migrator.rewrite.imports import (
 )
 from migrator.rewrite.layout import call_text, from_import_text
 from migrator.rewrite.plan import (
+    SUPER_INIT,
     TWIN_DOC,
     HelperClass,
     InputRef,
@@ -196,6 +197,13 @@ class _Apply(cst.CSTTransformer):
     def leave_ClassDef(
         self, original: cst.ClassDef, updated: cst.ClassDef
     ) -> cst.ClassDef | cst.FlattenSentinel[cst.BaseStatement]:
+        base = self.plan.module_bases.get(self._span(original.name)[0])
+        if base is not None:  # a plain class becomes a module: its only base was `object`
+            updated = updated.with_changes(
+                bases=[cst.Arg(cst.parse_expression(base))],
+                lpar=cst.LeftParen(),
+                rpar=cst.RightParen(),
+            )
         return self._after_top(updated)
 
     def _after_top(self, node: cst.FunctionDef | cst.ClassDef):
@@ -297,11 +305,12 @@ class _Apply(cst.CSTTransformer):
         for old, new in zip(original, updated):
             for code in self.plan.inserts_before.get(self._span(old)[0], ()):
                 # the new statement takes the blank lines above (comments stay with their
-                # statement); one blank line follows it
+                # statement); one blank line follows it, none a `super().__init__()` made first
                 lines = list(new.leading_lines)
                 blank = next((i for i, line in enumerate(lines) if line.comment), len(lines))
                 body.append(cst.parse_statement(code).with_changes(leading_lines=lines[:blank]))
-                new = new.with_changes(leading_lines=[cst.EmptyLine(indent=False)] + lines[blank:])
+                gap = [] if code == SUPER_INIT else [cst.EmptyLine(indent=False)]
+                new = new.with_changes(leading_lines=gap + lines[blank:])
                 changed = True
             body.append(new)
             for code in self.plan.inserts.get(self._span(old)[0], ()):

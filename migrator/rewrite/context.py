@@ -122,6 +122,8 @@ class FileContext:
     from_imports: dict[str, list[str]] = field(default_factory=dict)
     plain_imports: list[str] = field(default_factory=list)
     held_facts: Any = None
+    promoted: set[str] = field(default_factory=set)
+    """Plain classes whose analysis runs as a module's, to become one (`plain_modules`)."""
     """What `held_methods` reads of the file, worked out once for all its classes."""
 
     def hold(self, thing: object) -> None:

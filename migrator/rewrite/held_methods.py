@@ -24,6 +24,7 @@ from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
+from migrator.rewrite.plain_modules import why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
@@ -90,6 +91,43 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
     return _kept(other[0], cls, other[1]) if other is not None else ({}, "its file has no text")
 
 
+def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
+    """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
+    the files of its package ('' when it may)."""
+    info = cls.file
+    path = info.path
+    texts = _package_texts(_package_top(path)) if path is not None and path.is_file() else ()
+    own = path.resolve() if path is not None else Path("<stdin>")
+    if all(file != own for file, _ in texts):  # stdin, or a file its package does not list
+        source = info.source if info.source is not None else info.text
+        texts = ((own, source or ""), *texts)
+    return why_plain(cls, texts)
+
+
+def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    """Why `cls`, made a module, might change its holders' `state_dict` (an attribute set to a
+    call, which may make a module or a parameter), or ''."""
+    from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
+
+    attributes = ClassAttributes(ctx, cls, family)
+    made = attributes.module_attrs()
+    if ctx.project.is_module(cls):  # a second run: the stateless modules the first made stay
+        made = {attr for attr in made if not _stateless(ctx, attributes.attrs.get(attr))}
+    held = sorted(made | set(attributes.state))
+    if held:
+        return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter"
+    return ""
+
+
+def _stateless(ctx: FileContext, attr: object) -> bool:
+    """Whether an attribute `__init__` sets (an `InitAttr`) holds a module of a class that
+    never holds parameters or buffers."""
+    value = getattr(attr, "value", None)
+    if not isinstance(value, ast.Call):
+        return False
+    return ctx.project.stateless(ctx.info.names.resolve(value.func), ctx.info) is True
+
+
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> tuple[dict[str, int], str]:
@@ -105,7 +143,10 @@ def _held_runs(
     if not (names & file.called or names & file.package_called(ctx)):
         return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
     if "forward" not in methods:
-        return {}, f"`{cls.name}` has no `forward`"
+        why = plain_why(ctx, cls) or _may_hold_state(ctx, cls, family)
+        if why:
+            module = ctx.project.is_module(cls)
+            return {}, f"`{cls.name}` has no `forward`" if module else why
     if cls in stack:
         return {}, f"`{cls.name}` holds, through its holders, an instance of itself"
     if cls.qualname in _shared(ctx, family):
@@ -471,8 +512,11 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
         nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
     else:  # only the whole tree tells whether the other lines (docstrings) name the class
         nodes = ast.walk(ctx.info.tree)
+    declared = _declared(ctx.info.tree)
     seen: list[int] = []
     for node in nodes:
+        if id(node) in declared:
+            continue
         if (
             isinstance(node, (ast.Name, ast.Attribute))
             and isinstance(node.ctx, ast.Load)
@@ -483,6 +527,23 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
                 return True
             seen.append(inside[id(node)])
     return len(seen) != len(set(seen))
+
+
+def _declared(tree: ast.Module) -> set[int]:
+    """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
+    `box_coder: BoxCoder`), which name a class without making or using an instance."""
+    found: set[int] = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+                found.update(id(n) for n in ast.walk(stmt.annotation))
+            elif (
+                isinstance(stmt, ast.Assign)
+                and [ast.unparse(t) for t in stmt.targets] == ["__annotations__"]
+                and isinstance(stmt.value, ast.Dict)
+            ):
+                found.update(id(n) for value in stmt.value.values for n in ast.walk(value))
+    return found
 
 
 def _other_calls(
@@ -536,14 +597,20 @@ def _called_elsewhere(
         return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
     own = path.resolve()
-    for file, text in _package_texts(_package_top(path)):
+    texts = _package_texts(_package_top(path))
+    reaching = _reaching(cls, texts) if "forward" not in cls.methods() else None
+    for file, text in texts:
         if file == own or file in read:
+            continue
+        if reaching is not None and reaching.search(text) is None:
             continue
         for match in calls.finditer(text):
             found = _RECEIVER.search(text, max(0, match.start() - 200), match.start())
             receiver = found.group(1) if found else ""
-            if receiver != "self" and not _other_class(
-                ctx, cls, file, text, receiver, match.start()
+            if (
+                receiver != "self"
+                and not _a_module(text, receiver)
+                and not _other_class(ctx, cls, file, text, receiver, match.start())
             ):
                 line = text.count("\n", 0, match.start()) + 1
                 return (
@@ -551,6 +618,33 @@ def _called_elsewhere(
                     f"not proven to be an instance set once in a holder's `__init__`"
                 )
     return ""
+
+
+def _reaching(cls: ClassInfo, texts: tuple[tuple[Path, str], ...]) -> re.Pattern[str]:
+    """The names through which a file can reach an instance of `cls`, a class without
+    `forward` (a plain one, or one a first run made a module): its own, and those of the
+    attributes set to a call of it (`self.box_coder = BoxCoder(...)`), which its holders
+    never hand on; a file naming none of them calls no method of an instance."""
+    attrs = {
+        attr
+        for _, text in texts
+        for attr, called in _assigned_calls(text)[0].items()
+        if cls.name in called
+    }
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted({cls.name, *attrs})))})\b")
+
+
+def _a_module(text: str, receiver: str) -> bool:
+    """Whether `receiver` is a name the file's text binds by an `import` statement alone
+    (`import codecs`, then `codecs.encode(...)`): a module, no instance of a class."""
+    if not receiver.isidentifier():
+        return False
+    name = re.escape(receiver)
+    imported = re.search(
+        rf"^[ \t]*import[ \t]+(?:{name}|[\w.]+[ \t]+as[ \t]+{name})[ \t]*(?:#.*)?$", text, re.M
+    )
+    bound = re.search(rf"(?<![\w.]){name}\s*(?:=(?!=)|:[^\n]*=)|\bas\s+{name}\b(?![ \t]*$)", text)
+    return imported is not None and bound is None
 
 
 def _other_class(

@@ -13,7 +13,7 @@ from functools import partial
 from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders
+from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders, plain_why
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -74,7 +74,9 @@ def report_object_methods(
                     made, source = assigned, ", as every assignment of it gives"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
             decided = [
-                held_by_holders(ctx, c, family) if ctx.project.is_module(c) else ({}, "")
+                held_by_holders(ctx, c, family)
+                if ctx.project.is_module(c) or not plain_why(ctx, c)
+                else ({}, "")
                 for c in classes
             ]
             if classes and all(name in counts for counts, _ in decided):
@@ -230,54 +232,29 @@ def _why(
 ) -> str:
     """Why the ops of a method of an object of `classes`, held in `owner.<attr>`, cannot become
     modules of its own (`whys`: why the rewrite of each module class does not take it)."""
-    plain = [c for c in classes if not ctx.project.is_module(c)]
-    if plain:
-        names = ", ".join(f"`{c.name}`" for c in plain)
-        annotated = _annotated(ctx, owner, attr)
-        if annotated:
-            return (
-                f"{names} is no `nn.Module`, and `{annotated}` declares `{attr}` of that class "
-                "for TorchScript (`__annotations__`): made a module, it would no longer script"
-            )
+    kept = [
+        (c, why) for c in classes if not ctx.project.is_module(c) and (why := plain_why(ctx, c))
+    ]
+    if kept:
+        names = ", ".join(f"`{c.name}`" for c, _ in kept)
         return (
-            f"{names} is no `nn.Module`, and `fix` does not make it one (each instance would "
-            "become a new child of the module holding it)"
+            f"{names} is no `nn.Module`, and `fix` makes it one only when nothing but its "
+            f"holders' `__init__` makes one and nothing tells it from an object: {kept[0][1]}"
         )
     names = ", ".join(f"`{c.name}`" for c in classes)
     elsewhere = [why for why in whys if why.endswith(NOT_REWRITTEN)]
     if elsewhere:
         return elsewhere[0]
     reasons = "; ".join(sorted({why for why in whys if why})) or "one is not"
+    if not all(ctx.project.is_module(c) for c in classes):
+        return (
+            f"{names} is no `nn.Module`, and `fix` makes it one only when every call of the "
+            f"methods its holders call is known: {reasons}"
+        )
     return (
         f"the rewrite of {names} takes a method other modules call on its instances only "
         f"when every call of it is known: {reasons}"
     )
-
-
-def _annotated(ctx: FileContext, cls: ClassInfo, attr: str, depth: int = 0) -> str | None:
-    """The name of `cls` or of a base of the project that declares the type of `attr` at class
-    level (`__annotations__ = {"box_coder": det_utils.BoxCoder}` or `box_coder: BoxCoder`, as
-    torchvision's detection modules do for TorchScript), else None."""
-    for stmt in cls.node.body:
-        if (
-            isinstance(stmt, ast.AnnAssign)
-            and isinstance(stmt.target, ast.Name)
-            and stmt.target.id == attr
-        ):
-            return cls.name
-        if (
-            isinstance(stmt, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "__annotations__" for t in stmt.targets)
-            and isinstance(stmt.value, ast.Dict)
-            and any(isinstance(k, ast.Constant) and k.value == attr for k in stmt.value.keys)
-        ):
-            return cls.name
-    for base in cls.bases if depth < 8 else []:
-        found = ctx.project.find_class(base, cls.file)
-        inner = _annotated(ctx, found, attr, depth + 1) if found else None
-        if inner:
-            return inner
-    return None
 
 
 def _defines(ctx: FileContext, name: str, qualname: str) -> bool:

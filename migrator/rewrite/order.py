@@ -51,8 +51,8 @@ def entry_keys(
 ) -> dict[str, Key]:
     """Method name -> key of its first run on the forward path (forward: the empty key).
     `calls(method)`: the (method name, call node) of the class's own methods it calls."""
-    keys: dict[str, Key] = {"forward": ()}
-    todo = ["forward"]
+    keys: dict[str, Key] = {"forward": ()} if "forward" in methods else {}
+    todo = list(keys)  # none for a plain class becoming a module: its held methods run last
     while todo:
         name = todo.pop()
         method = methods[name]

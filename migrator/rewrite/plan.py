@@ -62,6 +62,9 @@ class Replace:
     its twin function given the module holding its ops ('' for `self.<attr>(<inputs>)`)."""
 
 
+SUPER_INIT = "super().__init__()"
+"""What a plain class becoming a module gets first in `__init__` (`promotion`)."""
+
 TWIN_DOC = "`{}` as a module: its ops are submodules."
 """The docstring of a helper function's class, by which a later run knows it."""
 
@@ -114,6 +117,9 @@ class Plan:
     helper_classes: dict[int, HelperClass] = field(default_factory=dict)
     """`def` line of a helper function -> the class to add after the top-level statement
     holding it."""
+    module_bases: dict[int, str] = field(default_factory=dict)
+    """`class` line of a plain class that becomes a module -> how the file names
+    `torch.nn.Module`, its new base (`plain_modules`)."""
     twin_sources: dict[str, str] = field(default_factory=dict)
     """Qualified name of a twin class the rewrite imports that another file's rewrite in this
     run adds -> that file: this file must not be written unless that one is."""
@@ -132,6 +138,7 @@ class Plan:
             or self.imports
             or self.import_names
             or self.helper_classes
+            or self.module_bases
         )
 
 

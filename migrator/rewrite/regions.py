@@ -51,7 +51,10 @@ def regions(plan: Plan, tree: ast.Module, lines: list[str], imports: bool = True
     found = [
         finder.innermost(line) for line in [r.span[0] for r in plan.replaces] + list(plan.inserts)
     ]
-    found += [finder.top(line) for line in [*plan.inserts_before, *plan.helper_classes]]
+    found += [
+        finder.top(line)
+        for line in [*plan.inserts_before, *plan.helper_classes, *plan.module_bases]
+    ]
     if _named(plan.import_names, lines):
         found += [
             finder.innermost(node.lineno)

@@ -126,6 +126,7 @@ class _Splicer:
             region.end >= len(self.lines)  # the file's last line, without a line break
             or any(line in plan.inserts_before for line in inside)
             or any(line in plan.helper_classes for line in inside)  # a class added beside
+            or any(line in plan.module_bases for line in inside)  # a plain class's new base
             or region.imports
             or any(not line.isascii() or "\t" in line or ";" in line for line in body)
             or (plan.import_names and any("import" in line for line in body))

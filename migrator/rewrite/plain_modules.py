@@ -1,0 +1,136 @@
+"""Plain classes that may become `nn.Module`s: torchvision's box coders, objects its detection
+modules hold and call methods of (`self.box_coder.decode(...)`). Made a module, such a class
+holds the ops its methods run, as any module class's held methods do (`held_methods`).
+
+Decided from the package's text alone (the class's own file decides, every holder's file reads
+the same answer): every instantiation is `self.<attr> = [mod.]Cls(...)`; the class has no base but
+`object`, defines nothing `nn.Module` defines or that changes how instances behave as objects
+(`__call__`, `__getattr__`, `__eq__`, ...), has no subclass, and no file naming it copies or
+pickles objects. Scripting a holder that declares the attribute's class in `__annotations__`
+fails once the class is a module: TorchScript is in maintenance, and no quantization flow
+migrator serves scripts models.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+
+from migrator.rewrite.project import TORCH_MODULE, ClassInfo
+
+NN_MODULE_NAMES = frozenset(
+    {
+        "T_destination", "_apply", "_backward_hooks", "_backward_pre_hooks", "_buffers",
+        "_call_impl", "_compiled_call_impl", "_forward_hooks", "_forward_hooks_always_called",
+        "_forward_hooks_with_kwargs", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+        "_get_backward_hooks", "_get_backward_pre_hooks", "_get_name", "_is_full_backward_hook",
+        "_load_from_state_dict", "_load_state_dict_post_hooks", "_load_state_dict_pre_hooks",
+        "_maybe_warn_non_full_backward_hook", "_modules", "_named_members",
+        "_non_persistent_buffers_set", "_parameters", "_register_load_state_dict_pre_hook",
+        "_register_state_dict_hook", "_replicate_for_data_parallel", "_save_to_state_dict",
+        "_slow_forward", "_state_dict_hooks", "_state_dict_pre_hooks", "_version",
+        "_wrapped_call_impl", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
+        "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
+        "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
+        "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
+        "named_modules", "named_parameters", "parameters", "register_backward_hook",
+        "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+        "register_full_backward_hook", "register_full_backward_pre_hook",
+        "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
+        "register_module", "register_parameter", "register_state_dict_post_hook",
+        "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
+        "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
+        "zero_grad",
+    }
+)  # fmt: skip
+"""`dir(nn.Module)` and an instance's own attributes, dunders aside (torch 2.x)."""
+
+_OBJECT_DUNDERS = frozenset(
+    {
+        "__call__", "__getattr__", "__getattribute__", "__setattr__", "__delattr__",
+        "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__eq__", "__hash__",
+        "__slots__", "__dir__", "__new__", "__init_subclass__", "__class_getitem__",
+        "__copy__", "__deepcopy__",
+    }
+)  # fmt: skip
+"""What a module would define otherwise, or an object's behaviour that `nn.Module` changes."""
+
+_COPIES = re.compile(r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+)\s*\(")
+
+
+def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
+    """Why `cls`, a class that is no module, may not become one ('' when it may), read from
+    its node and the `texts` of its package's files; for a module of no other base than
+    `nn.Module` and without `forward` (what it becomes), why it would not have become one."""
+    node = cls.node
+    bases = [
+        ast.unparse(base)
+        for base, qualname in zip(node.bases, cls.bases)
+        if qualname != TORCH_MODULE  # what a first run made it: a second decides the same
+    ] + [k.arg or "**" for k in node.keywords]
+    if any(base != "object" for base in bases) or len(cls.bases) != len(node.bases):
+        return f"`{cls.name}` has a base ({', '.join(bases)})"
+    if node.decorator_list:
+        return f"`{cls.name}` is decorated"
+    defined = _defined(node)
+    clash = sorted(defined & (NN_MODULE_NAMES | _OBJECT_DUNDERS))
+    if clash:
+        return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
+    if TORCH_MODULE not in cls.bases and any(
+        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in ast.walk(node)
+    ):  # a second `nn.Module.__init__` would drop the modules made before it
+        return f"`{cls.name}` calls an `__init__`"
+    return _package_why(cls.name, texts)
+
+
+def _defined(node: ast.ClassDef) -> set[str]:
+    """The names the class body binds, and the attributes its methods set on `self`."""
+    found: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "self"
+            and not isinstance(sub.ctx, ast.Load)
+        ):
+            found.add(sub.attr)
+        elif isinstance(sub, ast.Call) and ast.unparse(sub.func) in ("setattr", "self.__dict__"):
+            found.add("__setattr__")
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
+    """Why the package's text keeps class `name` plain: an instantiation other than
+    `self.<attr> = [mod.]name(...)`, a subclass, or a file naming it that copies or pickles."""
+    mention = re.compile(rf"\b{re.escape(name)}\b")
+    made = re.compile(rf"(?<![\w.])((?:\w+\.)*){re.escape(name)}\s*\(")
+    stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
+    sub = re.compile(rf"^\s*class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", re.MULTILINE)
+    for file, text in texts:
+        if not mention.search(text):
+            continue
+        where = getattr(file, "name", file)
+        if sub.search(text):
+            return f"{where} subclasses `{name}`"
+        for found in made.finditer(text):
+            start = text.rfind("\n", 0, found.start()) + 1
+            head = text[start : found.end()]
+            if head.lstrip().startswith(("class ", "def ", "#")):
+                continue
+            if not stored.match(head):
+                line = text.count("\n", 0, found.start()) + 1
+                return (
+                    f"{where}:{line} makes a `{name}` otherwise than as "
+                    f"`self.<attribute> = {name}(...)`"
+                )
+        if _COPIES.search(text):
+            return f"{where} names `{name}` and copies or pickles objects"
+    return ""
