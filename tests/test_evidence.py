@@ -357,9 +357,7 @@ def test_a_method_of_a_module_the_built_models_hold_is_reported(tmp_path):
         "23:16: MIG115 `self.head.loss` (a method of `Head`, as every built model holds) runs "
         "2 op(s) forward reaches (.sum(), torch.relu): a method of another object stays a call "
         "of that object: the rewrite of `Head` takes a method other modules call on its "
-        "instances only when every call of it is known (not so when an instance is handed on "
-        "or made elsewhere, or a method of that name is called on another object or off the "
-        "forward path); left as is"
+        "instances only when every call of it is known: `Net` hands `self.head` on; left as is"
     )
     assert findings(evidence) == [expected]
     evidence.add((str(source.resolve()), "Net", "head"), Seen("net.Other", True, False), "u")
