@@ -69,6 +69,37 @@ class PackageCalls:
         top = _package_top(self.own)
         return any(path != self.own for path in _renamed(top).get(name, ()))
 
+    def sets_training(self, name: str) -> Path | None:
+        """A file of the package, this one aside, whose text names the class `name` and may
+        store into the `training` of a module other than `self` (`outside_training_store`)."""
+        top = _package_top(self.own)
+        named = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        return next(
+            (
+                p
+                for p in _files(top)
+                if p != self.own and outside_training_store(_read(p)) and named.search(_read(p))
+            ),
+            None,
+        )
+
+
+_TRAINING_STORE = re.compile(
+    r"(?<![\w.])(\w+)?[\w.\[\]()'\"]*\.training[^\S\n]*=(?!=)"
+    r"|\bsetattr\((?![^\S\n]*self[^\S\n]*,)[^\n]*[\"']training[\"']"
+)
+"""`<x>.training = ...` or `setattr(<x>, "training", ...)`, `<x>` not plain `self`."""
+
+
+def outside_training_store(text: str) -> bool:
+    """Whether `text` may store into the `training` flag of a module other than `self`
+    (`inner.training = False`, `self.head.training = False`, `setattr(m, "training", v)`):
+    that module's flag then differs from its submodules'."""
+    return any(
+        not (m.group(1) == "self" and m.group(0).startswith("self.training"))
+        for m in _TRAINING_STORE.finditer(text)
+    )
+
 
 def _package_top(path: Path) -> Path | None:
     """The folder of the top-level package holding `path` (None: no package)."""
