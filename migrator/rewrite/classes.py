@@ -23,6 +23,7 @@ from migrator.rewrite.helpers import (
     return_annotation,
     target_of,
 )
+from migrator.rewrite.hook_methods import report_hooks
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
@@ -137,6 +138,7 @@ class ClassAnalysis:
             report_object_methods(
                 self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
+            report_hooks(self.ctx, self.cls, methods)
         reused.split()
         if place:
             placement.place(creator.registrations)
