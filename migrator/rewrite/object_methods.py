@@ -124,6 +124,15 @@ def _report_called_object(
     )
 
 
+def report_passed_in_helpers(ctx: FileContext, helpers: list[ast.FunctionDef]) -> None:
+    """Report in the `helpers` that stay functions each call of a parameter annotated with a
+    class of the project, as in a forward-path method (`helper_object_passed_in.py`)."""
+    for helper in helpers:
+        for call in ctx.calls_in(helper):
+            if id(call) not in ctx.helpers_seen:
+                _report_passed_object(ctx, helper, call)
+
+
 def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.Call) -> None:
     """Report a call of a parameter annotated with a class of the project that is no module,
     `mapper(boxes)` of torchvision's `mapper: Optional[LevelMapper]` (its `__call__`), or of a
