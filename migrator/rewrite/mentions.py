@@ -84,6 +84,33 @@ class PackageCalls:
         )
 
 
+def attributes_stored_elsewhere(path: Path) -> frozenset[str]:
+    """The names the other files of `path`'s top-level package store as an attribute of
+    something but `self` or `cls` (`layers._SLOPE = 0.5`, `pkg.layers.EPS += 1`): a global of
+    `path` of such a name may be changed through its module after a constructor read it."""
+    own = resolved(path)
+    found = _stored_attributes(_package_top(own))
+    return frozenset(name for name, paths in found.items() if any(p != own for p in paths))
+
+
+_ATTRIBUTE_STORE = re.compile(
+    r"(?<![\w.])(?!(?:self|cls)\.)[A-Za-z_][\w.]*\.([A-Za-z_]\w*)"
+    r"[^\S\n]*(?:\*\*|//|<<|>>|[-+*/%&|^@])?=(?!=)"
+)
+"""`<x>.<name> = ` (or an augmented assignment), `<x>` a dotted name not starting `self.`/`cls.`."""
+
+
+@functools.lru_cache(maxsize=8)
+def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` storing an attribute of that name (`_ATTRIBUTE_STORE`),
+    read once a process."""
+    found: dict[str, list[Path]] = {}
+    for path in _files(top):
+        for name in set(_ATTRIBUTE_STORE.findall(_read(path))):
+            found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
 _TRAINING_STORE = re.compile(
     r"(?<![\w.])(\w+)?[\w.\[\]()'\"]*\.training[^\S\n]*=(?!=)"
     r"|\bsetattr\((?![^\S\n]*self[^\S\n]*,)[^\n]*[\"']training[\"']"

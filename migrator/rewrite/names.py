@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable
 
 
 @dataclass
@@ -88,7 +88,11 @@ def literal(node: ast.expr) -> bool:
 
 
 def collect(
-    tree: ast.Module, module: str = "", is_package: bool = False, text: str | None = None
+    tree: ast.Module,
+    module: str = "",
+    is_package: bool = False,
+    text: str | None = None,
+    stored_elsewhere: Collection[str] = (),
 ) -> ModuleNames:
     """Module-level imports, other bindings and literal constants of `tree`.
 
@@ -96,7 +100,8 @@ def collect(
     both by an import and by something else is treated as unknown, and so is one a function
     declares `global` (it may bind it to anything; functions are walked only when `text`, the
     source, may hold such a statement), or that a `globals()` call may bind (every name assigned
-    at module level when it may bind any: `_stored_through_globals`).
+    at module level when it may bind any: `_stored_through_globals`), or that other files may
+    store into through the module, `stored_elsewhere` (`layers._SLOPE = 0.5`: `constant_stored_elsewhere`).
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
@@ -111,6 +116,9 @@ def collect(
         stored = _stored_through_globals(tree)
         for name in list(assigned) if stored is None else stored:
             assigned.setdefault(name, []).append(None)
+    for name in stored_elsewhere:
+        if name in assigned:
+            assigned[name].append(None)
     for name, values in assigned.items():
         names.local.add(name)
         if len(values) == 1 and values[0] is not None and literal(values[0]):
