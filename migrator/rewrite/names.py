@@ -9,6 +9,7 @@ torch's.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
 from typing import Collection, Iterable
@@ -127,11 +128,29 @@ def collect(
         del names.imports[name]
     names.unknown |= {n for n, values in assigned.items() if not all(map(_holds_none, values))}
     reads = {n: _reads(values) for n, values in assigned.items() if n not in names.unknown}
-    while grown := {n for n, read in reads.items() if not read.isdisjoint(names.unknown)}:
+    while grown := {n for n, read in reads.items() if any(r in names.unknown for r in read)}:
         names.unknown |= grown
         for name in grown:
             del reads[name]
     return names
+
+
+class StarredUnknown(set[str]):
+    """`ModuleNames.unknown` of a file importing `*` from its own package, whose file may build
+    a tensor: it also holds every name the file neither binds nor imports by name, nor Python
+    does (`trees/star_imported_tensor`)."""
+
+    names: ModuleNames | None = None
+
+    def __contains__(self, key: object) -> bool:
+        names = self.names
+        return super().__contains__(key) or (
+            names is not None
+            and isinstance(key, str)
+            and key not in names.local
+            and key not in names.imports
+            and not hasattr(builtins, key)
+        )
 
 
 def may_declare_global(text: str | None) -> bool:
@@ -282,6 +301,9 @@ def _visit(
                     names.unknown.add(alias.asname or alias.name)
                 if alias.name == "*":
                     names.stars.append(base)
+                    if own and not isinstance(names.unknown, StarredUnknown):
+                        names.unknown = StarredUnknown(names.unknown)
+                        names.unknown.names = names
                 else:
                     names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
