@@ -35,7 +35,7 @@ def report_object_methods(
     for method in reached:
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         for call in ctx.calls_in(method):
-            func = call.func
+            func = _named_by_getattr(call.func) or call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
                 if id(call) not in ctx.helpers_seen:
@@ -92,6 +92,24 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr, [why for _, why in decided])}; left as is",
             )
+
+
+def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
+    """`<x>.<name>` for a method `getattr(<x>, "<name>")` names (`<x>` not `self`: its
+    methods are the class's own), read as that attribute (`getattr(self.head, "loss")(y)`:
+    `object_method_getattr.py`)."""
+    if not (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not func.keywords
+        and isinstance(func.args[1], ast.Constant)
+        and isinstance(func.args[1].value, str)
+        and not (isinstance(func.args[0], ast.Name) and func.args[0].id == "self")
+    ):
+        return None
+    return ast.copy_location(ast.Attribute(func.args[0], func.args[1].value, ast.Load()), func)
 
 
 def _report_called_object(
@@ -193,10 +211,18 @@ def _parameter_class(ctx: FileContext, method: ast.FunctionDef, name: str) -> Cl
 
 
 def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    """The attribute `node` reads of `self`: `self.<attr>`, `getattr(self, "<attr>")`, or a
-    local name bound once to one of them (`aliases`)."""
+    """The attribute `node` reads of `self`: `self.<attr>`, `getattr(self, "<attr>")`,
+    `self._modules["<attr>"]`, or a local name bound once to one of them (`aliases`)."""
     if self_attr(node):
         return node.attr
+    if (
+        isinstance(node, ast.Subscript)
+        and self_attr(node.value)
+        and node.value.attr == "_modules"
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.slice.value
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     return named_attribute(node)
