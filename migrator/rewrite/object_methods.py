@@ -34,6 +34,7 @@ def report_object_methods(
     when the class's own analysis takes the method on its forward path (`held_methods`)."""
     for method in reached:
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
+        walked: set[str] | None = None  # likewise, the names walking the children
         for call in ctx.calls_in(method):
             func = _named_by_getattr(call.func) or call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
@@ -53,6 +54,11 @@ def report_object_methods(
                 and func.value.id in ctx.locals_of(method)
             ):
                 aliases.append(_aliases(ctx, method))
+            if isinstance(func.value, ast.Name) and id(call) not in ctx.helpers_seen:
+                if walked is None:
+                    walked = _walk_targets(method)
+                if func.value.id in walked:
+                    _report_walked_child(ctx, call, func)
             if (
                 (attr := _held(func.value, aliases[0] if aliases else {})) is None
                 or func.attr == "forward"
@@ -92,6 +98,47 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr, [why for _, why in decided])}; left as is",
             )
+
+
+def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) -> None:
+    """Report a call `c.<name>(...)` of a name bound walking `self.children()` or
+    `self.modules()` (`for c in self.children()`, a comprehension), when a class of the file
+    defines `<name>` (not `forward`, nor a dunder) running ops: which child runs it is not
+    known, and no class rewrites it (`object_method_walked.py`)."""
+    if not isinstance(func.value, ast.Name) or func.attr == "forward" or func.attr[:2] == "__":
+        return
+    found = {
+        cls.name: labels
+        for cls in ctx.info.classes.values()
+        if func.attr in cls.methods() and (labels := _ops_of(ctx, cls, func.attr))
+    }
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = sorted({label for each in found.values() for label in each})
+    owners = ", ".join(f"`{name}`" for name in found)
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` (`{func.value.id}` walking the children) may run the method of "
+        f"{owners}, {len(labels)} op(s) ({', '.join(labels)}): which child runs it is not "
+        "known, and a method of another object stays a call of that object; left as is",
+    )
+
+
+def _walk_targets(method: ast.FunctionDef) -> set[str]:
+    """The names `method` binds as the target of a loop or comprehension over
+    `self.children()` or `self.modules()`."""
+    found: set[str] = set()
+    for node in ast.walk(method):
+        if isinstance(node, (ast.For, ast.comprehension)) and (
+            isinstance(node.iter, ast.Call)
+            and self_attr(node.iter.func)
+            and node.iter.func.attr in ("children", "modules")
+            and isinstance(node.target, ast.Name)
+        ):
+            found.add(node.target.id)
+    return found
 
 
 def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
