@@ -11,6 +11,7 @@ in silence.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.helpers import imported_root
@@ -144,10 +145,21 @@ def _calls_parameter(function: ast.FunctionDef, position: int | str | None) -> b
         return True
     else:
         named = next((p for p in [*params, *args.kwonlyargs] if p.arg == position), args.kwarg)
-    return named is None or any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == named.arg
-        for n in ast.walk(function)
-    )
+    if named is None:
+        return True
+    if function not in _CALLED_NAMES:
+        _CALLED_NAMES[function] = frozenset(
+            n.func.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        )
+    return named.arg in _CALLED_NAMES[function]
+
+
+_CALLED_NAMES: weakref.WeakKeyDictionary[ast.FunctionDef, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+"""A function -> the plain names it calls (`name(...)`), kept while it is alive."""
 
 
 def _outside_calls(value: ast.expr) -> list[ast.AST]:

@@ -10,6 +10,7 @@ told: any class's; `training_stored_outside.py`): the flags may then differ."""
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterable
 
 from migrator.rewrite.family import Family
@@ -33,12 +34,25 @@ def flag_apart(family: Family, cls: ClassInfo) -> str | None:
 def _stored_outside(cls: ClassInfo) -> str | None:
     """Why code of `cls`'s file, or of another file of its package naming it, may store into
     the `training` of a module other than `self` (None: it does not)."""
-    for node in all_nodes(cls.file.tree):
-        if isinstance(node, (ast.Attribute, ast.Call)) and _outside_store(node):
-            return f"line {node.lineno} may store into another module's `training`"
+    tree = cls.file.tree
+    if tree not in _OWN_STORES:
+        _OWN_STORES[tree] = next(
+            (
+                node.lineno
+                for node in all_nodes(tree)
+                if isinstance(node, (ast.Attribute, ast.Call)) and _outside_store(node)
+            ),
+            0,
+        )
+    if _OWN_STORES[tree]:
+        return f"line {_OWN_STORES[tree]} may store into another module's `training`"
     path = cls.file.path
     other = PackageCalls(path).sets_training(cls.name) if path is not None else None
     return f"`{other.name}` may store into another module's `training`" if other else None
+
+
+_OWN_STORES: weakref.WeakKeyDictionary[ast.Module, int] = weakref.WeakKeyDictionary()
+"""A file's tree -> the line of its first store into another module's `training` (0: none)."""
 
 
 def _outside_store(node: ast.Attribute | ast.Call) -> bool:

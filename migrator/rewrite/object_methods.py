@@ -56,7 +56,7 @@ def report_object_methods(
                 aliases.append(_aliases(ctx, method))
             if isinstance(func.value, ast.Name) and id(call) not in ctx.helpers_seen:
                 if walked is None:
-                    walked = _walk_targets(method)
+                    walked = _walk_targets(ctx, method)
                 if func.value.id in walked:
                     _report_walked_child(ctx, call, func)
             if (
@@ -126,10 +126,14 @@ def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) 
     )
 
 
-def _walk_targets(method: ast.FunctionDef) -> set[str]:
+def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
     """The names `method` binds as the target of a loop or comprehension over
     `self.children()` or `self.modules()`."""
     found: set[str] = set()
+    if not any(
+        self_attr(c.func) and c.func.attr in ("children", "modules") for c in ctx.calls_in(method)
+    ):
+        return found
     for node in ast.walk(method):
         if isinstance(node, (ast.For, ast.comprehension)) and (
             isinstance(node.iter, ast.Call)
