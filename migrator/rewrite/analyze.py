@@ -17,6 +17,7 @@ from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
+from migrator.rewrite.mentions import attributes_stored_elsewhere
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.promotion import promote
 from migrator.rewrite.project import TORCH_MODULE, FileInfo, Project, RunSettings
@@ -107,7 +108,8 @@ class ProjectAnalysis:
         """Plan the rewrite of one file and list its findings."""
         project = self.project
         tree = tree or ast.parse(source)
-        info = project.add(tree, Path(path) if path else None, source)
+        stored = attributes_stored_elsewhere(Path(path)) if path else frozenset()
+        info = project.add(tree, Path(path) if path else None, source, stored)
         project.mark_analyzed(info.names.module)
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.forget_created(cls.qualname)

@@ -23,10 +23,11 @@ from migrator.rewrite.helpers import (
     return_annotation,
     target_of,
 )
+from migrator.rewrite.hook_methods import report_hooks
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
-from migrator.rewrite.object_methods import report_object_methods
+from migrator.rewrite.object_methods import report_object_methods, report_passed_in_helpers
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
@@ -133,11 +134,15 @@ class ClassAnalysis:
         for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):
             scanner.scan(visit)
         if "MIG115" not in self.ctx.disable:
-            report_helper_ops(self.ctx, self.cls.name, methods, [methods[name] for name in reached])
+            helpers = report_helper_ops(
+                self.ctx, self.cls.name, methods, [methods[name] for name in reached]
+            )
+            report_passed_in_helpers(self.ctx, helpers)
             report_indirect_helpers(self.ctx, self.cls.name, [methods[name] for name in reached])
             report_object_methods(
                 self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
+            report_hooks(self.ctx, self.cls, methods)
         reused.split()
         if place:
             placement.place(creator.registrations)

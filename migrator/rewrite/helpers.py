@@ -25,11 +25,11 @@ def report_helper_ops(
     owner: str,
     methods: dict[str, ast.FunctionDef],
     reached: list[ast.FunctionDef],
-) -> None:
+) -> list[ast.FunctionDef]:
     """Report the ops of the helpers that the forward-path `reached` methods of class `owner`
     call (and the helpers those call, in the same file), except through the calls that became
     calls of the helper's module (`helper_modules`) and in helpers whose module's analysis
-    reported every op already."""
+    reported every op already; return the helpers of the file so reported."""
     todo = [
         (f, m)
         for m in reached
@@ -38,6 +38,7 @@ def report_helper_ops(
     ]
     _report_rebound(ctx, owner, reached)
     modules = ctx.helper_modules
+    reported: list[ast.FunctionDef] = []
     while todo:
         (info, function), caller = todo.pop()
         if info is not ctx.info:
@@ -48,6 +49,7 @@ def report_helper_ops(
         if modules and function.name in modules.wrapped_twins:
             continue  # a twin's ops are its class's modules; what stays, its class reports
         ctx.helpers_seen.add(id(function))
+        reported.append(function)
         reason = None
         if modules:
             static = any(
@@ -70,6 +72,7 @@ def report_helper_ops(
                 op=label.strip("`"),
             )
         todo += [(f, function) for f, _ in _called(ctx, ctx.info, function, {})]
+    return reported
 
 
 def _report_rebound(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]) -> None:

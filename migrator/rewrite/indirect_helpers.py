@@ -11,6 +11,7 @@ in silence.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.helpers import imported_root
@@ -66,9 +67,13 @@ def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> 
             name = None if bound else func.id
         else:
             name = names.resolve(func, shadowed)
-        if name not in _CALLING:
+        project = None if name in _CALLING else _project_function(ctx, func, shadowed)
+        if name not in _CALLING and project is None:
             continue  # a callable handed to anything else may only be read (its name logged)
-        for value in [*call.args, *(k.value for k in call.keywords)]:
+        given = [*enumerate(call.args), *((k.arg, k.value) for k in call.keywords)]
+        for position, value in given:
+            if project is not None and not _calls_parameter(project, position):
+                continue  # `_log_api_usage_once(fn)`: a function of the project only reading it
             for node in _outside_calls(value):
                 if (
                     not isinstance(node, ast.Name)
@@ -102,13 +107,59 @@ _CALLING = frozenset(
     {
         "map",
         "filter",
+        "sorted",
+        "min",
+        "max",
         "functools.partial",
+        "functools.reduce",
+        "itertools.starmap",
+        "itertools.accumulate",
         "torch.utils.checkpoint.checkpoint",
         "torch.vmap",
         "torch.func.vmap",
     }
 )
 """What calls the functions handed to it (`map` and `filter` as builtins: not bound again)."""
+
+
+def _project_function(
+    ctx: FileContext, func: ast.expr, shadowed: set[str]
+) -> ast.FunctionDef | None:
+    """The function of the project a call's `func` names (`apply` of `apply(halve, x)`)."""
+    qualname = ctx.info.names.resolve(func, shadowed)
+    if not qualname or qualname.split(".")[0] == "torch":
+        return None
+    found = ctx.project.find_function(qualname, ctx.info)
+    return found[1] if found else None
+
+
+def _calls_parameter(function: ast.FunctionDef, position: int | str | None) -> bool:
+    """Whether `function` calls the parameter an argument at `position` (an index, or a
+    keyword; None for `**kwargs`) binds: `fn(...)` of `def apply(fn, x)`. Unsure (`*args`,
+    `**kwargs` given): it may."""
+    args = function.args
+    params = [*args.posonlyargs, *args.args]
+    if isinstance(position, int):
+        named = params[position] if position < len(params) else args.vararg
+    elif position is None:
+        return True
+    else:
+        named = next((p for p in [*params, *args.kwonlyargs] if p.arg == position), args.kwarg)
+    if named is None:
+        return True
+    if function not in _CALLED_NAMES:
+        _CALLED_NAMES[function] = frozenset(
+            n.func.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        )
+    return named.arg in _CALLED_NAMES[function]
+
+
+_CALLED_NAMES: weakref.WeakKeyDictionary[ast.FunctionDef, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+"""A function -> the plain names it calls (`name(...)`), kept while it is alive."""
 
 
 def _outside_calls(value: ast.expr) -> list[ast.AST]:

@@ -69,6 +69,89 @@ class PackageCalls:
         top = _package_top(self.own)
         return any(path != self.own for path in _renamed(top).get(name, ()))
 
+    def sets_training(self, name: str) -> Path | None:
+        """A file of the package, this one aside, whose text names the class `name` and may
+        store into the `training` of a module other than `self` (`outside_training_store`)."""
+        named = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        return next(
+            (
+                path
+                for path, text in _training_stores(_package_top(self.own))
+                if path != self.own and named.search(text)
+            ),
+            None,
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _training_stores(top: Path | None) -> tuple[tuple[Path, str], ...]:
+    """The files under `top` (with their text) that may store into the `training` of a module
+    other than `self` (`outside_training_store`), read once a process."""
+    return tuple(
+        (path, text) for path in _files(top) if outside_training_store(text := _read(path))
+    )
+
+
+def attributes_stored_elsewhere(path: Path) -> frozenset[str]:
+    """The names the other files of `path`'s top-level package store as an attribute of
+    something but `self` or `cls` (`layers._SLOPE = 0.5`, `pkg.layers.EPS += 1`): a global of
+    `path` of such a name may be changed through its module after a constructor read it."""
+    own = resolved(path)
+    found = _stored_attributes(_package_top(own))
+    return frozenset(name for name, paths in found.items() if any(p != own for p in paths))
+
+
+_ATTRIBUTE_STORE = re.compile(r"\.([A-Za-z_]\w*)[^\S\n]*(?:\*\*|//|<<|>>|[-+*/%&|^@])?=(?!=)")
+"""`.<name> = ` (or an augmented assignment), searched from its literal start (fast); the
+receiver before it is read apart (`_stored_names`)."""
+_RECEIVER = re.compile(r"(?<![\w.\])])[A-Za-z_][\w.]*$")
+"""A dotted name ending the text before `.<name>`."""
+
+
+def _stored_names(text: str) -> set[str]:
+    """The names `text` stores as an attribute of a dotted name not starting `self.` or
+    `cls.` (nor being `self` or `cls`)."""
+    found: set[str] = set()
+    for match in _ATTRIBUTE_STORE.finditer(text):
+        start = match.start()
+        receiver = _RECEIVER.search(text, text.rfind("\n", 0, start) + 1, start)
+        if receiver and receiver.group(0).split(".")[0] not in ("self", "cls"):
+            found.add(match.group(1))
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` storing an attribute of that name (`_ATTRIBUTE_STORE`),
+    read once a process."""
+    found: dict[str, list[Path]] = {}
+    for path in _files(top):
+        for name in _stored_names(_read(path)):
+            found.setdefault(name, []).append(path)
+    return {name: tuple(paths) for name, paths in found.items()}
+
+
+_TRAINING_STORE = re.compile(r"\.training[^\S\n]*=(?!=)|\bsetattr\(([^\n]*)[\"']training[\"']")
+"""`.training = ` or `setattr(<x>, "training"` (searched from their literal start: fast)."""
+_PLAIN_SELF = re.compile(r"(?:^|[^\w.\])])self$")
+"""The text before `.training` ending in `self` alone (not `a.self`, `x[0].self`)."""
+
+
+def outside_training_store(text: str) -> bool:
+    """Whether `text` may store into the `training` flag of a module other than `self`
+    (`inner.training = False`, `self.head.training = False`, `setattr(m, "training", v)`):
+    that module's flag then differs from its submodules'."""
+    for match in _TRAINING_STORE.finditer(text):
+        if match.group(1) is not None:
+            if not match.group(1).lstrip().startswith(("self,", "self ")):
+                return True
+            continue
+        start = match.start()
+        before = text[text.rfind("\n", 0, start) + 1 : start]
+        if not _PLAIN_SELF.search(before):
+            return True
+    return False
+
 
 def _package_top(path: Path) -> Path | None:
     """The folder of the top-level package holding `path` (None: no package)."""

@@ -3,14 +3,18 @@
 batch norm) may become a module following its own flag; not when a class overrides `train`
 without passing the mode on (`super().train(mode)`), or calls `train`/`eval` on something
 there, or overrides `eval` otherwise than as `super().eval()` or `self.train(False)`, or a method
-stores into `self.training` itself: the flags may then differ."""
+stores into `self.training` itself, or code of its file, or of a file of its package naming the
+class, stores into another module's `training` (`self.inner.training = False`, whose class is not
+told: any class's; `training_stored_outside.py`): the flags may then differ."""
 
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterable
 
 from migrator.rewrite.family import Family
+from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.stores import READS, Store, class_stores, stores_of, subclasses_below
 from migrator.rewrite.walk import all_nodes
@@ -24,7 +28,48 @@ def flag_apart(family: Family, cls: ClassInfo) -> str | None:
             found = class_flag_apart(each.node, stores_of(each, "training"))
             if found:
                 return found
-    return None
+    return _stored_outside(cls)
+
+
+def _stored_outside(cls: ClassInfo) -> str | None:
+    """Why code of `cls`'s file, or of another file of its package naming it, may store into
+    the `training` of a module other than `self` (None: it does not)."""
+    tree = cls.file.tree
+    if tree not in _OWN_STORES:
+        _OWN_STORES[tree] = next(
+            (
+                node.lineno
+                for node in all_nodes(tree)
+                if isinstance(node, (ast.Attribute, ast.Call)) and _outside_store(node)
+            ),
+            0,
+        )
+    if _OWN_STORES[tree]:
+        return f"line {_OWN_STORES[tree]} may store into another module's `training`"
+    path = cls.file.path
+    other = PackageCalls(path).sets_training(cls.name) if path is not None else None
+    return f"`{other.name}` may store into another module's `training`" if other else None
+
+
+_OWN_STORES: weakref.WeakKeyDictionary[ast.Module, int] = weakref.WeakKeyDictionary()
+"""A file's tree -> the line of its first store into another module's `training` (0: none)."""
+
+
+def _outside_store(node: ast.Attribute | ast.Call) -> bool:
+    """Whether `node` stores into `<x>.training` or calls `setattr(<x>, "training", ...)`,
+    `<x>` not `self`."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        self_flag = isinstance(node.value, ast.Name) and node.value.id == "self"
+        return node.attr == "training" and not self_flag
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and len(node.args) >= 2
+        and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self")
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value == "training"
+    )
 
 
 def class_flag_apart(node: ast.ClassDef, stores: Iterable[Store] | None = None) -> str | None:

@@ -9,9 +9,10 @@ torch's.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable
 
 from migrator.rewrite.walk import all_nodes, child_nodes
 
@@ -90,7 +91,11 @@ def literal(node: ast.expr) -> bool:
 
 
 def collect(
-    tree: ast.Module, module: str = "", is_package: bool = False, text: str | None = None
+    tree: ast.Module,
+    module: str = "",
+    is_package: bool = False,
+    text: str | None = None,
+    stored_elsewhere: Collection[str] = (),
 ) -> ModuleNames:
     """Module-level imports, other bindings and literal constants of `tree`.
 
@@ -98,7 +103,8 @@ def collect(
     both by an import and by something else is treated as unknown, and so is one a function
     declares `global` (it may bind it to anything; functions are walked only when `text`, the
     source, may hold such a statement), or that a `globals()` call may bind (every name assigned
-    at module level when it may bind any: `_stored_through_globals`).
+    at module level when it may bind any: `_stored_through_globals`), or that other files may
+    store into through the module, `stored_elsewhere` (`layers._SLOPE = 0.5`: `constant_stored_elsewhere`).
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
@@ -113,6 +119,9 @@ def collect(
         stored = _stored_through_globals(tree)
         for name in list(assigned) if stored is None else stored:
             assigned.setdefault(name, []).append(None)
+    for name in stored_elsewhere:
+        if name in assigned:
+            assigned[name].append(None)
     for name, values in assigned.items():
         names.local.add(name)
         if len(values) == 1 and values[0] is not None and literal(values[0]):
@@ -121,11 +130,29 @@ def collect(
         del names.imports[name]
     names.unknown |= {n for n, values in assigned.items() if not all(map(_holds_none, values))}
     reads = {n: _reads(values) for n, values in assigned.items() if n not in names.unknown}
-    while grown := {n for n, read in reads.items() if not read.isdisjoint(names.unknown)}:
+    while grown := {n for n, read in reads.items() if any(r in names.unknown for r in read)}:
         names.unknown |= grown
         for name in grown:
             del reads[name]
     return names
+
+
+class StarredUnknown(set[str]):
+    """`ModuleNames.unknown` of a file importing `*` from its own package, whose file may build
+    a tensor: it also holds every name the file neither binds nor imports by name, nor Python
+    does (`trees/star_imported_tensor`)."""
+
+    names: ModuleNames | None = None
+
+    def __contains__(self, key: object) -> bool:
+        names = self.names
+        return super().__contains__(key) or (
+            names is not None
+            and isinstance(key, str)
+            and key not in names.local
+            and key not in names.imports
+            and not hasattr(builtins, key)
+        )
 
 
 def may_declare_global(text: str | None) -> bool:
@@ -293,6 +320,9 @@ def _visit(
                     names.unknown.add(alias.asname or alias.name)
                 if alias.name == "*":
                     names.stars.append(base)
+                    if own and not isinstance(names.unknown, StarredUnknown):
+                        names.unknown = StarredUnknown(names.unknown)
+                        names.unknown.names = names
                 else:
                     names.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -34,8 +34,9 @@ def report_object_methods(
     when the class's own analysis takes the method on its forward path (`held_methods`)."""
     for method in reached:
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
+        walked: set[str] | None = None  # likewise, the names walking the children
         for call in ctx.calls_in(method):
-            func = call.func
+            func = _named_by_getattr(call.func) or call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
                 if id(call) not in ctx.helpers_seen:
@@ -53,6 +54,11 @@ def report_object_methods(
                 and func.value.id in ctx.locals_of(method)
             ):
                 aliases.append(_aliases(ctx, method))
+            if isinstance(func.value, ast.Name) and id(call) not in ctx.helpers_seen:
+                if walked is None:
+                    walked = _walk_targets(ctx, method)
+                if func.value.id in walked:
+                    _report_walked_child(ctx, call, func)
             if (
                 (attr := _held(func.value, aliases[0] if aliases else {})) is None
                 or func.attr == "forward"
@@ -96,6 +102,69 @@ def report_object_methods(
             )
 
 
+def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) -> None:
+    """Report a call `c.<name>(...)` of a name bound walking `self.children()` or
+    `self.modules()` (`for c in self.children()`, a comprehension), when a class of the file
+    defines `<name>` (not `forward`, nor a dunder) running ops: which child runs it is not
+    known, and no class rewrites it (`object_method_walked.py`)."""
+    if not isinstance(func.value, ast.Name) or func.attr == "forward" or func.attr[:2] == "__":
+        return
+    found = {
+        cls.name: labels
+        for cls in ctx.info.classes.values()
+        if func.attr in cls.methods() and (labels := _ops_of(ctx, cls, func.attr))
+    }
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = sorted({label for each in found.values() for label in each})
+    owners = ", ".join(f"`{name}`" for name in found)
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` (`{func.value.id}` walking the children) may run the method of "
+        f"{owners}, {len(labels)} op(s) ({', '.join(labels)}): which child runs it is not "
+        "known, and a method of another object stays a call of that object; left as is",
+    )
+
+
+def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
+    """The names `method` binds as the target of a loop or comprehension over
+    `self.children()` or `self.modules()`."""
+    found: set[str] = set()
+    if not any(
+        self_attr(c.func) and c.func.attr in ("children", "modules") for c in ctx.calls_in(method)
+    ):
+        return found
+    for node in ast.walk(method):
+        if isinstance(node, (ast.For, ast.comprehension)) and (
+            isinstance(node.iter, ast.Call)
+            and self_attr(node.iter.func)
+            and node.iter.func.attr in ("children", "modules")
+            and isinstance(node.target, ast.Name)
+        ):
+            found.add(node.target.id)
+    return found
+
+
+def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
+    """`<x>.<name>` for a method `getattr(<x>, "<name>")` names (`<x>` not `self`: its
+    methods are the class's own), read as that attribute (`getattr(self.head, "loss")(y)`:
+    `object_method_getattr.py`)."""
+    if not (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not func.keywords
+        and isinstance(func.args[1], ast.Constant)
+        and isinstance(func.args[1].value, str)
+        and not (isinstance(func.args[0], ast.Name) and func.args[0].id == "self")
+    ):
+        return None
+    return ast.copy_location(ast.Attribute(func.args[0], func.args[1].value, ast.Load()), func)
+
+
 def _report_called_object(
     ctx: FileContext, owner: ClassInfo, call: ast.Call, settings: SubmoduleSettings
 ) -> None:
@@ -124,6 +193,15 @@ def _report_called_object(
         f"reaches ({', '.join(sorted(set(found)))}): a method of another object stays a call of "
         f"that object: {_why(ctx, classes, owner, attr)}; left as is",
     )
+
+
+def report_passed_in_helpers(ctx: FileContext, helpers: list[ast.FunctionDef]) -> None:
+    """Report in the `helpers` that stay functions each call of a parameter annotated with a
+    class of the project, as in a forward-path method (`helper_object_passed_in.py`)."""
+    for helper in helpers:
+        for call in ctx.calls_in(helper):
+            if id(call) not in ctx.helpers_seen:
+                _report_passed_object(ctx, helper, call)
 
 
 def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.Call) -> None:
@@ -186,10 +264,18 @@ def _parameter_class(ctx: FileContext, method: ast.FunctionDef, name: str) -> Cl
 
 
 def _held(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    """The attribute `node` reads of `self`: `self.<attr>`, `getattr(self, "<attr>")`, or a
-    local name bound once to one of them (`aliases`)."""
+    """The attribute `node` reads of `self`: `self.<attr>`, `getattr(self, "<attr>")`,
+    `self._modules["<attr>"]`, or a local name bound once to one of them (`aliases`)."""
     if self_attr(node):
         return node.attr
+    if (
+        isinstance(node, ast.Subscript)
+        and self_attr(node.value)
+        and node.value.attr == "_modules"
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.slice.value
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     return named_attribute(node)

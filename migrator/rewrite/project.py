@@ -16,7 +16,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
@@ -465,15 +465,22 @@ class Project:
         """Path -> (real path, module name, import root, text; None: unreadable), read once a
         project by `lookups.check` (which asks about the same files for each class)."""
 
-    def add(self, tree: ast.Module, path: Path | None, source: str | None = None) -> FileInfo:
+    def add(
+        self,
+        tree: ast.Module,
+        path: Path | None,
+        source: str | None = None,
+        stored: Collection[str] = (),
+    ) -> FileInfo:
         """Register a parsed file (the one being processed) and return its info; its
-        signature type comments, in `source`, become annotations (`type_comments`)."""
+        signature type comments, in `source`, become annotations (`type_comments`); `stored`:
+        the names other files may store into through its module (`names.collect`)."""
         self.generation += 1
         if source is not None:
             read_type_comments(tree, source)
         module, is_package, root = module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
-        names = collect(tree, module, is_package, source)
+        names = collect(tree, module, is_package, source, stored)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
         self._files.append(info)
         if module in self._by_module:

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.context import MANY, FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
@@ -233,8 +233,13 @@ _HANDED: weakref.WeakKeyDictionary[ast.AST, list[ast.Attribute]] = weakref.WeakK
 
 def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribute]:
     """The `self.<name>` read, but not called, in `function`'s call arguments and assigned
-    values."""
+    values, and each `getattr(self, "<name>")`, read as `self.<name>` (`method_getattr.py`)."""
     calls = [node for node, _ in ctx.call_visits(function)]
+    named = [
+        ast.copy_location(ast.Attribute(ast.Name("self", ast.Load()), name, ast.Load()), node)
+        for node in calls
+        if (name := named_attribute(node))
+    ]
     called = {id(node.func) for node in calls}
     values = [v for node in calls for v in [*node.args, *(k.value for k in node.keywords)]]
     todo: list[ast.stmt] = list(function.body)
@@ -246,7 +251,10 @@ def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribu
             todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)]
         todo += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
         todo += [s for c in getattr(stmt, "cases", ()) for s in c.body]
-    return [n for v in values for n in ast.walk(v) if self_attr(n) and id(n) not in called]
+    return [
+        *(n for v in values for n in ast.walk(v) if self_attr(n) and id(n) not in called),
+        *named,
+    ]
 
 
 def _once_in_nested(ctx: FileContext, function: ast.FunctionDef, visit: Visit) -> bool:
