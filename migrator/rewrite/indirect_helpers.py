@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from typing import Callable
 
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.helpers import imported_root
@@ -36,19 +37,15 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
                 found, how = _through_alias(ctx, func, method, bound or {})
             else:
                 continue
-            labels = ops_from(ctx, [(None, *found)]) if found else []
-            if not found or not labels:
-                continue
-            info, function = found
-            ctx.helpers_seen.add(id(call))
-            where = "" if info is ctx.info else f" in `{info.names.module}`"
-            ctx.report(
+            _report(
+                ctx,
                 call,
-                "MIG115",
-                f"`{ctx.text(func)}` (`{function.name}`{where}, line {function.lineno}) runs {len(labels)} op(s) forward reaches from `{owner}` "
-                f"({', '.join(sorted(set(labels)))}): a call through {how} stays a call of the "
-                "function; left as is",
-                op=function.name,
+                found,
+                owner,
+                lambda named, ran: (
+                    f"`{ctx.text(func)}` {named} runs {ran}: a call through {how} "
+                    "stays a call of the function; left as is"
+                ),
             )
         _report_handed_on(ctx, owner, method)
 
@@ -85,22 +82,38 @@ def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> 
                 qualname = ctx.info.names.resolve(node, shadowed)
                 if not qualname or qualname.split(".")[0] == "torch":
                     continue
-                found = ctx.project.find_function(qualname, ctx.info)
-                labels = ops_from(ctx, [(None, *found)]) if found else []
-                if not found or not labels:
-                    continue
-                info, function = found
-                ctx.helpers_seen.add(id(node))
-                where = "" if info is ctx.info else f" in `{info.names.module}`"
-                ctx.report(
+                _report(
+                    ctx,
                     node,
-                    "MIG115",
-                    f"`{node.id}` (`{function.name}`{where}, line {function.lineno}) is handed on "
-                    f"uncalled to `{ctx.text(call.func)}(...)` and runs {len(labels)} op(s) "
-                    f"forward reaches from `{owner}` ({', '.join(sorted(set(labels)))}): it runs "
-                    "where its calls cannot be counted, as the function; left as is",
-                    op=function.name,
+                    ctx.project.find_function(qualname, ctx.info),
+                    owner,
+                    lambda named, ran: (
+                        f"`{node.id}` {named} is handed on uncalled to "
+                        f"`{ctx.text(call.func)}(...)` and runs {ran}: it runs where its calls "
+                        "cannot be counted, as the function; left as is"
+                    ),
                 )
+
+
+def _report(
+    ctx: FileContext,
+    node: ast.expr,
+    found: tuple[FileInfo, ast.FunctionDef] | None,
+    owner: str,
+    message: Callable[[str, str], str],
+) -> None:
+    """Report (MIG115) the helper function `found` that `node` reaches from class `owner`,
+    when it runs ops: `message(named, ran)` is the finding, given the function's name and
+    place and the ops it runs."""
+    labels = ops_from(ctx, [(None, *found)]) if found else []
+    if not found or not labels:
+        return
+    info, function = found
+    ctx.helpers_seen.add(id(node))
+    where = "" if info is ctx.info else f" in `{info.names.module}`"
+    named = f"(`{function.name}`{where}, line {function.lineno})"
+    ran = f"{len(labels)} op(s) forward reaches from `{owner}` ({', '.join(sorted(set(labels)))})"
+    ctx.report(node, "MIG115", message(named, ran), op=function.name)
 
 
 _CALLING = frozenset(
