@@ -7,6 +7,7 @@ runs it. Neither class rewrites them, so one finding at each such call on the fo
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Sequence
 from functools import partial
 
@@ -392,6 +393,34 @@ def ops_from(
     return found
 
 
+_ASSIGNMENTS: weakref.WeakKeyDictionary[ClassInfo, dict[str, list[ast.expr]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _assignments(cls: ClassInfo) -> dict[str, list[ast.expr]]:
+    """`attr` -> the values the methods of `cls` assign `self.<attr>` (`self.a = v`, and each
+    item of `self.a, self.b = u, v`), in the order of the walk; one walk a class."""
+    found = _ASSIGNMENTS.get(cls)
+    if found is None:
+        found = _ASSIGNMENTS[cls] = {}
+        for method in cls.methods().values():
+            for node in ast.walk(method):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target, value = node.targets[0], node.value
+                    pairs = (
+                        zip(target.elts, value.elts)
+                        if isinstance(target, ast.Tuple)
+                        and isinstance(value, ast.Tuple)
+                        and len(target.elts) == len(value.elts)
+                        else [(target, value)]
+                    )
+                    for t, v in pairs:
+                        if self_attr(t):
+                            found.setdefault(t.attr, []).append(v)
+    return found
+
+
 def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tuple[str, ...]:
     """For a report only, where `made_by` proves nothing: the classes of the project (not
     torch's) of what every assignment of `self.<attr>` in `cls`'s methods gives, a call of one,
@@ -401,19 +430,7 @@ def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tu
     if attr in seen or len(seen) > 8:
         return ()
     seen.add(attr)
-    values: list[ast.expr] = []
-    for method in cls.methods().values():
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-                pairs = (
-                    zip(target.elts, value.elts)
-                    if isinstance(target, ast.Tuple)
-                    and isinstance(value, ast.Tuple)
-                    and len(target.elts) == len(value.elts)
-                    else [(target, value)]
-                )
-                values += [v for t, v in pairs if self_attr(t) and t.attr == attr]
+    values = _assignments(cls).get(attr, [])
     binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
     if not values or len(binds) != len(values):
         return ()
