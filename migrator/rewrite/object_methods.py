@@ -400,24 +400,26 @@ _ASSIGNMENTS: weakref.WeakKeyDictionary[ClassInfo, dict[str, list[ast.expr]]] = 
 
 def _assignments(cls: ClassInfo) -> dict[str, list[ast.expr]]:
     """`attr` -> the values the methods of `cls` assign `self.<attr>` (`self.a = v`, and each
-    item of `self.a, self.b = u, v`), in the order of the walk; one walk a class."""
+    item of `self.a, self.b = u, v`); one walk of the statements a class."""
     found = _ASSIGNMENTS.get(cls)
     if found is None:
         found = _ASSIGNMENTS[cls] = {}
-        for method in cls.methods().values():
-            for node in ast.walk(method):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target, value = node.targets[0], node.value
-                    pairs = (
-                        zip(target.elts, value.elts)
-                        if isinstance(target, ast.Tuple)
-                        and isinstance(value, ast.Tuple)
-                        and len(target.elts) == len(value.elts)
-                        else [(target, value)]
-                    )
-                    for t, v in pairs:
-                        if self_attr(t):
-                            found.setdefault(t.attr, []).append(v)
+        statements: list[ast.AST] = list(cls.methods().values())
+        for node in statements:  # grows while it is read: only statements hold assignments
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                statements += getattr(node, field, ())
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                pairs = (
+                    zip(target.elts, value.elts)
+                    if isinstance(target, ast.Tuple)
+                    and isinstance(value, ast.Tuple)
+                    and len(target.elts) == len(value.elts)
+                    else [(target, value)]
+                )
+                for t, v in pairs:
+                    if self_attr(t):
+                        found.setdefault(t.attr, []).append(v)
     return found
 
 

@@ -12,7 +12,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
-from migrator.rewrite.walk import Visit
+from migrator.rewrite.walk import Visit, child_nodes
 
 CALLS_ONCE = frozenset({"torch.utils.checkpoint.checkpoint"})
 """Functions that call the function handed to them first once per call (torch's checkpoint
@@ -251,10 +251,19 @@ def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribu
             todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)]
         todo += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
         todo += [s for c in getattr(stmt, "cases", ()) for s in c.body]
-    return [
-        *(n for v in values for n in ast.walk(v) if self_attr(n) and id(n) not in called),
-        *named,
-    ]
+    found: list[ast.Attribute] = []
+    seen: set[int] = set()  # a call's arguments hold the calls whose arguments are read too
+    for value in values:
+        todo_nodes: list[ast.AST] = [value]
+        while todo_nodes:
+            node = todo_nodes.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if self_attr(node) and id(node) not in called:
+                found.append(node)
+            todo_nodes += child_nodes(node)
+    return [*found, *named]
 
 
 def _once_in_nested(ctx: FileContext, function: ast.FunctionDef, visit: Visit) -> bool:
