@@ -35,6 +35,10 @@ def _stored_outside(cls: ClassInfo) -> str | None:
     """Why code of `cls`'s file, or of another file of its package naming it, may store into
     the `training` of a module other than `self` (None: it does not)."""
     tree = cls.file.tree
+    text = cls.file.text or cls.file.source
+    if text is not None and "setattr" not in text:
+        if text.count(".training") == text.count("self.training"):
+            _OWN_STORES[tree] = 0  # every `.training` is `self`'s
     if tree not in _OWN_STORES:
         _OWN_STORES[tree] = next(
             (
