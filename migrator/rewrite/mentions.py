@@ -131,8 +131,10 @@ def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
     return {name: tuple(paths) for name, paths in found.items()}
 
 
-_TRAINING_STORE = re.compile(r"\.training[^\S\n]*=(?!=)|\bsetattr\(([^\n]*)[\"']training[\"']")
-"""`.training = ` or `setattr(<x>, "training"` (searched from their literal start: fast)."""
+_TRAINING_STORE = re.compile(r"\.training[^\S\n]*=(?!=)")
+"""`.training = ` (searched from its literal start: fast)."""
+_SETATTR_TRAINING = re.compile(r"setattr\(([^\n]*)[\"']training[\"']")
+"""`setattr(<x>, "training"`, `setattr` to be told apart from a longer name."""
 _PLAIN_SELF = re.compile(r"(?:^|[^\w.\])])self$")
 """The text before `.training` ending in `self` alone (not `a.self`, `x[0].self`)."""
 
@@ -141,11 +143,13 @@ def outside_training_store(text: str) -> bool:
     """Whether `text` may store into the `training` flag of a module other than `self`
     (`inner.training = False`, `self.head.training = False`, `setattr(m, "training", v)`):
     that module's flag then differs from its submodules'."""
+    for match in _SETATTR_TRAINING.finditer(text) if "setattr(" in text else ():
+        start = match.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue  # `mysetattr(`
+        if not match.group(1).lstrip().startswith(("self,", "self ")):
+            return True
     for match in _TRAINING_STORE.finditer(text):
-        if match.group(1) is not None:
-            if not match.group(1).lstrip().startswith(("self,", "self ")):
-                return True
-            continue
         start = match.start()
         before = text[text.rfind("\n", 0, start) + 1 : start]
         if not _PLAIN_SELF.search(before):

@@ -115,8 +115,8 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
     stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
     sub = re.compile(rf"^\s*class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", re.MULTILINE)
     for file, text in texts:
-        if not mention.search(text):
-            continue
+        if name not in text or not mention.search(text):  # the literal first: a `\b` first
+            continue  # is tried at every position
         where = getattr(file, "name", file)
         if sub.search(text):
             return f"{where} subclasses `{name}`"
