@@ -234,12 +234,11 @@ def _statements_before(func: ast.FunctionDef, stmt: ast.stmt, parents: Parents):
 def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
     """Whether `stmt` reads or stores `name` other than to look at its shape, size or type."""
     nodes = [stmt]
-    if headers_only:
-        nodes = [
-            getattr(stmt, f)
-            for f in ("test", "iter", "target", "items", "subject")
-            if getattr(stmt, f, None) is not None
-        ]
+    if headers_only:  # a `with`'s `items` are a list of its items
+        nodes = []
+        for field in ("test", "iter", "target", "items", "subject"):
+            value = getattr(stmt, field, None)
+            nodes += value if isinstance(value, list) else [] if value is None else [value]
     for root in nodes:
         parents = parents_of(root)
         for node in ast.walk(root):
