@@ -104,3 +104,16 @@ LOOP_READ = "MIG108 it may be `h` itself, which a loop around it reads before as
 )
 def test_passed_through(body, expected):
     assert _inplace(body).startswith(expected)
+
+
+def test_an_inplace_op_inside_a_with_block_walks_out_past_its_header():
+    """The walk back from an in-place op inside a `with` reads the `with`'s items (a list in
+    the tree): the check crashed on torch's `functional.py` before."""
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        y = x * 2\n"
+        "        with torch.no_grad(), torch.enable_grad():\n            y += 1\n"
+        "        return y\n"
+    )
+    text = fix_text(source, "m.py", Project()).text
+    assert "self.add(y, 1)" in text and "self.mul(x, 2)" in text
