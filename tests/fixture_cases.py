@@ -22,6 +22,21 @@ def findings_of(before: Path) -> Path:
     return before.with_name(before.name.replace(".before.py", ".findings.txt"))
 
 
+def tree_copy(tree: Path, root: Path, side: str = "before") -> Path:
+    """A copy of the fixture tree `tree` as the folder `root`: each `<name>.before.py` as
+    `<name>.py` (its `<name>.after.py` on the "after" side when there is one), no findings, the
+    other files as they are; `root`."""
+    for source in sorted(tree.rglob("*")):
+        if source.is_dir() or source.name.endswith((".after.py", ".findings.txt")):
+            continue
+        after = after_of(source)
+        chosen = after if side == "after" and after.exists() else source
+        target = root / source.relative_to(tree).with_name(source.name.replace(".before.py", ".py"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(chosen.read_bytes())
+    return root
+
+
 def expected_after(before: Path) -> str:
     """The expected rewrite: the `.after.py` file, or the input itself for refusals."""
     after = after_of(before)

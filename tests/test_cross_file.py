@@ -6,6 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from equivalence import (
+    assert_bit_exact,
+    assert_fixed_alike_in_any_order,
+    load_sides,
+    load_tree_sides,
+    texts,
+)
+from fixture_cases import tree_copy
 
 from migrator.cli import main
 from migrator.config import Settings
@@ -179,16 +187,7 @@ one of them too."""
 
 def _helper_tree(root: Path) -> Path:
     """A copy of the helper tree's originals under `root`; its package folder."""
-    work = root / "pkg"
-    work.mkdir(parents=True)
-    for before in (HELPERS / "pkg").glob("*.before.py"):
-        (work / before.name.replace(".before.py", ".py")).write_text(before.read_text())
-    (work / "__init__.py").write_text("")
-    return work
-
-
-def _texts(pkg: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
+    return tree_copy(HELPERS, root) / "pkg"
 
 
 def test_a_helper_of_another_file_gets_the_same_twin_in_any_order_and_with_workers(tmp_path):
@@ -204,12 +203,7 @@ def test_a_helper_of_another_file_gets_the_same_twin_in_any_order_and_with_worke
         "helper first": ["layers.py", "net.py"],
         "-j 2": ["-j", "2", "."],
     }
-    for name, args in orders.items():
-        pkg = _helper_tree(tmp_path / name.replace(" ", "_"))
-        paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
-        assert main(["fix", *paths]) == 1, name
-        assert _texts(pkg) == expected, name
-        assert main(["fix", "--check", str(pkg)]) == 0, name
+    assert_fixed_alike_in_any_order(_helper_tree, tmp_path, orders, expected)
 
 
 def test_a_helper_whose_file_the_run_leaves_out_stays_a_call(tmp_path):
@@ -229,36 +223,12 @@ def test_helpers_of_another_file_as_modules_are_bit_exact(tmp_path):
     """The migrated package (twins in `layers.py`, instances in `net.py`) loads the original's
     weights and gives the same outputs in eval and train mode."""
     torch = pytest.importorskip("torch")
-    import importlib
-    import sys
-
     original = _helper_tree(tmp_path / "before").parent
     migrated = _helper_tree(tmp_path / "after").parent
     assert main(["fix", str(migrated / "pkg")]) == 1
-
-    def forget() -> None:
-        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-            del sys.modules[name]
-
-    def load(root: Path):
-        forget()
-        sys.path.insert(0, str(root))
-        try:
-            return importlib.import_module("pkg.net")
-        finally:
-            sys.path.remove(str(root))
-
-    before, after = load(original), load(migrated)
-    forget()  # the modules stay reachable through `before` and `after`
+    before, after = load_sides(original, migrated, "net")
     assert "Mix" in after.__dict__ and "Mix" not in before.__dict__
-    for train in (False, True):
-        torch.manual_seed(0)
-        a = before.Model().train(train)
-        b = after.Model().train(train)
-        b.load_state_dict(a.state_dict(), strict=True)
-        assert list(a.state_dict()) == list(b.state_dict())
-        x = torch.randn(2, 4)
-        assert torch.equal(a(x), b(x))
+    b = assert_bit_exact(before.Model, after.Model, lambda: (torch.randn(2, 4),))
     # two call sites, and one instance an iteration of the `range(2)` loop
     assert sum(type(m).__name__ == "Mix" for m in b.modules()) == 5
 
@@ -327,10 +297,10 @@ def test_a_caller_is_not_written_when_the_file_adding_its_twin_is_not(
     that file fails, `net.py` stays as it is (an ImportError otherwise), one line saying why,
     whichever file comes first."""
     pkg = _helper_tree(tmp_path)
-    before = _texts(pkg)
+    before = texts(pkg)
     _failing_helper_file(monkeypatch, how)
     assert main(["fix", *(a if a.startswith("-") else str(pkg / a) for a in order)]) == 2
-    assert _texts(pkg) == before
+    assert texts(pkg) == before
     err = capsys.readouterr().err
     assert (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
@@ -342,7 +312,7 @@ def test_a_caller_waits_for_the_file_adding_its_twin_and_is_written_with_it(tmp_
     """The caller first: it is held until the helper's file is written, then written too."""
     pkg = _helper_tree(tmp_path)
     assert main(["fix", str(pkg / "net.py"), str(pkg / "layers.py")]) == 1
-    assert _texts(pkg)["net.py"] == (HELPERS / "pkg" / "net.after.py").read_text()
+    assert texts(pkg)["net.py"] == (HELPERS / "pkg" / "net.after.py").read_text()
     out = capsys.readouterr().out
     assert out.index(f"fixed {pkg / 'layers.py'}") < out.index(f"fixed {pkg / 'net.py'}")
 
@@ -356,7 +326,7 @@ def test_a_caller_is_not_written_when_verify_refuses_the_file_adding_its_twin(tm
     from migrator.progress import Progress
 
     pkg = _helper_tree(tmp_path)
-    before = _texts(pkg)
+    before = texts(pkg)
 
     class Verified:
         results = ()
@@ -372,7 +342,7 @@ def test_a_caller_is_not_written_when_verify_refuses_the_file_adding_its_twin(tm
         for outcome in run([str(pkg / "net.py"), str(pkg / "layers.py")], Settings(), rewrite=True):
             fixer.apply(outcome)
         fixer.finish()
-    assert _texts(pkg) == before
+    assert texts(pkg) == before
     missing = (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
         f"{pkg / 'layers.py'} adds, and that file is not written with it"
@@ -461,15 +431,15 @@ def test_a_caller_whose_twins_file_never_comes_is_not_written(tmp_path, capsys):
     from migrator.progress import Progress
 
     pkg = _helper_tree(tmp_path)
-    before = _texts(pkg)
+    before = texts(pkg)
     outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
     args = argparse.Namespace(diff=False, check=False, report=None, quiet=False)
     with Progress("fix") as bar:
         fixer = Fixer(args, bar)
         fixer.apply(outcomes["net.py"])
-        assert _texts(pkg) == before  # held
+        assert texts(pkg) == before  # held
         assert fixer.finish() == 1
-    assert _texts(pkg) == before
+    assert texts(pkg) == before
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{pkg / 'net.py'}: not written: it imports `Halves`, which the rewrite of "
         f"{pkg / 'layers.py'} adds, and that file is not written with it"
@@ -538,11 +508,11 @@ def test_a_helper_class_keeps_its_calls_of_another_files_helpers_in_a_second_run
         "class Half(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
     )
     assert main(["fix", str(pkg)]) == 1
-    first = _texts(pkg)
+    first = texts(pkg)
     assert "class Halves(" in first["layers.py"] and "self.halves(x)" in first["net.py"]
     assert "class Mix(" in first["net.py"] and "return self.mul(halves(x)" in first["net.py"]
     assert main(["fix", str(pkg)]) == 1  # findings left
-    assert _texts(pkg) == first
+    assert texts(pkg) == first
 
 
 GRID = (
@@ -558,9 +528,6 @@ def test_a_helper_of_another_file_annotated_to_take_a_size_first_becomes_a_modul
     first (`grid(x.shape[-1], ...)`) uses it, as one instance per call site; the package is
     bit-exact."""
     torch = pytest.importorskip("torch")
-    import importlib
-    import sys
-
     trees = {}
     for side in ("before", "after"):
         pkg = tmp_path / side / "pkg"
@@ -583,26 +550,8 @@ def test_a_helper_of_another_file_annotated_to_take_a_size_first_becomes_a_modul
     assert "self.grid(n, self.table)" in net and "self.grid_1(n, self.table)" in net
     assert "class Grid(torch.nn.Module):" in (trees["after"] / "layers.py").read_text()
     assert main(["fix", "--check", str(trees["after"])]) == 0
-
-    def load(root: Path):
-        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(root))
-        try:
-            return importlib.import_module("pkg.net")
-        finally:
-            sys.path.remove(str(root))
-
-    before, after = load(trees["before"].parent), load(trees["after"].parent)
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    for train in (False, True):
-        torch.manual_seed(0)
-        a = before.Model().train(train)
-        b = after.Model().train(train)
-        b.load_state_dict(a.state_dict(), strict=True)
-        x = torch.randn(2, 4, 4)
-        assert torch.equal(a(x), b(x))
+    before, after = load_sides(trees["before"].parent, trees["after"].parent, "net")
+    b = assert_bit_exact(before.Model, after.Model, lambda: (torch.randn(2, 4, 4),))
     assert sum(type(m).__name__ == "Grid" for m in b.modules()) == 2
 
 
@@ -720,37 +669,8 @@ def test_a_method_other_files_call_converts_bit_exact(tmp_path, module, cls):
     original's, in eval and training mode, with the state_dict unchanged; `Head.loss` of the
     migrated side calls modules of `Head`."""
     torch = pytest.importorskip("torch")
-    import importlib
-    import sys
-
-    modules = {}
-    for side in ("before", "after"):
-        pkg = tmp_path / side / "pkg"
-        pkg.mkdir(parents=True)
-        for before in (HELD_ACROSS / "pkg").glob("*.py"):
-            if before.name.endswith(".after.py"):
-                continue
-            after = before.with_name(before.name.replace(".before.py", ".after.py"))
-            chosen = after if side == "after" and after.exists() else before
-            (pkg / before.name.replace(".before.py", ".py")).write_text(chosen.read_text())
-        for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(pkg.parent))
-        try:
-            modules[side] = importlib.import_module(f"pkg.{module}")
-        finally:
-            sys.path.remove(str(pkg.parent))
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    for train in (False, True):
-        torch.manual_seed(0)
-        a = getattr(modules["before"], cls)().train(train)
-        b = getattr(modules["after"], cls)().train(train)
-        b.load_state_dict(a.state_dict(), strict=True)
-        x = torch.randn(2, 4)
-        expected, actual = a(x), b(x)
-        for e, g in zip(*(o if isinstance(o, tuple) else (o,) for o in (expected, actual))):
-            assert torch.equal(e, g)
+    before, after = load_tree_sides(HELD_ACROSS, tmp_path, module)
+    b = assert_bit_exact(getattr(before, cls), getattr(after, cls), lambda: (torch.randn(2, 4),))
     kinds = {type(m).__name__ for m in b.modules()}
     assert ({"Abs", "Mean", "Sub", "Sum"} <= kinds) == (cls == "Model")
 
@@ -758,11 +678,7 @@ def test_a_method_other_files_call_converts_bit_exact(tmp_path, module, cls):
 def test_a_holder_alone_reports_the_call_its_class_file_would_take(tmp_path):
     """`fix model.py` alone leaves `Head.loss` as it is (heads.py is not rewritten), so the
     holder reports the call; given both files, the call is the class's to convert."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    for before in (HELD_ACROSS / "pkg").glob("*.before.py"):
-        (pkg / before.name.replace(".before.py", ".py")).write_text(before.read_text())
-    (pkg / "__init__.py").write_text("")
+    pkg = tree_copy(HELD_ACROSS, tmp_path) / "pkg"
     alone = list(run([str(pkg / "model.py")], Settings(), rewrite=True))
     assert [(f.code, f.message.split(": ")[-1]) for f in alone[0].findings] == [
         ("MIG115", "`Head` is in another file, which this run does not rewrite; left as is")

@@ -5,12 +5,12 @@ where the module it copies holds weights."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from fixture_cases import FIXTURES, expected_findings, import_path
+from equivalence import assert_same_outputs, forget
+from fixture_cases import FIXTURES, expected_findings, import_path, tree_copy
 
 from migrator.cli import main
 from migrator.evidence import Evidence, Seen
@@ -25,9 +25,7 @@ AFTER = TREE / "pkg" / "blocks.after.py"
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """The fixture project in a temporary folder (the current one), `blocks.py` as before."""
-    work = tmp_path / "evidence"
-    shutil.copytree(TREE, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
-    (work / "pkg" / "blocks.before.py").rename(work / "pkg" / "blocks.py")
+    work = tree_copy(TREE, tmp_path / "evidence")
     monkeypatch.chdir(work)
     return work
 
@@ -76,8 +74,8 @@ def test_migrated_model_is_bit_exact():
         migrated.train(train)
         with torch.no_grad():
             expected, got = original(x.clone()), migrated(x.clone())
-        assert len(expected) == len(got) == 2  # the detector's scaled logits and boxes
-        assert all(torch.equal(a, b) for a, b in zip(expected, got))
+        assert len(expected) == 2  # the detector's scaled logits and boxes
+        assert_same_outputs(expected, got)
     assert torch.equal(original[0].bn2.running_mean, migrated[0].bn2.running_mean)
 
 
@@ -103,7 +101,7 @@ def test_ops_module_holds_the_guard(project, capsys):
     capsys.readouterr()
     text = (project / "pkg" / "blocks.py").read_text(encoding="utf-8")
     assert "from pkg.quant_ops import Add, Mul, Sub, stateless_copy" in text
-    _forget_pkg()  # another test's package of the same name may be imported
+    forget()  # another test's package of the same name may be imported
     sys.path.insert(0, str(project))
     try:
         blocks = import_path(project / "pkg" / "blocks.py", "pkg.blocks")
@@ -112,12 +110,7 @@ def test_ops_module_holds_the_guard(project, capsys):
             blocks.Block(4, act_layer=lambda inplace: torch.nn.PReLU())
     finally:
         sys.path.remove(str(project))
-        _forget_pkg()
-
-
-def _forget_pkg() -> None:
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
+        forget()
 
 
 def test_observe_records_classes_state_and_freshness():

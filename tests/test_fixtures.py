@@ -3,10 +3,8 @@ findings, is idempotent, and the migrated model is equivalent to the original.""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-
+from equivalence import assert_same_outputs
 from fixture_cases import (
     CASES,
     TOOLKIT_CASES,
@@ -14,7 +12,9 @@ from fixture_cases import (
     expected_after,
     expected_findings,
     import_path,
+    tree_copy,
 )
+
 from migrator.cli import main
 from migrator.config import Settings
 from migrator.findings import CODES, serves_every_iteration
@@ -87,28 +87,14 @@ def test_migrated_model_is_equivalent(case):
             expected = original(*[i.clone() for i in inputs])
             torch.manual_seed(3)
             actual = migrated(*[i.clone() for i in inputs])
-        _assert_equal(torch, expected, actual)
-
-
-def _assert_equal(torch, expected, actual):
-    if isinstance(expected, (tuple, list)):
-        assert type(expected) is type(actual) and len(expected) == len(actual)
-        for e, a in zip(expected, actual):
-            _assert_equal(torch, e, a)
-    elif isinstance(expected, torch.Tensor):
-        assert torch.equal(expected, actual)
-    else:
-        assert expected == actual
+        assert_same_outputs(expected, actual)
 
 
 @pytest.mark.parametrize("tree", TREES, ids=[t.name for t in TREES])
 def test_tree_rewrite(tree, tmp_path):
     """Multi-file fixtures (packages, cross-file base classes): `*.before.py` files are copied
     as `*.py`, the whole tree is fixed, and each is compared with its `*.after.py`."""
-    work = tmp_path / tree.name
-    shutil.copytree(tree, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
-    for before in list(work.rglob("*.before.py")):
-        before.rename(before.with_name(before.name.replace(".before.py", ".py")))
+    work = tree_copy(tree, tmp_path / tree.name)
     outcomes = list(run([str(work)], Settings(), rewrite=True))
     assert all(isinstance(o, Processed) for o in outcomes), outcomes
     for outcome in outcomes:
@@ -127,10 +113,7 @@ def test_tree_rewrite(tree, tmp_path):
 def test_tree_fix_written_file_by_file(tree, tmp_path):
     """`fix` writes each file before it reads the next: what a file becomes must not depend on
     whether the files it imports were rewritten already."""
-    work = tmp_path / tree.name
-    shutil.copytree(tree, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt"))
-    for before in list(work.rglob("*.before.py")):
-        before.rename(before.with_name(before.name.replace(".before.py", ".py")))
+    work = tree_copy(tree, tmp_path / tree.name)
     assert main(["fix", str(work)]) in (0, 1)
     for path in work.rglob("*.py"):
         source = tree / path.relative_to(work).with_name(path.name.replace(".py", ".before.py"))

@@ -5,11 +5,10 @@ mode are the original's (main made `Net` call a `Mix` whose dropout follows `Net
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
+from equivalence import load_sides
 
 from migrator.cli import main
 
@@ -45,21 +44,6 @@ def _write(root: Path) -> None:
     (package / "net.py").write_text(NET)
 
 
-def _forget() -> None:
-    for name in [n for n in sys.modules if n.split(".")[0] == "modepkg"]:
-        del sys.modules[name]
-
-
-def _net(root: Path) -> type:
-    """`modepkg.net.Net` imported from `root` (a fresh package each time)."""
-    _forget()
-    sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module("modepkg.net").Net
-    finally:
-        sys.path.remove(str(root))
-
-
 def test_renamed_caller_keeps_its_training(tmp_path):
     torch = pytest.importorskip("torch")
     for side in ("before", "after"):
@@ -67,11 +51,8 @@ def test_renamed_caller_keeps_its_training(tmp_path):
     assert main(["fix", str(tmp_path / "after" / "modepkg")]) in (0, 1)
     assert "F.dropout(" in (tmp_path / "after" / "modepkg" / "layers.py").read_text()
     outputs = []
-    try:
-        for side in ("before", "after"):
-            net = _net(tmp_path / side)().train()
-            torch.manual_seed(0)
-            outputs.append(net(torch.ones(2, 4)))
-    finally:
-        _forget()
+    for side in load_sides(tmp_path / "before", tmp_path / "after", "net", "modepkg"):
+        net = side.Net().train()
+        torch.manual_seed(0)
+        outputs.append(net(torch.ones(2, 4)))
     assert torch.equal(outputs[0], outputs[1])

@@ -5,49 +5,35 @@ those of the installed torch."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
+from equivalence import (
+    assert_bit_exact,
+    assert_fixed_alike_in_any_order,
+    load_tree_sides,
+    texts,
+)
+from fixture_cases import tree_copy
 
 from migrator.cli import main
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "trees" / "plain_class_across_files"
-FILES = ("coders", "loss", "model")
 
 
 def _tree(root: Path, side: str = "before") -> Path:
-    """A copy of the tree under `root` (each file's `side` when it has one); its package."""
-    work = root / "pkg"
-    work.mkdir(parents=True)
-    for name in FILES:
-        source = TREE / "pkg" / f"{name}.{side}.py"
-        if not source.exists():
-            source = TREE / "pkg" / f"{name}.before.py"
-        (work / f"{name}.py").write_text(source.read_text())
-    (work / "__init__.py").write_text("")
-    return work
-
-
-def _texts(pkg: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
+    """A copy of the tree's `side` under `root`; its package folder."""
+    return tree_copy(TREE, root, side) / "pkg"
 
 
 def test_the_same_files_come_out_in_any_order_and_with_workers(tmp_path):
-    expected = _texts(_tree(tmp_path / "expected", "after"))
+    expected = texts(_tree(tmp_path / "expected", "after"))
     orders = {
         "holders first": ["model.py", "loss.py", "coders.py"],
         "class first": ["coders.py", "model.py", "loss.py"],
         "-j 2": ["-j", "2", "."],
     }
-    for name, args in orders.items():
-        pkg = _tree(tmp_path / name.replace(" ", "_"))
-        paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
-        assert main(["fix", *paths]) == 1, name
-        assert _texts(pkg) == expected, name
-        assert main(["fix", "--check", str(pkg)]) == 0, name  # nothing would change
-        assert _texts(pkg) == expected, name
+    assert_fixed_alike_in_any_order(_tree, tmp_path, orders, expected)
 
 
 def test_a_holder_alone_reports_its_call(tmp_path, capsys):
@@ -56,34 +42,14 @@ def test_a_holder_alone_reports_its_call(tmp_path, capsys):
     main(["fix", str(pkg / "model.py")])
     out = capsys.readouterr().out
     assert "model.py:18:16: MIG115 `self.box_coder.decode`" in out
-    assert _texts(pkg) == _texts(_tree(tmp_path / "again"))
-
-
-def _load(root: Path):
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module("pkg.model")
-    finally:
-        sys.path.remove(str(root))
+    assert texts(pkg) == texts(_tree(tmp_path / "again"))
 
 
 def test_the_migrated_package_is_bit_exact(tmp_path):
     torch = pytest.importorskip("torch")
-    before = _load(_tree(tmp_path / "before").parent)
-    after = _load(_tree(tmp_path / "after", "after").parent)
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    for train in (False, True):
-        torch.manual_seed(0)
-        a = before.Model().train(train)
-        b = after.Model().train(train)
-        b.load_state_dict(a.state_dict(), strict=True)
-        assert list(a.state_dict()) == list(b.state_dict())
-        (x,) = before.example_inputs()
-        assert torch.equal(a(x), b(x))
-    assert isinstance(b.box_coder, torch.nn.Module) and b.box_coder.training is train
+    before, after = load_tree_sides(TREE, tmp_path, "model")
+    b = assert_bit_exact(before.Model, after.Model, before.example_inputs)
+    assert isinstance(b.box_coder, torch.nn.Module) and b.box_coder.training is True
     names = [type(m).__name__ for m in b.box_coder.modules()]
     assert names == ["LinearCoder", "Add", "Mul", "Sub", "Add", "Stack"]
 
@@ -103,12 +69,12 @@ def test_a_method_called_elsewhere_keeps_the_class_plain_only_if_it_may_be_an_in
     """`line.decode()` in a file naming neither `LinearCoder` nor an attribute holding one,
     and `codecs.decode(...)` on an imported module, call no method of an instance; a file
     reading `model.box_coder.decode(...)` may, and the class stays plain, its call reported."""
-    expected = _texts(_tree(tmp_path / "expected", "after"))
+    expected = texts(_tree(tmp_path / "expected", "after"))
     pkg = _tree(tmp_path / "elsewhere")
     text = 'import codecs\n\n\ndef read(line):\n    return codecs.decode(line.decode("ascii"))\n'
     (pkg / "io.py").write_text(text)
     main(["fix", str(pkg)])
-    assert _texts(pkg) == {**expected, "io.py": text}
+    assert texts(pkg) == {**expected, "io.py": text}
     pkg = _tree(tmp_path / "peeked")
     (pkg / "peek.py").write_text("def peek(model, x):\n    return model.box_coder.decode(x, x)\n")
     before = (pkg / "coders.py").read_text()

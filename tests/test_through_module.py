@@ -5,45 +5,35 @@ bit-exact."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
+from equivalence import (
+    assert_bit_exact,
+    assert_fixed_alike_in_any_order,
+    load_tree_sides,
+    texts,
+)
+from fixture_cases import tree_copy
 
 from migrator.cli import main
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "trees" / "helper_through_module"
-FILES = ("_utils", "layers", "net")
 
 
 def _tree(root: Path, side: str = "before") -> Path:
-    """A copy of the tree's `side` files under `root`; its package folder."""
-    work = root / "pkg"
-    work.mkdir(parents=True)
-    for name in FILES:
-        (work / f"{name}.py").write_text((TREE / "pkg" / f"{name}.{side}.py").read_text())
-    (work / "__init__.py").write_text("")
-    return work
-
-
-def _texts(pkg: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
+    """A copy of the tree's `side` under `root`; its package folder."""
+    return tree_copy(TREE, root, side) / "pkg"
 
 
 def test_the_same_classes_come_out_in_any_order_and_with_workers(tmp_path):
-    expected = _texts(_tree(tmp_path / "expected", "after"))
+    expected = texts(_tree(tmp_path / "expected", "after"))
     orders = {
         "callers first": ["net.py", "layers.py", "_utils.py"],
         "helpers first": ["_utils.py", "layers.py", "net.py"],
         "-j 2": ["-j", "2", "."],
     }
-    for name, args in orders.items():
-        pkg = _tree(tmp_path / name.replace(" ", "_"))
-        paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
-        assert main(["fix", *paths]) == 1, name
-        assert _texts(pkg) == expected, name
-        assert main(["fix", "--check", str(pkg)]) == 0, name
+    assert_fixed_alike_in_any_order(_tree, tmp_path, orders, expected)
 
 
 def test_a_private_helper_called_directly_from_another_file_only_gets_no_class(tmp_path):
@@ -61,29 +51,10 @@ def test_a_private_helper_called_directly_from_another_file_only_gets_no_class(t
     assert "s = _scale(h, x)" in (pkg / "net.py").read_text()
 
 
-def _load(root: Path):
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module("pkg.net")
-    finally:
-        sys.path.remove(str(root))
-
-
 def test_the_migrated_package_is_bit_exact(tmp_path):
-    torch = pytest.importorskip("torch")
-    before = _load(_tree(tmp_path / "before").parent)
-    after = _load(_tree(tmp_path / "after", "after").parent)
-    for name in [n for n in sys.modules if n == "pkg" or n.startswith("pkg.")]:
-        del sys.modules[name]
-    for train in (False, True):
-        torch.manual_seed(0)
-        a = before.Model().train(train)
-        b = after.Model().train(train)
-        b.load_state_dict(a.state_dict(), strict=True)
-        (x,) = before.example_inputs()
-        assert all(torch.equal(p, q) for p, q in zip(a(x), b(x), strict=True))
+    pytest.importorskip("torch")
+    before, after = load_tree_sides(TREE, tmp_path, "net")
+    b = assert_bit_exact(before.Model, after.Model, before.example_inputs)
     names = [type(m).__name__ for m in b.modules()]
     assert names.count("Mix") == 2 and names.count("Scale") == 1
 

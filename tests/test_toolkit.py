@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixture_cases import TOOLKIT_CASES, expected_findings
+from fixture_cases import TOOLKIT_CASES, after_of, expected_findings
 from migrator.cli import main
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
@@ -20,10 +20,6 @@ from migrator.rewrite.project import Project
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [c for c in TOOLKIT_CASES if c.parent.name == "aimet"]
 IDS = [c.name.removesuffix(".before.py") for c in CASES]
-
-
-def _after(case: Path) -> Path:
-    return case.with_name(case.name.replace(".before.py", ".after.py"))
 
 
 def _fix(text: str, path: Path) -> tuple[str, list[str]]:
@@ -34,13 +30,13 @@ def _fix(text: str, path: Path) -> tuple[str, list[str]]:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_rewrite_for_aimet_matches_after(case):
     new, findings = _fix(case.read_text(encoding="utf-8"), case)
-    assert new == _after(case).read_text(encoding="utf-8")
+    assert new == after_of(case).read_text(encoding="utf-8")
     assert findings == expected_findings(case)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_second_run_for_aimet_changes_nothing(case):
-    after = _after(case).read_text(encoding="utf-8")
+    after = after_of(case).read_text(encoding="utf-8")
     new, findings = _fix(after, case)
     assert new == after
     assert [f for f in findings if " MIG0" in f] == []
@@ -56,7 +52,7 @@ def test_for_flag_and_toolkit_setting_agree(tmp_path, capsys):
     (configured.parent / "pyproject.toml").write_text('[tool.migrator]\ntoolkit = "aimet"\n')
     main(["fix", "--for", "aimet", str(flagged)])
     main(["fix", str(configured)])
-    expected = _after(case).read_text(encoding="utf-8")
+    expected = after_of(case).read_text(encoding="utf-8")
     assert flagged.read_text(encoding="utf-8") == expected
     assert configured.read_text(encoding="utf-8") == expected
 
@@ -145,7 +141,7 @@ def test_aimet_takes_the_migrated_model(case, aimet):
     was left (MIG120, shape arithmetic); QuantSim builds, calibrates and quantizes the AIMET
     modules the rewrite created."""
     out = subprocess.run(
-        [sys.executable, "-c", _HANDOVER, str(ROOT / "tests"), str(case), str(_after(case))],
+        [sys.executable, "-c", _HANDOVER, str(ROOT / "tests"), str(case), str(after_of(case))],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(aimet)},

@@ -8,14 +8,13 @@ Read every change before committing it: the tests then only check that nothing m
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fixture_cases import CASES, TOOLKIT_CASES, TREES, after_of, findings_of
+from fixture_cases import CASES, TOOLKIT_CASES, TREES, after_of, findings_of, tree_copy
 from migrator.config import Settings
 from migrator.rewrite.engine import fix_text
 from migrator.rewrite.project import Project
@@ -51,12 +50,7 @@ def main() -> None:
         changed += _write(case, new_text, findings)
     for tree in TREES:
         with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp) / tree.name
-            shutil.copytree(
-                tree, work, ignore=shutil.ignore_patterns("*.after.py", "*.findings.txt")
-            )
-            for before in list(work.rglob("*.before.py")):
-                before.rename(before.with_name(before.name.replace(".before.py", ".py")))
+            work = tree_copy(tree, Path(tmp) / tree.name)
             for outcome in run([str(work)], Settings(), rewrite=True):
                 assert isinstance(outcome, Processed), outcome
                 rel = outcome.path.relative_to(work)
