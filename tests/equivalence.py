@@ -20,14 +20,13 @@ def texts(pkg: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(pkg.glob("*.py"))}
 
 
-def assert_fixed_alike_in_any_order(
-    copy: Callable[[Path], Path], root: Path, orders: dict[str, list[str]], expected: dict[str, str]
-) -> None:
-    """For each order, a fresh copy (`copy(folder)` gives its package folder) fixed with the
-    order's arguments (file names of the package, or options) exits 1 and holds `expected`;
-    `fix --check` of it exits 0 (nothing would change) and leaves it so."""
-    for name, args in orders.items():
-        pkg = copy(root / name.replace(" ", "_"))
+def assert_fixed_alike_in_any_order(tree: Path, root: Path, orders: dict[str, list[str]]) -> None:
+    """`fix` of a fresh copy of the fixture tree's originals under `root`, given the files of its
+    package `pkg` in each of `orders`, then the whole package with `-j 2`, exits 1 and writes
+    the tree's after side; `fix --check` of it then exits 0 and leaves it so."""
+    expected = texts(tree_copy(tree, root / "expected", "after") / "pkg")
+    for name, args in {**orders, "-j 2": ["-j", "2", "."]}.items():
+        pkg = tree_copy(tree, root / name.replace(" ", "_")) / "pkg"
         paths = [a if a.startswith("-") or a == "2" else str(pkg / a) for a in args]
         assert main(["fix", *paths]) == 1, name
         assert texts(pkg) == expected, name
@@ -66,6 +65,21 @@ def load_tree_sides(tree: Path, root: Path, module: str) -> tuple[ModuleType, Mo
     return load_sides(
         tree_copy(tree, root / "before"), tree_copy(tree, root / "after", "after"), module
     )
+
+
+def loaded_pair(original: Callable[[], Any], migrated: Callable[[], Any]) -> tuple[Any, Any]:
+    """The original model built after `torch.manual_seed(0)`, and the migrated one built after
+    `torch.manual_seed(1)` then given the original's state_dict (strictly: the same keys in the
+    same order), so that what it computes owes nothing to its own initialisation."""
+    import torch
+
+    torch.manual_seed(0)
+    a = original()
+    torch.manual_seed(1)
+    b = migrated()
+    b.load_state_dict(a.state_dict(), strict=True)
+    assert list(a.state_dict()) == list(b.state_dict())
+    return a, b
 
 
 def assert_same_outputs(expected: Any, actual: Any) -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from equivalence import assert_same_outputs, forget
+from equivalence import assert_same_outputs, forget, loaded_pair
 from fixture_cases import FIXTURES, expected_findings, import_path, tree_copy
 
 from migrator.cli import main
@@ -62,12 +62,7 @@ def test_without_evidence_reused_and_inplace_stay_refused(project, capsys):
 def test_migrated_model_is_bit_exact():
     before = import_path(BEFORE, "evidence_before")
     after = import_path(AFTER, "evidence_after")
-    torch.manual_seed(0)
-    original = before.tiny_net()
-    torch.manual_seed(1)
-    migrated = after.tiny_net()
-    migrated.load_state_dict(original.state_dict(), strict=True)
-    assert list(original.state_dict()) == list(migrated.state_dict())
+    original, migrated = loaded_pair(before.tiny_net, after.tiny_net)
     x = torch.randn(2, 4, 8, 8)
     for train in (False, True):
         original.train(train)

@@ -4,7 +4,7 @@ findings, is idempotent, and the migrated model is equivalent to the original.""
 from __future__ import annotations
 
 import pytest
-from equivalence import assert_same_outputs
+from equivalence import assert_same_outputs, loaded_pair
 from fixture_cases import (
     CASES,
     TOOLKIT_CASES,
@@ -72,12 +72,7 @@ def test_migrated_model_is_equivalent(case):
     )
     after = import_path(after_path, f"fixture_after_{name}")
     for train in (False, True):
-        torch.manual_seed(0)
-        original = before.Model()
-        torch.manual_seed(1)
-        migrated = after.Model()
-        migrated.load_state_dict(original.state_dict(), strict=True)
-        assert list(original.state_dict()) == list(migrated.state_dict())
+        original, migrated = loaded_pair(before.Model, after.Model)
         original.train(train)
         migrated.train(train)
         torch.manual_seed(2)

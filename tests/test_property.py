@@ -6,7 +6,7 @@ original's state_dict (strict) and returns bit-identical outputs."""
 from __future__ import annotations
 
 import pytest
-from equivalence import assert_same_outputs
+from equivalence import assert_same_outputs, loaded_pair
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -111,10 +111,9 @@ def model_sources(draw) -> str:
     return header + "".join(f"        {line}\n" for line in body)
 
 
-def _build(source: str, seed: int) -> torch.nn.Module:
+def _build(source: str) -> torch.nn.Module:
     namespace: dict = {}
     exec(compile(source, "<generated model>", "exec"), namespace)
-    torch.manual_seed(seed)
     return namespace["Net"]().eval()
 
 
@@ -127,10 +126,7 @@ def test_rewrite_parses_is_idempotent_and_equivalent(source):
     assert again == migrated
     assert not [f for f in findings if f.fixable]
 
-    original_model = _build(source, seed=0)
-    migrated_model = _build(migrated, seed=1)
-    migrated_model.load_state_dict(original_model.state_dict(), strict=True)
-    assert list(migrated_model.state_dict()) == list(original_model.state_dict())
+    original_model, migrated_model = loaded_pair(lambda: _build(source), lambda: _build(migrated))
     inputs = torch.randn(2, 4, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         expected = original_model(inputs.clone())
