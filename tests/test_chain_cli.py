@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from packages import write_package
 from test_cli import migrator
 from test_fix_verify import MODEL
 
@@ -49,9 +49,7 @@ def test_verify_with_observers_and_onnx_prints_one_table():
 
 
 def test_fix_verify_runs_the_chain_on_the_migrated_model(tmp_path):
-    (tmp_path / "zoo").mkdir()
-    (tmp_path / "zoo" / "__init__.py").write_text("")
-    (tmp_path / "zoo" / "net.py").write_text(MODEL)
+    write_package(tmp_path, {"net.py": MODEL}, "zoo")
     (tmp_path / "pyproject.toml").write_text(
         '[[tool.migrator.verify]]\ntarget = "zoo/net.py:Net"\n'
     )
@@ -72,9 +70,7 @@ def test_fix_verify_with_the_chain_imports_and_builds_each_side_once(tmp_path):
         '        builds.write("built\\n")\n'
         "    return Net()\n"
     )
-    (tmp_path / "zoo").mkdir()
-    (tmp_path / "zoo" / "__init__.py").write_text("")
-    (tmp_path / "zoo" / "net.py").write_text(counted)
+    write_package(tmp_path, {"net.py": counted}, "zoo")
     (tmp_path / "pyproject.toml").write_text(
         '[[tool.migrator.verify]]\ntarget = "zoo/net.py:build"\n'
     )

@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from equivalence import (
-    assert_bit_exact,
+from equivalence import assert_bit_exact
+from fixture_cases import tree_copy
+from packages import (
     assert_fixed_alike_in_any_order,
     load_sides,
     load_tree_sides,
     texts,
+    write_package,
 )
-from fixture_cases import tree_copy
 
 from migrator.cli import main
 from migrator.config import Settings
@@ -27,11 +28,9 @@ CLASHING = (TREE / "app" / "net.before.py").read_text(encoding="utf-8")
 
 
 def test_base_never_takes_a_name_a_subclass_elsewhere_in_its_package_uses(tmp_path):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "base.py").write_text(BASE)
-    (pkg / "net.py").write_text(CLASHING.replace("from pkg.base", "from .base"))
+    pkg = write_package(
+        tmp_path, {"base.py": BASE, "net.py": CLASHING.replace("from pkg.base", "from .base")}
+    )
     outcomes = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
     assert "self.gelu_1 = nn.GELU()" in outcomes["base.py"].new_text
     assert "return self.gelu_1(self.fc(x))" in outcomes["base.py"].new_text
@@ -42,10 +41,7 @@ def test_names_a_subclass_elsewhere_takes_follow_its_text_in_one_process(tmp_pat
     """The names of another file's classes, and what a subclass search found, are kept a
     process by the texts read: once the subclass no longer uses `self.gelu`, the base takes
     the name in the next run."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "base.py").write_text(BASE)
+    pkg = write_package(tmp_path, {"base.py": BASE})
     net = pkg / "net.py"
     net.write_text(CLASHING.replace("from pkg.base", "from .base"))
 
@@ -63,10 +59,7 @@ def test_a_subclass_elsewhere_follows_its_bases_text_in_one_process(tmp_path):
     """What a file read in a search summarizes (its classes and their bases) is kept a process
     by its text: a class that stops deriving from the base no longer protects its names, and
     protects them again once it derives from it again."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "base.py").write_text(BASE)
+    pkg = write_package(tmp_path, {"base.py": BASE})
     net = pkg / "net.py"
     subclass = CLASHING.replace("from pkg.base", "from .base")
     net.write_text(subclass)
@@ -85,10 +78,7 @@ def test_a_subclass_elsewhere_follows_its_bases_text_in_one_process(tmp_path):
 def test_a_walk_a_subclass_elsewhere_gains_refuses_the_next_run_in_one_process(tmp_path):
     """Whether a class of another file walks its submodules is kept a process by its file's
     text: once the subclass goes through `self.modules()`, the base makes no module."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "base.py").write_text(BASE)
+    pkg = write_package(tmp_path, {"base.py": BASE})
     net = pkg / "net.py"
     quiet = CLASHING.replace("from pkg.base", "from .base").replace("self.gelu", "self.act")
     net.write_text(quiet)
@@ -113,10 +103,7 @@ def test_what_a_walk_of_a_subclass_elsewhere_tests_is_read_again_when_its_file_c
     """The walks of another file's class (`facts.class_fact`) are kept a process by its file's
     text: a walk acting on `nn.Conv2d` submodules leaves the base's new `nn.GELU` alone, one
     acting on `nn.GELU` submodules refuses it, and back."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "base.py").write_text(BASE)
+    pkg = write_package(tmp_path, {"base.py": BASE})
     net = pkg / "net.py"
     quiet = CLASHING.replace("from pkg.base", "from .base").replace("self.gelu", "self.act")
     walking = (
@@ -141,11 +128,8 @@ def test_what_a_walk_of_a_subclass_elsewhere_tests_is_read_again_when_its_file_c
 
 
 def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(tmp_path):
-    for name in ("pkg", "app"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "base.py").write_text(BASE)
-    (tmp_path / "app" / "net.py").write_text(CLASHING)
+    write_package(tmp_path, {"base.py": BASE})
+    write_package(tmp_path, {"net.py": CLASHING}, "app")
     outcomes = {
         o.path.name: o for o in run([str(tmp_path / "app" / "net.py")], Settings(), rewrite=False)
     }
@@ -160,16 +144,10 @@ def test_attribute_clashing_with_a_base_module_from_another_package_is_reported(
 def test_an_instance_of_another_files_class_handed_to_several_modules_is_reported(tmp_path):
     """`PosEnc` lives in another file, whose analysis cannot see that this file hands one
     instance to every block: the hand-over is reported here (MIG117)."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
     source = (TREE.parent.parent / "cases" / "shared_instance.before.py").read_text()
     head, _, model = source.partition("class Model(nn.Module):")
-    (pkg / "layers.py").write_text(head)
-    (pkg / "net.py").write_text(
-        "import torch.nn as nn\nfrom .layers import Block, PosEnc\n\n\n"
-        "class Model(nn.Module):" + model
-    )
+    net = "import torch.nn as nn\nfrom .layers import Block, PosEnc\n\n\nclass Model(nn.Module):"
+    pkg = write_package(tmp_path, {"layers.py": head, "net.py": net + model})
     outcomes = {o.path.name: o for o in run([str(pkg / "net.py")], Settings(), rewrite=False)}
     [finding] = outcomes["net.py"].findings
     assert (finding.line, finding.code) == (9, "MIG117")
@@ -378,17 +356,13 @@ def test_calls_passing_no_first_argument_give_a_helper_no_twin(tmp_path):
 
 def _flow_package(root: Path, call: str) -> Path:
     """`pkg/layers.py` with a public helper `flow`, `pkg/net.py` calling it as `call`."""
-    pkg = root / "pkg"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "layers.py").write_text(FLOW)
-    (pkg / "net.py").write_text(
+    net = (
         "import torch.nn as nn\n\nfrom pkg.layers import flow\n\n\n"
         "class Net(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
         f"    def forward(self, x):\n        return {call}\n"
     )
-    return pkg
+    return write_package(root, {"layers.py": FLOW, "net.py": net})
 
 
 FLOW = "import torch\n\n\ndef flow(x, scale: float = 2.0):\n    return torch.relu(x) * scale\n"
@@ -466,19 +440,19 @@ def test_what_a_run_keeps_of_another_file_follows_its_text(tmp_path):
     assert findings() == before
 
 
+HALVES = "import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n"
+
+
 @pytest.mark.parametrize("names", [["halves"], ["halves", "torch"]])
 def test_a_twin_joins_a_parenthesised_import_one_name_a_line(tmp_path, names):
     """The twin's name goes into the caller's `from ... import (` list, one name a line at the
     list's indentation, as its other names (one or several) are."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "layers.py").write_text("import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n")
     listed = "".join(f"    {n},\n" for n in names)
-    (pkg / "net.py").write_text(
+    net = (
         f"import torch.nn as nn\n\nfrom pkg.layers import (\n{listed})\n\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
     )
+    pkg = write_package(tmp_path, {"layers.py": HALVES, "net.py": net})
     assert main(["fix", str(pkg)]) == 1
     text = (pkg / "net.py").read_text()
     expected = "".join(f"    {n},\n" for n in ["Halves", *names])
@@ -488,16 +462,13 @@ def test_a_twin_joins_a_parenthesised_import_one_name_a_line(tmp_path, names):
 def test_a_helper_class_keeps_its_calls_of_another_files_helpers_in_a_second_run(tmp_path):
     """A helper's calls of another file's helpers stay calls when it becomes a module; in a
     second run its class (made by the first) keeps them so too: nothing changes."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "layers.py").write_text("import torch\n\n\ndef halves(x):\n    return torch.tanh(x)\n")
-    (pkg / "net.py").write_text(
+    net = (
         "import torch\nimport torch.nn as nn\n\nfrom pkg.layers import halves\n\n\n"
         "def mix(x):\n    return halves(x) * torch.sigmoid(x)\n\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n        return mix(x)\n\n\n"
         "class Half(nn.Module):\n    def forward(self, x):\n        return halves(x)\n"
     )
+    pkg = write_package(tmp_path, {"layers.py": HALVES, "net.py": net})
     assert main(["fix", str(pkg)]) == 1
     first = texts(pkg)
     assert "class Halves(" in first["layers.py"] and "self.halves(x)" in first["net.py"]
@@ -519,22 +490,19 @@ def test_a_helper_of_another_file_annotated_to_take_a_size_first_becomes_a_modul
     first (`grid(x.shape[-1], ...)`) uses it, as one instance per call site; the package is
     bit-exact."""
     torch = pytest.importorskip("torch")
-    trees = {}
-    for side in ("before", "after"):
-        pkg = tmp_path / side / "pkg"
-        pkg.mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "layers.py").write_text(GRID)
-        (pkg / "net.py").write_text(
-            "import torch\nimport torch.nn as nn\n\nfrom pkg.layers import grid\n\n\n"
-            "class Model(nn.Module):\n"
-            "    def __init__(self):\n        super().__init__()\n"
-            "        self.table = nn.Parameter(torch.randn(7, 2))\n\n"
-            "    def forward(self, x):\n"
-            "        n = x.shape[-1]\n"
-            "        return x * grid(n, self.table).sum(-1) + grid(n, self.table)[0, 0, 0]\n"
-        )
-        trees[side] = pkg
+    net = (
+        "import torch\nimport torch.nn as nn\n\nfrom pkg.layers import grid\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.table = nn.Parameter(torch.randn(7, 2))\n\n"
+        "    def forward(self, x):\n"
+        "        n = x.shape[-1]\n"
+        "        return x * grid(n, self.table).sum(-1) + grid(n, self.table)[0, 0, 0]\n"
+    )
+    trees = {
+        s: write_package(tmp_path / s, {"layers.py": GRID, "net.py": net})
+        for s in ("before", "after")
+    }
     assert main(["fix", str(trees["after"])]) == 1
     net = (trees["after"] / "net.py").read_text()
     assert "from pkg.layers import Grid" in net
@@ -586,11 +554,7 @@ def test_a_worked_out_base_is_taken_again_only_while_what_it_read_is_the_same(
     `self.relu`, so the next subclass takes `relu_1`); unchanged, it is taken as it was."""
     from migrator.rewrite.analyze import ProjectAnalysis
 
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "mixin.py").write_text(MIXIN)
-    (pkg / "base.py").write_text(WORKED_BASE)
+    pkg = write_package(tmp_path, {"mixin.py": MIXIN, "base.py": WORKED_BASE})
     for name in ("NetA", "NetB", "NetC"):
         (pkg / f"{name.lower()}.py").write_text(SUBCLASS.replace("NAME", name))
     analysed: list[str] = []
@@ -622,22 +586,20 @@ def test_a_search_served_ancestors_found_by_an_earlier_one_still_reads_their_fil
     """The ancestors `Family` found for one class's search are served to the next search of
     the file with the lookups that found them (`Project.captures`): `B`'s search, kept, is
     taken again only while `mid.py`, through which `SubB` derives from `B`, is the same."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "net.py").write_text(
+    net = (
         "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
         "class A(nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
         "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
         "    def forward(self, x):\n        return F.gelu(x)\n"
     )
-    (pkg / "sub.py").write_text(
+    sub = (
         "import torch.nn as nn\n\nfrom .mid import Mid\nfrom .net import A, B\n\n\n"
         "class SubA(A):\n    pass\n\n\n"
         "class SubB(Mid):\n    def __init__(self):\n        super().__init__()\n"
         "        self.gelu = nn.Identity()\n\n\n"
         "class Other(B):\n    pass\n"
     )
+    pkg = write_package(tmp_path, {"net.py": net, "sub.py": sub})
     mid = pkg / "mid.py"
 
     def net_text() -> str:

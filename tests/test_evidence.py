@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from equivalence import assert_same_outputs, forget, loaded_pair
+from equivalence import assert_same_outputs, loaded_pair
 from fixture_cases import FIXTURES, expected_findings, import_path, tree_copy
+from packages import forget
 
 from migrator.cli import main
 from migrator.evidence import Evidence, Seen

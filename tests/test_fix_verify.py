@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from packages import write_package
 from test_cli import migrator
 
 pytest.importorskip("torch")
@@ -39,9 +39,7 @@ target = "zoo/net.py:Net"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "zoo").mkdir()
-    (tmp_path / "zoo" / "__init__.py").write_text("")
-    (tmp_path / "zoo" / "net.py").write_text(MODEL)
+    write_package(tmp_path, {"net.py": MODEL}, "zoo")
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     return tmp_path
 

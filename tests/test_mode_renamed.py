@@ -5,10 +5,8 @@ mode are the original's (main made `Net` call a `Mix` whose dropout follows `Net
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from equivalence import load_sides
+from packages import load_sides, write_package
 
 from migrator.cli import main
 
@@ -36,18 +34,10 @@ class Net(nn.Module):
 """
 
 
-def _write(root: Path) -> None:
-    package = root / "modepkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "layers.py").write_text(LAYERS)
-    (package / "net.py").write_text(NET)
-
-
 def test_renamed_caller_keeps_its_training(tmp_path):
     torch = pytest.importorskip("torch")
     for side in ("before", "after"):
-        _write(tmp_path / side)
+        write_package(tmp_path / side, {"layers.py": LAYERS, "net.py": NET}, "modepkg")
     assert main(["fix", str(tmp_path / "after" / "modepkg")]) in (0, 1)
     assert "F.dropout(" in (tmp_path / "after" / "modepkg" / "layers.py").read_text()
     outputs = []

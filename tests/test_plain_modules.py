@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from equivalence import assert_bit_exact, assert_fixed_alike_in_any_order, load_tree_sides, texts
+from equivalence import assert_bit_exact
 from fixture_cases import tree_copy
+from packages import assert_fixed_alike_in_any_order, load_tree_sides, texts
 
 from migrator.cli import main
 

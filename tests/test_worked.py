@@ -11,6 +11,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
+from packages import write_package
 
 from migrator.config import Settings
 from migrator.rewrite import worked
@@ -97,12 +98,7 @@ def _outcomes(files: list[Path], monkeypatch, keep: bool, rewrite: bool = True) 
 
 @pytest.mark.parametrize("name", sorted(TREES))
 def test_kept_work_outs_change_nothing(name, tmp_path, monkeypatch):
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "base.py").write_text(BASE)
-    for file, text in TREES[name].items():
-        (package / file).write_text(text)
+    package = write_package(tmp_path, {"base.py": BASE, **TREES[name]})
     files = sorted(package.glob("*.py"))
     fresh = _outcomes(files, monkeypatch, keep=False)
     assert "Add()" in fresh["base.py"][0]  # the base's rewrite is worked out for the others
@@ -121,12 +117,7 @@ def test_file_at_hand_serves_as_later_work_out(name, tmp_path, monkeypatch):
     """The base's own analysis, run first under a path relative to the working folder, is
     taken as its work-out by the one later file of the run, a subclass's."""
     monkeypatch.chdir(tmp_path)
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "base.py").write_text(BASE)
-    for file, text in TREES[name].items():
-        (package / file).write_text(text)
+    write_package(tmp_path, {"base.py": BASE, **TREES[name]})
     files = [Path("pkg/base.py"), Path("pkg") / next(iter(TREES[name]))]  # a subclass of Base
     fresh = _outcomes(files, monkeypatch, keep=False)
     taken = []
@@ -166,11 +157,7 @@ def test_work_out_reading_twins_of_a_base_it_worked_out_is_taken(tmp_path, monke
     """`check`: `mid.py`'s work-out works out `root.py` and then asks about the twin of its
     helper `mix` (none: a file worked out keeps no text); the later subclass file takes it,
     where it was worked out again: `mid.py` is analysed in `a.py`'s turn and its own only."""
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    for file, text in ROOT_WITH_HELPER.items():
-        (package / file).write_text(text)
+    package = write_package(tmp_path, ROOT_WITH_HELPER)
     files = [package / name for name in ("a.py", "b.py", "mid.py", "root.py")]
     analysed = []
     end = worked.Trace.end
