@@ -234,18 +234,36 @@ _HANDED: weakref.WeakKeyDictionary[ast.AST, list[ast.Attribute]] = weakref.WeakK
 def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribute]:
     """The `self.<name>` read, but not called, in `function`'s call arguments and assigned
     values, and each `getattr(self, "<name>")`, read as `self.<name>` (`method_getattr.py`)."""
-    calls = [node for node, _ in ctx.call_visits(function)]
+    call_visits = ctx.call_visits(function)
     named = [
         ast.copy_location(ast.Attribute(ast.Name("self", ast.Load()), name, ast.Load()), node)
-        for node in calls
+        for node, _ in call_visits
         if (name := named_attribute(node))
     ]
-    called = {id(node.func) for node in calls}
-    values = [v for node in calls for v in [*node.args, *(k.value for k in node.keywords)]]
+    called = {id(node.func) for node, _ in call_visits}
+    holding = {  # the statements holding an uncalled `self.<name>`: the others hand on none
+        id(visit.stmt)
+        for visit in ctx.visits(function)
+        if type(visit.node) is ast.Attribute
+        and self_attr(visit.node)
+        and id(visit.node) not in called
+    }
+    if not holding:
+        return named
+    values = [
+        v
+        for node, visit in call_visits
+        if id(visit.stmt) in holding
+        for v in [*node.args, *(k.value for k in node.keywords)]
+    ]
     todo: list[ast.stmt] = list(function.body)
     while todo:
         stmt = todo.pop()
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and stmt.value is not None:
+        if (
+            isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return))
+            and stmt.value is not None
+            and id(stmt) in holding
+        ):
             values.append(stmt.value)
         for field in ("body", "orelse", "finalbody"):
             todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)]

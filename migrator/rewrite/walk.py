@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 _REPEATING = frozenset({ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -51,66 +51,77 @@ def walk(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     """Every node below `func` (not `func` itself, nor the Load/Store markers), in source order,
     parents first."""
     visits: list[Visit] = []
-    Loops = tuple[Loop, ...]
-    Other = ast.AST | None
-    stack: list[tuple[ast.AST, ast.stmt, Loops, Other]] = [
-        (s, s, (), None) for s in reversed(func.body)
-    ]
-    pop, push, visit = stack.pop, stack.append, visits.append
+    stack = [_visit(s, s, (), None) for s in reversed(func.body)]  # the visits to come
+    pop, push, visit, node_class = stack.pop, stack.append, visits.append, ast.AST
     while stack:
-        node, stmt, loops, other = pop()
-        kind = type(node)
-        if kind in _STATEMENTS:
-            stmt = cast(ast.stmt, node)
-        visit(_new(Visit, (node, stmt, bool(loops) or other is not None, loops, other)))
-        children: list[tuple[ast.AST, ast.stmt, Loops, Other]]
+        this = pop()
+        visit(this)
+        node, stmt, repeated, loops, other = this
+        kind = node.__class__
         if kind not in _LOOPING:  # most nodes: their children in field order, pushed last first
-            inner = other or (node if kind in _REPEATING else None)
-            for field in reversed(_FIELDS[kind]):
+            inner: ast.AST | None = other
+            if kind in _REPEATING:
+                inner, repeated = other or node, True
+            for field in _REVERSED_FIELDS[kind]:
                 value = getattr(node, field, None)
                 if value.__class__ is list:
                     for child in reversed(value):
-                        if isinstance(child, ast.AST):
-                            push((child, stmt, loops, inner))
-                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
-                    push((value, stmt, loops, inner))
+                        if isinstance(child, node_class):
+                            held = child if child.__class__ in _STATEMENTS else stmt
+                            push(_new(Visit, (child, held, repeated, loops, inner)))
+                elif isinstance(value, node_class):  # a statement is always in a list
+                    push(_new(Visit, (value, stmt, repeated, loops, inner)))
             continue
+        children: list[Visit]
         if isinstance(node, ast.For):
             children = [
-                (node.target, stmt, loops, other or node),
-                (node.iter, stmt, loops, other),
-                *((c, c, (*loops, node), other) for c in node.body),
-                *((c, c, loops, other) for c in node.orelse),
+                _visit(node.target, stmt, loops, other or node),
+                _visit(node.iter, stmt, loops, other),
+                *(_visit(c, c, (*loops, node), other) for c in node.body),
+                *(_visit(c, c, loops, other) for c in node.orelse),
             ]
         elif isinstance(node, (ast.AsyncFor, ast.While)):
             head = node.target if isinstance(node, ast.AsyncFor) else node.test
             children = [
-                (head, stmt, loops, other or node),
-                *([(node.iter, stmt, loops, other)] if isinstance(node, ast.AsyncFor) else []),
-                *((c, c, loops, other or node) for c in node.body),
-                *((c, c, loops, other) for c in node.orelse),
+                _visit(head, stmt, loops, other or node),
+                *(
+                    [_visit(node.iter, stmt, loops, other)]
+                    if isinstance(node, ast.AsyncFor)
+                    else []
+                ),
+                *(_visit(c, c, loops, other or node) for c in node.body),
+                *(_visit(c, c, loops, other) for c in node.orelse),
             ]
         elif isinstance(node, _COMPREHENSIONS):
             children = []
             inner_loops, inner_other = loops, other
             for clause in node.generators:  # each clause runs once an iteration of the former
-                children.append((clause, stmt, inner_loops, inner_other))
+                children.append(_visit(clause, stmt, inner_loops, inner_other))
                 if clause.is_async:
                     inner_other = inner_other or clause
                 else:
                     inner_loops = (*inner_loops, clause)
             elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            children = [(e, stmt, inner_loops, inner_other) for e in elements] + children
+            children = [_visit(e, stmt, inner_loops, inner_other) for e in elements] + children
         else:
             assert isinstance(node, ast.comprehension)  # the last of `_LOOPING`
             looped = (*loops, node) if not node.is_async else loops
             children = [
-                (node.target, stmt, loops, other or node),
-                (node.iter, stmt, loops, other),
-                *((c, stmt, looped, other or (node if node.is_async else None)) for c in node.ifs),
+                _visit(node.target, stmt, loops, other or node),
+                _visit(node.iter, stmt, loops, other),
+                *(
+                    _visit(c, stmt, looped, other or (node if node.is_async else None))
+                    for c in node.ifs
+                ),
             ]
         stack.extend(reversed(children))
     return visits
+
+
+def _visit(node: ast.AST, stmt: ast.stmt, loops: tuple[Loop, ...], other: ast.AST | None) -> Visit:
+    """The visit of `node`, a child of a node held by `stmt` (or the statement `node` itself)."""
+    held = node if node.__class__ in _STATEMENTS else stmt
+    return _new(Visit, (node, held, bool(loops) or other is not None, loops, other))
 
 
 _WALKED: weakref.WeakKeyDictionary[ast.AST, list[Visit]] = weakref.WeakKeyDictionary()
@@ -158,6 +169,20 @@ class _Fields(dict[type, tuple[str, ...]]):
 
 
 _FIELDS = _Fields()
+_MIXED = frozenset({"names", "keys", "kw_defaults", "kwd_attrs"})
+"""The list fields that may hold other things than nodes: names (`global a`), None (a `**`
+in a dict, a keyword-only parameter without a default); every other list holds nodes alone."""
+
+
+class _ReversedFields(dict[type, tuple[str, ...]]):
+    """Node class -> `_FIELDS` of it, last first (`walk` pushes a node's children so)."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
+        fields = self[kind] = _FIELDS[kind][::-1]
+        return fields
+
+
+_REVERSED_FIELDS = _ReversedFields()
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -165,9 +190,11 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     children: list[ast.AST] = []
     for field in _FIELDS[type(node)]:
         value = getattr(node, field, None)
-        if isinstance(value, list):
-            children += [c for c in value if isinstance(c, ast.AST)]
-        elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+        if value.__class__ is list:
+            children += (
+                value if field not in _MIXED else [c for c in value if isinstance(c, ast.AST)]
+            )
+        elif isinstance(value, ast.AST):  # never a Load/Store marker: `ctx` is no field read
             children.append(value)
     return children
 
@@ -180,8 +207,10 @@ def all_nodes(root: ast.AST) -> list[ast.AST]:
         for field in _FIELDS[type(node)]:
             value = getattr(node, field, None)
             if value.__class__ is list:
-                found += [c for c in value if isinstance(c, ast.AST)]
-            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                found += (
+                    value if field not in _MIXED else [c for c in value if isinstance(c, ast.AST)]
+                )
+            elif isinstance(value, ast.AST):  # never a Load/Store marker (see `child_nodes`)
                 found.append(value)
     return found
 
