@@ -29,6 +29,7 @@ from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods, report_passed_in_helpers
 from migrator.rewrite.order import ForwardOrder
+from migrator.rewrite.outside_runs import outside_runs, report_outside
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -85,6 +86,7 @@ class ClassAnalysis:
         }
         per_iteration = self._once_an_iteration(forward is None, reached, loops_of)
         containers = self.settings.tensor_containers(methods)
+        outside = outside_runs(self.ctx, self.cls, self.family)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -113,7 +115,7 @@ class ClassAnalysis:
             scanner = Scanner(
                 self.ctx,
                 method,
-                times,
+                max(times, 2) if name in outside else times,
                 tensors,
                 called,
                 attrs=self.attributes.attrs,
@@ -127,6 +129,7 @@ class ClassAnalysis:
                 loops=loops,
                 init_run=init_runs.get(name),
                 once_an_iteration=name in per_iteration,
+                outside=outside[name].why if name in outside else None,
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
@@ -143,6 +146,7 @@ class ClassAnalysis:
                 self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
             report_hooks(self.ctx, self.cls, methods)
+            report_outside(self.ctx, self.cls, set(reached), outside)
         reused.split()
         if place:
             placement.place(creator.registrations)
