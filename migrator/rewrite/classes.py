@@ -11,7 +11,7 @@ from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES
 from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
-from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import forward_runs, held_reach
@@ -147,10 +147,25 @@ class ClassAnalysis:
             )
             report_hooks(self.ctx, self.cls, methods)
             report_outside(self.ctx, self.cls, set(reached), outside)
+        beside = [methods[n] for n, run in outside.items() if not run.instead and n not in reached]
+        self._outside_calls(beside, reused, order)
         reused.split()
         if place:
             placement.place(creator.registrations)
         return creator.registrations
+
+    def _outside_calls(
+        self, outside: list[ast.FunctionDef], reused: ReusedModules, order: ForwardOrder
+    ) -> None:
+        """Count the calls that methods forward does not run but a hook (or `__call__`, ...)
+        does (`outside_runs`) make of a module forward calls: each runs where no call can be
+        counted, so that module is not split, and is reported (MIG110)."""
+        for method in outside:
+            for call, _ in self.ctx.call_visits(method):
+                func = call.func
+                if self_attr(func) and func.attr in reused.sites:
+                    key = order.key(method, call)
+                    reused.add(Site(func.attr, func, 2, key, skipped=True, method=method))
 
     def _returns(
         self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call

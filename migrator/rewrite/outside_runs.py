@@ -1,11 +1,13 @@
 """Methods of a class that run besides the calls forward makes, where no run can be counted: a
-hook (`self.register_forward_hook(self._post)`, in a method of the class, of a base or of a
-subclass in the file), an override of `__call__` (calling the module runs it, not forward),
-what `self.forward = ...` binds in forward's place, and the methods those run on `self`. An op
-of such a method that forward runs as well would become a module called more than once per
-forward: `Scanner` refuses it (MIG110, `hook_forward_called.py`, `call_override.py`,
-`forward_rebound.py`); the ops of those not on forward's path are reported where they start
-(MIG115, `report_outside`)."""
+hook (`self.register_forward_hook(self._post)`, registered by a method of the class, of a base
+or of a subclass in the file, or by a function of the project a method hands `self`), an
+override of `__call__` (calling the module runs it, not forward), what `self.forward = ...` or
+`setattr(self, "forward", ...)` binds in forward's place, and the methods those run on `self`.
+An op of such a method that forward runs as well would become a module called more than once
+per forward: `Scanner` refuses it (MIG110, `hook_forward_called.py`, `call_override.py`,
+`forward_rebound.py`, `trees/hook_registered_elsewhere`), as does the split of a module both
+call; the ops of those not on forward's path are reported where they start (MIG115,
+`report_outside`)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ class Outside(NamedTuple):
     """The method whose run starts it (itself, or one that runs it)."""
     why: str
     """What starts it, for a finding."""
+    instead: bool
+    """Bound in forward's place (`self.forward = ...`): forward does not run beside it."""
     unreported: bool
     """A hook that `report_hooks` does not report (registered by a function the class hands
     `self`, by a base or by a subclass): `report_outside` does, at the method."""
@@ -35,17 +39,18 @@ class Outside(NamedTuple):
 
 def outside_runs(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, Outside]:
     """The methods of `cls` that the starts above run, directly or through the methods they
-    name on `self` (but `forward`, whose runs are counted, unless it is such a start)."""
+    name on `self` (but `forward`, whose runs are counted, unless it is such a start); the
+    first start found names each."""
     methods = cls.methods()
     found: dict[str, Outside] = {}
-    for start, how, unreported in _starts(ctx, cls, family):
+    for start, how, instead, unreported in _starts(ctx, cls, family):
         todo = [start] if start in methods else []
         while todo:
             name = todo.pop()
             if name in found or name == "__init__" or (name == "forward" != start):
                 continue
             why = f"`{start}`{', which runs it,' if name != start else ''} {how}"
-            found[name] = Outside(start, why, unreported)
+            found[name] = Outside(start, why, instead, unreported)
             todo += [
                 n.attr
                 for v in ctx.visits(methods[name])
@@ -54,8 +59,11 @@ def outside_runs(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, 
     return found
 
 
-def _starts(ctx: FileContext, cls: ClassInfo, family: Family) -> Iterator[tuple[str, str, bool]]:
-    """(method name, how it runs, whether `report_hooks` leaves it unreported) of each method
+def _starts(
+    ctx: FileContext, cls: ClassInfo, family: Family
+) -> Iterator[tuple[str, str, bool, bool]]:
+    """(method name, how it runs, whether in forward's place, whether `report_hooks` leaves it
+    unreported) of each method
     of `cls` or its family that a hook (registered by a method, or by a function of the project
     a method hands `self`), `__call__` or `self.forward = ...` starts."""
     for owner in [*family.ancestors(cls), cls, *family.subclasses_in_file(cls)]:
@@ -63,21 +71,43 @@ def _starts(ctx: FileContext, cls: ClassInfo, family: Family) -> Iterator[tuple[
         where += "" if owner.file is ctx.info else f" of `{owner.file.names.module}`"
         for name, call, direct in _registered(ctx, owner):
             how = f"is registered as a hook by `{ast.unparse(call.func)}(...)`"
-            yield name, f"{how} (line {call.lineno}{where})", owner is not cls or not direct
-        for value in self_assignments(owner).get("forward", []):
+            yield name, f"{how} (line {call.lineno}{where})", False, owner is not cls or not direct
+        for value in _bound_as_forward(ctx, owner):
             for part in ast.walk(value):
                 if self_attr(part):
-                    yield (
-                        part.attr,
-                        f"is bound as `self.forward` (line {value.lineno}{where})",
-                        False,
-                    )
+                    how = f"is bound as `self.forward` (line {value.lineno}{where})"
+                    yield part.attr, how, True, False
         override = owner.methods().get("__call__")
         if override is not None:
             how = f"overrides `nn.Module.__call__` (line {override.lineno}{where})"
-            yield "__call__", how, False
+            yield "__call__", how, False, False
             if runs_per_call(ctx, owner, "__call__").get("forward", 0) > 1:
-                yield "forward", f"runs more than once per call of `__call__`, which {how}", False
+                yield (
+                    "forward",
+                    f"runs more than once per call of `__call__`, which {how}",
+                    False,
+                    False,
+                )
+
+
+def _bound_as_forward(ctx: FileContext, owner: ClassInfo) -> list[ast.expr]:
+    """What the methods of `owner` bind in forward's place: `self.forward = v`,
+    `setattr(self, "forward", v)`."""
+    found = list(self_assignments(owner).get("forward", []))
+    for method in owner.methods().values():
+        for call in ctx.calls_in(method):
+            args = call.args
+            if (
+                isinstance(call.func, ast.Name)
+                and call.func.id == "setattr"
+                and len(args) == 3
+                and isinstance(args[0], ast.Name)
+                and args[0].id == "self"
+                and isinstance(args[1], ast.Constant)
+                and args[1].value == "forward"
+            ):
+                found.append(args[2])
+    return found
 
 
 def _registered(ctx: FileContext, owner: ClassInfo) -> Iterator[tuple[str, ast.Call, bool]]:
@@ -126,7 +156,7 @@ def report_outside(
         ran = [n for n, run in outside.items() if run.start == "__call__" and n not in reached]
         runs: list[Found] = [(None, ctx.info, methods[n]) for n in ran if n != "forward"]
         _report(ctx, call, runs, "`__call__` overrides `nn.Module.__call__`")
-    for value in self_assignments(cls).get("forward", []):
+    for value in _bound_as_forward(ctx, cls):
         todo: list[ast.expr] = [value]
         while todo:
             node = todo.pop()
