@@ -29,7 +29,7 @@ from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods, report_passed_in_helpers
 from migrator.rewrite.order import ForwardOrder
-from migrator.rewrite.outside_runs import outside_runs, report_outside
+from migrator.rewrite.outside_runs import outside_runs, report_outside, report_without_forward
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -67,6 +67,7 @@ class ClassAnalysis:
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)
             if not reached:
+                report_without_forward(self.ctx, self.cls, self.family)
                 return []
         module_attrs = self.attributes.module_attrs()
         called = module_attrs | self._unknown_callees([methods[name] for name in reached], path)

@@ -12,6 +12,8 @@ call; the ops of those not on forward's path are reported where they start (MIG1
 from __future__ import annotations
 
 import ast
+import re
+import weakref
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -19,7 +21,7 @@ from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.hook_methods import Found, as_function, registrations
 from migrator.rewrite.object_methods import ops_from, self_assignments
-from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.runs import runs_per_call
 
 
@@ -63,81 +65,128 @@ def _starts(
     ctx: FileContext, cls: ClassInfo, family: Family
 ) -> Iterator[tuple[str, str, bool, bool]]:
     """(method name, how it runs, whether in forward's place, whether `report_hooks` leaves it
-    unreported) of each method
-    of `cls` or its family that a hook (registered by a method, or by a function of the project
-    a method hands `self`), `__call__` or `self.forward = ...` starts."""
+    unreported) of each method of `cls` or its family that a hook (registered by a method, or
+    by a function of the project a method hands `self`), `__call__` or `self.forward = ...`
+    starts."""
     for owner in [*family.ancestors(cls), cls, *family.subclasses_in_file(cls)]:
         where = "" if owner is cls else f" in `{owner.name}`"
         where += "" if owner.file is ctx.info else f" of `{owner.file.names.module}`"
-        for name, call, direct in _registered(ctx, owner):
+        starts = _class_starts(ctx, owner)
+        for name, call, direct in starts.hooks:
             how = f"is registered as a hook by `{ast.unparse(call.func)}(...)`"
             yield name, f"{how} (line {call.lineno}{where})", False, owner is not cls or not direct
-        for value in _bound_as_forward(ctx, owner):
+        for value in starts.bound:
+            how = f"is bound as `self.forward` (line {value.lineno}{where})"
             for part in ast.walk(value):
                 if self_attr(part):
-                    how = f"is bound as `self.forward` (line {value.lineno}{where})"
                     yield part.attr, how, True, False
         override = owner.methods().get("__call__")
         if override is not None:
             how = f"overrides `nn.Module.__call__` (line {override.lineno}{where})"
             yield "__call__", how, False, False
             if runs_per_call(ctx, owner, "__call__").get("forward", 0) > 1:
-                yield (
-                    "forward",
-                    f"runs more than once per call of `__call__`, which {how}",
-                    False,
-                    False,
-                )
+                how = f"runs more than once per call of `__call__`, which {how}"
+                yield "forward", how, False, False
 
 
-def _bound_as_forward(ctx: FileContext, owner: ClassInfo) -> list[ast.expr]:
-    """What the methods of `owner` bind in forward's place: `self.forward = v`,
-    `setattr(self, "forward", v)`."""
-    found = list(self_assignments(owner).get("forward", []))
-    for method in owner.methods().values():
-        for call in ctx.calls_in(method):
-            args = call.args
-            if (
-                isinstance(call.func, ast.Name)
-                and call.func.id == "setattr"
-                and len(args) == 3
-                and isinstance(args[0], ast.Name)
-                and args[0].id == "self"
-                and isinstance(args[1], ast.Constant)
-                and args[1].value == "forward"
-            ):
-                found.append(args[2])
+def report_without_forward(ctx: FileContext, cls: ClassInfo, family: Family) -> None:
+    """`report_outside` of a module class with no `forward` of its own nor a base's of the
+    project, which overrides `__call__` or binds something in forward's place (timm's
+    `fasternet.Partial_conv3`): calling the module runs only that."""
+    if "MIG115" in ctx.disable:
+        return
+    if "__call__" in cls.methods() or _class_starts(ctx, cls).bound:
+        report_outside(ctx, cls, set(), outside_runs(ctx, cls, family))
+
+
+class _ClassStarts(NamedTuple):
+    hooks: list[tuple[str, ast.Call, bool]]
+    """(name, registering call, whether a method registers it itself) of each `self.<name>`
+    that the class's methods register as a hook, or a function of the project they hand `self`
+    to registers on it (`add_hooks(self)`: `model.register_forward_hook(model._post)`)."""
+    bound: list[ast.expr]
+    """What the methods bind in forward's place: `self.forward = v`, `setattr(self,
+    "forward", v)`."""
+
+
+_STARTS: weakref.WeakKeyDictionary[ClassInfo, _ClassStarts] = weakref.WeakKeyDictionary()
+"""`_class_starts` of a class, kept while it is alive: a base's serves each subclass."""
+
+
+def _class_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
+    found = _STARTS.get(owner)
+    if found is None:
+        found = _STARTS[owner] = _read_starts(ctx, owner)
     return found
 
 
-def _registered(ctx: FileContext, owner: ClassInfo) -> Iterator[tuple[str, ast.Call, bool]]:
-    """(name, registering call, whether a method registers it itself) of each `self.<name>`
-    that the methods of `owner` register as a hook, or a function of the project they hand
-    `self` to registers on it (`add_hooks(self)`: `model.register_forward_hook(model._post)`)."""
+def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
+    """`_ClassStarts` of `owner`, read in one pass over its methods' calls."""
     methods = owner.methods().values()
-    for _, call, node in registrations(ctx, methods):
-        for part in ast.walk(node):
-            if self_attr(part):
-                yield part.attr, call, True
+    hooked, binds = _spells(owner.file)
+    hooks = [
+        (part.attr, call, True)
+        for _, call, node in (registrations(ctx, methods) if hooked else ())
+        for part in ast.walk(node)
+        if self_attr(part)
+    ]
+    bound = list(self_assignments(owner).get("forward", [])) if binds else []
     for method in methods:
         for call in ctx.calls_in(method):
-            given = [
-                i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == "self"
-            ]
-            qualname = owner.file.names.resolve(call.func) if given else None
-            found = ctx.project.find_function(qualname, owner.file) if qualname else None
-            if found is None:
+            args = call.args
+            if not args:
                 continue
-            params = [a.arg for a in [*found[1].args.posonlyargs, *found[1].args.args]]
-            named = {params[i] for i in given if i < len(params)}
-            for _, _, node in registrations(ctx, [found[1]]):
-                for part in ast.walk(node):
-                    if (
-                        isinstance(part, ast.Attribute)
-                        and isinstance(part.value, ast.Name)
-                        and part.value.id in named
-                    ):
-                        yield part.attr, call, False
+            given = [i for i, a in enumerate(args) if type(a) is ast.Name and a.id == "self"]
+            if not given:
+                continue
+            if isinstance(call.func, ast.Name) and call.func.id == "setattr":
+                if (
+                    binds
+                    and len(args) == 3
+                    and given == [0]
+                    and isinstance(args[1], ast.Constant)
+                    and args[1].value == "forward"
+                ):
+                    bound.append(args[2])
+                continue
+            hooks += [(name, call, False) for name in _helper_hooks(ctx, owner, call, given)]
+    return _ClassStarts(hooks, bound)
+
+
+_BINDS = re.compile(r"self\.forward[ \t]*=(?!=)")
+_SPELLS: weakref.WeakKeyDictionary[FileInfo, tuple[bool, bool]] = weakref.WeakKeyDictionary()
+
+
+def _spells(info: FileInfo) -> tuple[bool, bool]:
+    """Whether a file's text (when known) may register a hook and bind forward: it spells
+    `_hook`, and `self.forward = ` or `setattr(self`; read once a file."""
+    found = _SPELLS.get(info)
+    if found is None:
+        text = info.source or info.text
+        binds = text is None or bool(_BINDS.search(text)) or "setattr(self" in text
+        found = _SPELLS[info] = (text is None or "_hook" in text, binds)
+    return found
+
+
+def _helper_hooks(
+    ctx: FileContext, owner: ClassInfo, call: ast.Call, given: list[int]
+) -> list[str]:
+    """The `<param>.<name>` that the function of the project `call` runs registers as a hook,
+    where `<param>` is one of the parameters at the positions `given` (those it hands `self`)."""
+    qualname = owner.file.names.resolve(call.func)
+    found = ctx.project.find_function(qualname, owner.file) if qualname else None
+    if found is None or not _spells(found[0])[0]:
+        return []
+    params = [a.arg for a in [*found[1].args.posonlyargs, *found[1].args.args]]
+    named = {params[i] for i in given if i < len(params)}
+    return [
+        part.attr
+        for _, _, node in registrations(ctx, [found[1]])
+        for part in ast.walk(node)
+        if isinstance(part, ast.Attribute)
+        and isinstance(part.value, ast.Name)
+        and part.value.id in named
+    ]
 
 
 def report_outside(
@@ -156,7 +205,7 @@ def report_outside(
         ran = [n for n, run in outside.items() if run.start == "__call__" and n not in reached]
         runs: list[Found] = [(None, ctx.info, methods[n]) for n in ran if n != "forward"]
         _report(ctx, call, runs, "`__call__` overrides `nn.Module.__call__`")
-    for value in _bound_as_forward(ctx, cls):
+    for value in _class_starts(ctx, cls).bound:
         todo: list[ast.expr] = [value]
         while todo:
             node = todo.pop()
