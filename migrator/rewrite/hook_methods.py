@@ -3,7 +3,8 @@ self._hook)`, `lambda m, i, o: F.relu(o)`, `partial(_scale, k=2)`, on itself or 
 `__init__` or anywhere): torch calls them on each forward of the module they are registered on,
 where no call of theirs can be counted. `fix` rewrites none of their ops, so one finding at
 each registration (MIG115) names them: none is skipped in silence (`hook_registered.py`,
-`hook_lambda.py`)."""
+`hook_lambda.py`); so are those a file registers as hooks of every module
+(`register_module_forward_hook(fn)`, `hook_global.py`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ REGISTRARS = frozenset(
     }
 )
 """`nn.Module`'s methods registering a function to run around each forward (or backward)."""
+
+GLOBAL_REGISTRARS = frozenset(
+    {
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_full_backward_hook",
+        "register_module_full_backward_pre_hook",
+        "register_module_backward_hook",
+    }
+)
+"""`torch.nn.modules.module`'s functions registering a function to run around the forward (or
+backward) of every module."""
 
 Found = tuple[ClassInfo | None, FileInfo, ast.FunctionDef]
 """A function and where it is: the class whose method it is (None: a function), its file."""
@@ -108,8 +121,35 @@ def _report(
     ctx.report(
         node,
         "MIG115",
-        f"{named} is registered as a hook by `{ctx.text(call.func)}(...)` in `{owner}` and runs "
-        f"{len(labels)} op(s) ({', '.join(sorted(set(labels)))}): torch calls it on each "
-        "forward of that module, where its calls cannot be counted; left as is",
+        f"{named} is registered as a hook by `{ctx.text(call.func)}(...)`"
+        + (f" in `{owner}`" if owner else "")
+        + f" and runs {len(labels)} op(s) ({', '.join(sorted(set(labels)))}): torch calls it on "
+        + ("each forward of that module" if owner else "each forward of every module")
+        + ", where its calls cannot be counted; left as is",
         op=function.name,
     )
+
+
+def report_global_hooks(ctx: FileContext, tree: ast.Module) -> None:
+    """Report (MIG115) each helper function of the project or lambda that the file registers
+    as a hook of every module (`register_module_forward_hook(fn)`), when it runs ops: torch
+    calls it on each forward of each module (`hook_global.py`)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        qualname = ctx.info.names.resolve(node.func) or ""
+        if (
+            not qualname.startswith("torch.")
+            or qualname.rsplit(".", 1)[-1] not in GLOBAL_REGISTRARS
+        ):
+            continue
+        for value in [*node.args, *(k.value for k in node.keywords)]:
+            found: Found | None = None
+            if isinstance(value, ast.Lambda):
+                found = (None, ctx.info, as_function(value))
+            elif isinstance(value, ast.Name) and (name := ctx.info.names.resolve(value)):
+                target = ctx.project.find_function(name, ctx.info)
+                found = (None, *target) if target else None
+            if found is not None:
+                assert isinstance(value, (ast.Lambda, ast.Name))  # what finds one
+                _report(ctx, "", node, value, found)
