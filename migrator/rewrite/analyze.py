@@ -17,7 +17,9 @@ from migrator.rewrite.classes import ClassAnalysis
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
+from migrator.rewrite.hook_methods import report_global_hooks
 from migrator.rewrite.mentions import attributes_stored_elsewhere
+from migrator.rewrite.outside_runs import report_without_forward
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.promotion import promote
 from migrator.rewrite.project import TORCH_MODULE, FileInfo, Project, RunSettings
@@ -126,7 +128,11 @@ class ProjectAnalysis:
                 ClassAnalysis(ctx, cls, family, self).run()
             else:  # a plain class its holders call methods of may become a module
                 promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023
+                if project.is_module(cls) and cls.qualname not in ctx.promoted:
+                    report_without_forward(ctx, cls, family)
         ctx.helper_modules.in_earlier = False
+        if "MIG115" not in disable and "register_module_" in source:
+            report_global_hooks(ctx, tree)
         if "MIG113" not in disable and walks_children(source):
             report_children_walks(ctx, tree)
         ctx.finish()

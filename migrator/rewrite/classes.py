@@ -11,7 +11,7 @@ from migrator import catalog
 from migrator.catalog import MODULE_ATTRIBUTES
 from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.attributes import ClassAttributes
-from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import forward_runs, held_reach
@@ -29,6 +29,7 @@ from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
 from migrator.rewrite.object_methods import report_object_methods, report_passed_in_helpers
 from migrator.rewrite.order import ForwardOrder
+from migrator.rewrite.outside_runs import outside_runs, report_outside, report_without_forward
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -66,6 +67,7 @@ class ClassAnalysis:
         else:  # an inherited forward may run methods this class overrides
             path, reached = inherited_reach(self.ctx, self.cls, self.family)
             if not reached:
+                report_without_forward(self.ctx, self.cls, self.family)
                 return []
         module_attrs = self.attributes.module_attrs()
         called = module_attrs | self._unknown_callees([methods[name] for name in reached], path)
@@ -85,6 +87,7 @@ class ClassAnalysis:
         }
         per_iteration = self._once_an_iteration(forward is None, reached, loops_of)
         containers = self.settings.tensor_containers(methods)
+        outside = outside_runs(self.ctx, self.cls, self.family)
         for index, (name, times) in enumerate(reached.items()):
             method = methods[name]
             placement.record_runs(method, module_attrs)
@@ -113,7 +116,7 @@ class ClassAnalysis:
             scanner = Scanner(
                 self.ctx,
                 method,
-                times,
+                max(times, 2) if name in outside else times,
                 tensors,
                 called,
                 attrs=self.attributes.attrs,
@@ -127,6 +130,7 @@ class ClassAnalysis:
                 loops=loops,
                 init_run=init_runs.get(name),
                 once_an_iteration=name in per_iteration,
+                outside=outside[name].why if name in outside else None,
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
@@ -143,10 +147,26 @@ class ClassAnalysis:
                 self.ctx, self.cls, [methods[name] for name in reached], self.settings, self.family
             )
             report_hooks(self.ctx, self.cls, methods)
+            report_outside(self.ctx, self.cls, set(reached), outside)
+        beside = [methods[n] for n, run in outside.items() if not run.instead and n not in reached]
+        self._outside_calls(beside, reused, order)
         reused.split()
         if place:
             placement.place(creator.registrations)
         return creator.registrations
+
+    def _outside_calls(
+        self, outside: list[ast.FunctionDef], reused: ReusedModules, order: ForwardOrder
+    ) -> None:
+        """Count the calls that methods forward does not run but a hook (or `__call__`, ...)
+        does (`outside_runs`) make of a module forward calls: each runs where no call can be
+        counted, so that module is not split, and is reported (MIG110)."""
+        for method in outside:
+            for call, _ in self.ctx.call_visits(method):
+                func = call.func
+                if self_attr(func) and func.attr in reused.sites:
+                    key = order.key(method, call)
+                    reused.add(Site(func.attr, func, 2, key, skipped=True, method=method))
 
     def _returns(
         self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call

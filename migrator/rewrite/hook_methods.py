@@ -1,13 +1,15 @@
-"""Methods and helper functions a class registers as hooks (`self.register_forward_hook(
-self._hook)`, on itself or a submodule, in `__init__` or anywhere): torch calls them on each
-forward of the module they are registered on, where no call of theirs can be counted. `fix`
-rewrites none of their ops, so one finding at each registration (MIG115) names them: none is
-skipped in silence (`hook_registered.py`).
-"""
+"""Methods, helper functions and lambdas a class registers as hooks (`self.register_forward_hook(
+self._hook)`, `lambda m, i, o: F.relu(o)`, `partial(_scale, k=2)`, on itself or a submodule, in
+`__init__` or anywhere): torch calls them on each forward of the module they are registered on,
+where no call of theirs can be counted. `fix` rewrites none of their ops, so one finding at
+each registration (MIG115) names them: none is skipped in silence (`hook_registered.py`,
+`hook_lambda.py`); so are those a file registers as hooks of every module
+(`register_module_forward_hook(fn)`, `hook_global.py`)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Iterator
 
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.object_methods import ops_from
@@ -24,22 +26,60 @@ REGISTRARS = frozenset(
 )
 """`nn.Module`'s methods registering a function to run around each forward (or backward)."""
 
+GLOBAL_REGISTRARS = frozenset(
+    {
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_full_backward_hook",
+        "register_module_full_backward_pre_hook",
+        "register_module_backward_hook",
+    }
+)
+"""`torch.nn.modules.module`'s functions registering a function to run around the forward (or
+backward) of every module."""
 
-def report_hooks(ctx: FileContext, cls: ClassInfo, methods: dict[str, ast.FunctionDef]) -> None:
-    """Report each method of `cls` (`self.<name>`) or helper function of the project that a
-    method of `cls` hands to one of `REGISTRARS`, when it runs ops."""
-    for method in methods.values():
+Found = tuple[ClassInfo | None, FileInfo, ast.FunctionDef]
+"""A function and where it is: the class whose method it is (None: a function), its file."""
+
+
+def registrations(
+    ctx: FileContext, methods: Iterable[ast.FunctionDef]
+) -> Iterator[tuple[ast.FunctionDef, ast.Call, ast.Attribute | ast.Name | ast.Lambda]]:
+    """(method, call of one of `REGISTRARS`, each part of what it registers that names a function or
+    is a lambda: `self._hook`, `_scale` of `partial(_scale, k=2)`), in `methods`; what a lambda
+    holds is the lambda's."""
+    for method in methods:
         for call in ctx.calls_in(method):
             func = call.func
             if not isinstance(func, ast.Attribute) or func.attr not in REGISTRARS:
                 continue
-            for value in [*call.args, *(k.value for k in call.keywords)]:
-                for node in ast.walk(value):
-                    if not isinstance(node, (ast.Attribute, ast.Name)):
-                        continue
-                    found = _hook(ctx, cls, methods, method, node)
-                    if found is not None:
-                        _report(ctx, cls.name, call, node, found)
+            todo: list[ast.AST] = [*call.args, *(k.value for k in call.keywords)]
+            while todo:
+                node = todo.pop()
+                if isinstance(node, (ast.Attribute, ast.Name, ast.Lambda)):
+                    yield method, call, node
+                if not isinstance(node, ast.Lambda):
+                    todo += ast.iter_child_nodes(node)
+
+
+def as_function(node: ast.Lambda) -> ast.FunctionDef:
+    """A lambda as the `def` returning its body (at its place), which the op searches read."""
+    body = ast.copy_location(ast.Return(node.body), node.body)
+    function = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[])
+    function.type_params = []  # type: ignore[attr-defined]  # a field from Python 3.12
+    return ast.copy_location(function, node)
+
+
+def report_hooks(ctx: FileContext, cls: ClassInfo, methods: dict[str, ast.FunctionDef]) -> None:
+    """Report each method of `cls` (`self.<name>`), helper function of the project or lambda
+    that a method of `cls` hands to one of `REGISTRARS`, when it runs ops."""
+    for method, call, node in registrations(ctx, methods.values()):
+        if isinstance(node, ast.Lambda):
+            found: Found | None = (cls, ctx.info, as_function(node))
+        else:
+            found = _hook(ctx, cls, methods, method, node)
+        if found is not None:
+            _report(ctx, cls.name, call, node, found)
 
 
 def _hook(
@@ -48,7 +88,7 @@ def _hook(
     methods: dict[str, ast.FunctionDef],
     method: ast.FunctionDef,
     node: ast.Attribute | ast.Name,
-) -> tuple[ClassInfo | None, FileInfo, ast.FunctionDef] | None:
+) -> Found | None:
     """The method or project function `node` names (`self._hook`, `_hook`), if any."""
     if self_attr(node) and node.attr in methods:
         return cls, ctx.info, methods[node.attr]
@@ -65,20 +105,51 @@ def _report(
     ctx: FileContext,
     owner: str,
     call: ast.Call,
-    node: ast.Attribute | ast.Name,
-    found: tuple[ClassInfo | None, FileInfo, ast.FunctionDef],
+    node: ast.Attribute | ast.Name | ast.Lambda,
+    found: Found,
 ) -> None:
     labels = ops_from(ctx, [found])
     if not labels or id(node) in ctx.helpers_seen:
         return
     ctx.helpers_seen.add(id(node))
     function = found[2]
+    named = (
+        "a lambda"
+        if isinstance(node, ast.Lambda)
+        else f"`{ctx.text(node)}` (`{function.name}`, line {function.lineno})"
+    )
     ctx.report(
         node,
         "MIG115",
-        f"`{ctx.text(node)}` (`{function.name}`, line {function.lineno}) is registered as a hook "
-        f"by `{ctx.text(call.func)}(...)` in `{owner}` and runs {len(labels)} op(s) "
-        f"({', '.join(sorted(set(labels)))}): torch calls it on each forward of that module, "
-        "where its calls cannot be counted; left as is",
+        f"{named} is registered as a hook by `{ctx.text(call.func)}(...)`"
+        + (f" in `{owner}`" if owner else "")
+        + f" and runs {len(labels)} op(s) ({', '.join(sorted(set(labels)))}): torch calls it on "
+        + ("each forward of that module" if owner else "each forward of every module")
+        + ", where its calls cannot be counted; left as is",
         op=function.name,
     )
+
+
+def report_global_hooks(ctx: FileContext, tree: ast.Module) -> None:
+    """Report (MIG115) each helper function of the project or lambda that the file registers
+    as a hook of every module (`register_module_forward_hook(fn)`), when it runs ops: torch
+    calls it on each forward of each module (`hook_global.py`)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        qualname = ctx.info.names.resolve(node.func) or ""
+        if (
+            not qualname.startswith("torch.")
+            or qualname.rsplit(".", 1)[-1] not in GLOBAL_REGISTRARS
+        ):
+            continue
+        for value in [*node.args, *(k.value for k in node.keywords)]:
+            found: Found | None = None
+            if isinstance(value, ast.Lambda):
+                found = (None, ctx.info, as_function(value))
+            elif isinstance(value, ast.Name) and (name := ctx.info.names.resolve(value)):
+                target = ctx.project.find_function(name, ctx.info)
+                found = (None, *target) if target else None
+            if found is not None:
+                assert isinstance(value, (ast.Lambda, ast.Name))  # what finds one
+                _report(ctx, "", node, value, found)

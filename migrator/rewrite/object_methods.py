@@ -398,7 +398,7 @@ _ASSIGNMENTS: weakref.WeakKeyDictionary[ClassInfo, dict[str, list[ast.expr]]] = 
 )
 
 
-def _assignments(cls: ClassInfo) -> dict[str, list[ast.expr]]:
+def self_assignments(cls: ClassInfo) -> dict[str, list[ast.expr]]:
     """`attr` -> the values the methods of `cls` assign `self.<attr>` (`self.a = v`, and each
     item of `self.a, self.b = u, v`); one walk of the statements a class."""
     found = _ASSIGNMENTS.get(cls)
@@ -432,7 +432,7 @@ def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tu
     if attr in seen or len(seen) > 8:
         return ()
     seen.add(attr)
-    values = _assignments(cls).get(attr, [])
+    values = self_assignments(cls).get(attr, [])
     binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
     if not values or len(binds) != len(values):
         return ()

@@ -67,6 +67,7 @@ class Scanner:
         loops: LoopCopies,
         init_run: InitRun | None = None,
         once_an_iteration: bool = False,
+        outside: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -93,6 +94,8 @@ class Scanner:
         self.once_an_iteration = once_an_iteration
         """Whether the method runs in loops whose trip count depends on the input, once an
         iteration: one module made for its op serves every run."""
+        self.outside = outside
+        """How the method runs besides forward's calls (`outside_runs`), if it does."""
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
@@ -308,7 +311,14 @@ class Scanner:
 
     def _runs_once(self, label: str) -> None:
         """Refuse an op in a helper method that runs more than once per forward (MIG110), but
-        once an iteration of loops whose trip count depends on the input."""
+        once an iteration of loops whose trip count depends on the input; or one in a method
+        that runs besides forward's calls as well (`outside_runs`)."""
+        if self.outside:
+            raise Refusal(
+                "MIG110",
+                f"{label} is in `{self.method.name}`, which runs besides forward's calls, where "
+                f"its runs cannot be counted: {self.outside}; left as is",
+            )
         if self.times > 1 and not self.once_an_iteration:
             raise Refusal(
                 "MIG110",

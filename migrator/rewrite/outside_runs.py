@@ -1,0 +1,244 @@
+"""Methods of a class that run besides the calls forward makes, where no run can be counted: a
+hook (`self.register_forward_hook(self._post)`, registered by a method of the class, of a base
+or of a subclass in the file, or by a function of the project a method hands `self`), an
+override of `__call__` (calling the module runs it, not forward), what `self.forward = ...` or
+`setattr(self, "forward", ...)` binds in forward's place, and the methods those run on `self`.
+An op of such a method that forward runs as well would become a module called more than once
+per forward: `Scanner` refuses it (MIG110, `hook_forward_called.py`, `call_override.py`,
+`forward_rebound.py`, `trees/hook_registered_elsewhere`), as does the split of a module both
+call; the ops of those not on forward's path are reported where they start (MIG115,
+`report_outside`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.family import Family
+from migrator.rewrite.hook_methods import Found, as_function, registrations
+from migrator.rewrite.object_methods import ops_from, self_assignments
+from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.runs import runs_per_call
+
+
+class Outside(NamedTuple):
+    """How a method runs besides forward's calls."""
+
+    start: str
+    """The method whose run starts it (itself, or one that runs it)."""
+    why: str
+    """What starts it, for a finding."""
+    instead: bool
+    """Bound in forward's place (`self.forward = ...`): forward does not run beside it."""
+    unreported: bool
+    """A hook that `report_hooks` does not report (registered by a function the class hands
+    `self`, by a base or by a subclass): `report_outside` does, at the method."""
+
+
+def outside_runs(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, Outside]:
+    """The methods of `cls` that the starts above run, directly or through the methods they
+    name on `self` (but `forward`, whose runs are counted, unless it is such a start); the
+    first start found names each."""
+    methods = cls.methods()
+    found: dict[str, Outside] = {}
+    for start, how, instead, unreported in _starts(ctx, cls, family):
+        todo = [start] if start in methods else []
+        while todo:
+            name = todo.pop()
+            if name in found or name == "__init__" or (name == "forward" != start):
+                continue
+            why = f"`{start}`{', which runs it,' if name != start else ''} {how}"
+            found[name] = Outside(start, why, instead, unreported)
+            todo += [
+                n.attr
+                for v in ctx.visits(methods[name])
+                if self_attr(n := v.node) and n.attr in methods
+            ]
+    return found
+
+
+def _starts(
+    ctx: FileContext, cls: ClassInfo, family: Family
+) -> Iterator[tuple[str, str, bool, bool]]:
+    """(method name, how it runs, whether in forward's place, whether `report_hooks` leaves it
+    unreported) of each method of `cls` or its family that a hook (registered by a method, or
+    by a function of the project a method hands `self`), `__call__` or `self.forward = ...`
+    starts."""
+    for owner in [*family.ancestors(cls), cls, *family.subclasses_in_file(cls)]:
+        where = "" if owner is cls else f" in `{owner.name}`"
+        where += "" if owner.file is ctx.info else f" of `{owner.file.names.module}`"
+        starts = _class_starts(ctx, owner)
+        for name, call, direct in starts.hooks:
+            how = f"is registered as a hook by `{ast.unparse(call.func)}(...)`"
+            yield name, f"{how} (line {call.lineno}{where})", False, owner is not cls or not direct
+        for value in starts.bound:
+            how = f"is bound as `self.forward` (line {value.lineno}{where})"
+            for part in ast.walk(value):
+                if self_attr(part):
+                    yield part.attr, how, True, False
+        override = owner.methods().get("__call__")
+        if override is not None:
+            how = f"overrides `nn.Module.__call__` (line {override.lineno}{where})"
+            yield "__call__", how, False, False
+            if runs_per_call(ctx, owner, "__call__").get("forward", 0) > 1:
+                how = f"runs more than once per call of `__call__`, which {how}"
+                yield "forward", how, False, False
+
+
+def report_without_forward(ctx: FileContext, cls: ClassInfo, family: Family) -> None:
+    """`report_outside` of a module class with no `forward` of its own nor a base's of the
+    project, which overrides `__call__` or binds something in forward's place (timm's
+    `fasternet.Partial_conv3`): calling the module runs only that."""
+    if "MIG115" in ctx.disable:
+        return
+    if "__call__" in cls.methods() or _class_starts(ctx, cls).bound:
+        report_outside(ctx, cls, set(), outside_runs(ctx, cls, family))
+
+
+class _ClassStarts(NamedTuple):
+    hooks: list[tuple[str, ast.Call, bool]]
+    """(name, registering call, whether a method registers it itself) of each `self.<name>`
+    that the class's methods register as a hook, or a function of the project they hand `self`
+    to registers on it (`add_hooks(self)`: `model.register_forward_hook(model._post)`)."""
+    bound: list[ast.expr]
+    """What the methods bind in forward's place: `self.forward = v`, `setattr(self,
+    "forward", v)`."""
+
+
+_STARTS: weakref.WeakKeyDictionary[ClassInfo, _ClassStarts] = weakref.WeakKeyDictionary()
+"""`_class_starts` of a class, kept while it is alive: a base's serves each subclass."""
+
+
+def _class_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
+    found = _STARTS.get(owner)
+    if found is None:
+        found = _STARTS[owner] = _read_starts(ctx, owner)
+    return found
+
+
+def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
+    """`_ClassStarts` of `owner`, read in one pass over its methods' calls."""
+    methods = owner.methods().values()
+    hooked, binds = _spells(owner.file)
+    hooks = [
+        (part.attr, call, True)
+        for _, call, node in (registrations(ctx, methods) if hooked else ())
+        for part in ast.walk(node)
+        if self_attr(part)
+    ]
+    bound = list(self_assignments(owner).get("forward", [])) if binds else []
+    for method in methods:
+        for call in ctx.calls_in(method):
+            args = call.args
+            if not args:
+                continue
+            given = [i for i, a in enumerate(args) if type(a) is ast.Name and a.id == "self"]
+            if not given:
+                continue
+            if isinstance(call.func, ast.Name) and call.func.id == "setattr":
+                if (
+                    binds
+                    and len(args) == 3
+                    and given == [0]
+                    and isinstance(args[1], ast.Constant)
+                    and args[1].value == "forward"
+                ):
+                    bound.append(args[2])
+                continue
+            hooks += [(name, call, False) for name in _helper_hooks(ctx, owner, call, given)]
+    return _ClassStarts(hooks, bound)
+
+
+_BINDS = re.compile(r"self\.forward[ \t]*=(?!=)")
+_SPELLS: weakref.WeakKeyDictionary[FileInfo, tuple[bool, bool]] = weakref.WeakKeyDictionary()
+
+
+def _spells(info: FileInfo) -> tuple[bool, bool]:
+    """Whether a file's text (when known) may register a hook and bind forward: it spells
+    `_hook`, and `self.forward = ` or `setattr(self`; read once a file."""
+    found = _SPELLS.get(info)
+    if found is None:
+        text = info.source or info.text
+        binds = text is None or bool(_BINDS.search(text)) or "setattr(self" in text
+        found = _SPELLS[info] = (text is None or "_hook" in text, binds)
+    return found
+
+
+def _helper_hooks(
+    ctx: FileContext, owner: ClassInfo, call: ast.Call, given: list[int]
+) -> list[str]:
+    """The `<param>.<name>` that the function of the project `call` runs registers as a hook,
+    where `<param>` is one of the parameters at the positions `given` (those it hands `self`)."""
+    qualname = owner.file.names.resolve(call.func)
+    found = ctx.project.find_function(qualname, owner.file) if qualname else None
+    if found is None or not _spells(found[0])[0]:
+        return []
+    params = [a.arg for a in [*found[1].args.posonlyargs, *found[1].args.args]]
+    named = {params[i] for i in given if i < len(params)}
+    return [
+        part.attr
+        for _, _, node in registrations(ctx, [found[1]])
+        for part in ast.walk(node)
+        if isinstance(part, ast.Attribute)
+        and isinstance(part.value, ast.Name)
+        and part.value.id in named
+    ]
+
+
+def report_outside(
+    ctx: FileContext, cls: ClassInfo, reached: set[str], outside: dict[str, Outside]
+) -> None:
+    """Report (MIG115) the ops of an override of `__call__` and of the methods it runs that
+    forward does not (`outside`, from `outside_runs`), and of what `self.forward = ...` binds
+    in `cls`, when forward does not run it: calling the module runs them instead; and of each
+    hook method forward does not run that `report_hooks` leaves unreported."""
+    methods = cls.methods()
+    for name, run in outside.items():
+        if run.unreported and run.start == name and name not in reached:
+            _report(ctx, methods[name], [(cls, ctx.info, methods[name])], run.why, hook=True)
+    call = methods.get("__call__")
+    if call is not None:
+        ran = [n for n, run in outside.items() if run.start == "__call__" and n not in reached]
+        runs: list[Found] = [(None, ctx.info, methods[n]) for n in ran if n != "forward"]
+        _report(ctx, call, runs, "`__call__` overrides `nn.Module.__call__`")
+    for value in _class_starts(ctx, cls).bound:
+        todo: list[ast.expr] = [value]
+        while todo:
+            node = todo.pop()
+            found: Found | None = None
+            if isinstance(node, ast.Lambda):
+                found = (cls, ctx.info, as_function(node))
+            elif self_attr(node) and node.attr in methods and node.attr not in reached:
+                found = (cls, ctx.info, methods[node.attr])
+            elif isinstance(node, ast.Name) and (qualname := ctx.info.names.resolve(node)):
+                target = ctx.project.find_function(qualname, ctx.info)
+                found = (None, *target) if target else None
+            if found is not None:
+                _report(ctx, node, [found], f"`{ctx.text(node)}` is bound as `self.forward`")
+            else:
+                todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr)]
+
+
+def _report(
+    ctx: FileContext, node: ast.expr | ast.stmt, found: list[Found], named: str, hook: bool = False
+) -> None:
+    labels = ops_from(ctx, list(found))  # it empties the list it is given
+    if not labels or id(node) in ctx.helpers_seen:
+        return
+    ctx.helpers_seen.add(id(node))
+    ctx.report(
+        node,
+        "MIG115",
+        f"{named} and runs {len(labels)} op(s) ({', '.join(sorted(set(labels)))}): "
+        + (
+            "torch calls it on each forward of that module"
+            if hook
+            else "calling the module runs it in forward's place"
+        )
+        + ", where its calls cannot be counted; left as is",
+        op=found[0][2].name,
+    )
