@@ -12,9 +12,9 @@ from typing import NamedTuple, cast
 
 from migrator.rewrite.walk import all_nodes
 
-VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules"})
+VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules", "apply"})
 """Reading these in a method means the class's behaviour may depend on its set of submodules."""
-_VIEW_WORDS = ("children", "modules")
+_VIEW_WORDS = ("children", "modules", "apply")
 """One of them is in the spelling of each of `VIEWS`."""
 
 
@@ -43,8 +43,8 @@ def names_defined(
 
 
 def reads_views(cls: ast.ClassDef) -> bool:
-    """Whether a method other than `__init__` reads a view of `self`'s submodules
-    (`self.modules`, ...), which every walk of them does."""
+    """Whether a method reads a view of `self`'s submodules (`self.modules`, `self.apply`,
+    ...), which every walk of them does."""
     return _scan(cls, all_nodes, set(), True)
 
 
@@ -78,12 +78,7 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
     for stmt in cls.body:
         method = isinstance(stmt, ast.FunctionDef)
         nodes = nodes_of(stmt) if method else all_nodes(stmt)
-        counts = (
-            views
-            and isinstance(stmt, ast.FunctionDef)
-            and stmt.name != "__init__"
-            and methods[stmt.name] is stmt
-        )
+        counts = views and isinstance(stmt, ast.FunctionDef) and methods[stmt.name] is stmt
         for node in nodes:
             kind = type(node)
             if kind is ast.Attribute and _self_attr(cast(ast.Attribute, node)):

@@ -3,8 +3,10 @@
 `IntermediateLayerGetter`, `nn.Sequential(*list(model.children())[:-1])` and feature extractors
 run a model's children one after another. The modules migrator creates are registered where
 forward runs them, so such a walk still follows forward where it did before; but the children
-list grows, so a slice of it or a walk that stops at a given child may take them in. Each walk
-is reported with where the walked module comes from, for a person to check.
+list grows, so a slice of it or a walk that stops at a given child may take them in. A walk of
+all its submodules (`model.modules()`, `named_modules()`) meets them too, unless it acts only on
+classes none of them is (`submodule_walks.meets_no_new_module`). Each walk is reported with
+where the walked module comes from, for a person to check.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from collections import deque
 from collections.abc import Iterator
 
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.submodule_walks import meets_no_new_module
 
 _VIEWS = frozenset({"children", "named_children"})
+_ALL = frozenset({"modules", "named_modules"})
 
 
 def walks_children(text: str) -> bool:
-    """Cheap filter: the text may walk a module's children."""
-    return "children(" in text or "_modules" in text
+    """Cheap filter: the text may walk a module's children or submodules."""
+    return "children(" in text or "_modules" in text or ".modules(" in text
 
 
 def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
@@ -33,7 +37,7 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and (node.func.attr in _VIEWS and not node.args and not node.keywords)
+                and (node.func.attr in _VIEWS | _ALL and not node.args and not node.keywords)
             ):
                 walked = node.func.value
             elif (
@@ -48,14 +52,34 @@ def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
                 continue
             seen.add(id(node))
             shown = ctx.text(walked)
-            ctx.report(
-                node,
-                "MIG113",
-                f"`{ctx.text(node)}` runs the children of `{shown}` in registration order"
-                f"{_origin(ctx, scope, walked, visit.stmt)}: modules migrator creates in "
-                "it are registered where its forward runs them, but a slice of its "
-                "children or a walk that stops at a given child may now take them in",
-            )
+            origin = _origin(ctx, scope, walked, visit.stmt)
+            if not isinstance(node, ast.Call) or node.func.attr in _VIEWS:  # type: ignore[attr-defined]
+                message = (
+                    f"`{ctx.text(node)}` runs the children of `{shown}` in registration order"
+                    f"{origin}: modules migrator creates in it are registered where its "
+                    "forward runs them, but a slice of its children or a walk that stops at "
+                    "a given child may now take them in"
+                )
+            elif _filtered(ctx, scope, node, visit.stmt):
+                continue
+            else:
+                message = (
+                    f"`{ctx.text(node)}` goes through every submodule of `{shown}`{origin}: "
+                    "the modules migrator creates in it are among them now"
+                )
+            ctx.report(node, "MIG113", message)
+
+
+def _filtered(
+    ctx: FileContext, scope: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, stmt: ast.stmt
+) -> bool:
+    """Whether `node` is the iterable of loop `stmt` acting only on classes no new module is."""
+    return (
+        isinstance(stmt, ast.For)
+        and stmt.iter is node
+        and isinstance(scope, ast.FunctionDef)
+        and meets_no_new_module(ctx, ctx.info, scope, stmt)
+    )
 
 
 def _scopes(tree: ast.Module, lines: list[int]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -79,11 +103,9 @@ def _spans(node: ast.AST, lines: list[int]) -> bool:
 
 
 def _lines_naming_walks(source: str) -> list[int]:
-    """The lines whose text holds `children` or `_modules` (where a walk's attribute is)."""
+    """The lines whose text holds `children` or `modules` (where a walk's attribute is)."""
     return [
-        i
-        for i, line in enumerate(source.split("\n"), 1)
-        if "children" in line or "_modules" in line
+        i for i, line in enumerate(source.split("\n"), 1) if "children" in line or "modules" in line
     ]
 
 
