@@ -18,6 +18,10 @@ from migrator.rewrite.project import ClassInfo, FileInfo
 
 _NAMED = frozenset({"named_children", "named_modules"})
 
+WRITTEN = "<written>"
+"""The class of a new module that is a class `fix` writes (a helper function's or a twin):
+it derives from nn.Module alone and holds modules of the catalog only."""
+
 
 @dataclass(frozen=True)
 class Walk:
@@ -38,8 +42,8 @@ class Walk:
     """Tested by `hasattr(m, "reset_parameters")`: it touches the submodules having one."""
 
     def touches(self, made: str | None, taken: Callable[[str], bool]) -> str | None:
-        """Why a new submodule of class `made` (qualified name; None: not known), under a name
-        not `taken` now, may change the walk (None: it provably does not)."""
+        """Why a new submodule of class `made` (qualified name, or `WRITTEN`; None: not known),
+        under a name not `taken` now, may change the walk (None: it provably does not)."""
         where = f"`{self.method}` goes through `self.{self.view}`"
         if self.filters is None:
             return f"{where}: a new submodule would join the modules it goes through"
@@ -48,11 +52,11 @@ class Walk:
             return f"{where} and acts on its submodule named `{free}`: a new one may take the name"
         hit = next(
             (f for f in sorted(self.filters) if not _never_instance(made, f, self.project)),
-            next((c for c in sorted(self.exact) if made is None or made == c), None),
+            next((c for c in sorted(self.exact) if _may_be_exactly(made, c)), None),
         )
         if hit is None:
             if self.resets and not _never_resettable(made):
-                made = f"`{_short(made)}`" if made else "module"
+                made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
                 return (
                     f"{where} and acts on its submodules that have a `reset_parameters`: "
                     f"a new {made} is not proven not to have one"
@@ -61,17 +65,17 @@ class Walk:
         acts = f"{where} and acts on its `{_short(hit)}` submodules"
         if made == hit:
             return f"{acts}: it would act on the new one"
-        made = f"`{_short(made)}`" if made else "module"
+        made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
         return f"{acts}: a new {made} is not proven not to be one"
 
 
 def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]) -> list[Walk]:
     """Every walk of an instance's own submodules by a method of `classes` (`owner`, the
     classes of the project it derives from and those deriving from it), with what it touches
-    (one in `__init__` is counted wherever it is: a new module may be registered before it). What a class's methods do is read from its statement and its file's
-    names alone, so it is kept a process (`facts.class_fact`: in a large package every file
-    asks about the same bases); which tested classes the project's sources hold is asked each
-    time."""
+    (one in `__init__` is counted wherever it is: a new module may be registered before it).
+    What a class's methods do is read from its statement and its file's names alone, so it is
+    kept a process (`facts.class_fact`: in a large package every file asks about the same
+    bases); which tested classes the project's sources hold is asked each time."""
     walks: list[Walk] = []
     for cls in classes:
         facts = cls.facts
@@ -480,6 +484,8 @@ def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool
     not an instance of `cls`: one of the torch.nn classes no catalog class derives from, another
     catalog class it does not derive from (tests/test_catalog.py), or a class of the project's
     sources, from which none can."""
+    if made == WRITTEN:  # nor are the catalog modules it holds
+        return cls in catalog.OTHER_MODULES or cls in project
     if made is None or made == cls or not catalog.is_catalog_module(made):
         return False
     if cls in catalog.OTHER_MODULES or cls in project:
@@ -490,6 +496,13 @@ def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool
         and made != cls
         and made not in catalog.CATALOG_SUBCLASSES.get(cls, ())
     )
+
+
+def _may_be_exactly(made: str | None, cls: str) -> bool:
+    """Whether a new module of class `made` (or one it holds) may be of class `cls` exactly."""
+    if made == WRITTEN:
+        return catalog.is_catalog_module(cls) or cls.startswith("torch.")
+    return made is None or made == cls
 
 
 def _never_resettable(made: str | None) -> bool:
