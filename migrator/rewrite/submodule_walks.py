@@ -188,9 +188,29 @@ def meets_no_new_module(
     `type(m) is` test no module migrator creates passes: a torch.nn class with weights no op
     module derives from, or a class of the project."""
     filtered = _filtered_loop(ctx, file, function, loop, own=False)
-    if filtered is None:
+    return filtered is not None and _no_new_module_passes(ctx, file, filtered[1])
+
+
+def applies_to_no_new_module(ctx: FileContext, file: FileInfo, applied: ast.expr) -> bool:
+    """Whether the function `<module>.apply(applied)` runs on each submodule (a function of the
+    file, also through `partial`) acts only on classes no module migrator creates is
+    (`meets_no_new_module`)."""
+    if (
+        isinstance(applied, ast.Call)
+        and file.names.resolve(applied.func) == "functools.partial"
+        and len(applied.args) == 1
+        and all(k.arg is not None for k in applied.keywords)
+    ):
+        applied = applied.args[0]
+    function = file.functions.get(applied.id) if isinstance(applied, ast.Name) else None
+    if function is None or not (function.args.posonlyargs + function.args.args):
         return False
-    tests = filtered[1]
+    param = (function.args.posonlyargs + function.args.args)[0].arg
+    tests = _guarded(ctx, file, function, function.body, param, None)
+    return tests is not None and _no_new_module_passes(ctx, file, tests)
+
+
+def _no_new_module_passes(ctx: FileContext, file: FileInfo, tests: _Tests) -> bool:
     return (
         not tests.names
         and not tests.resets
