@@ -36,7 +36,10 @@ def names_defined(
     cls: ast.ClassDef, nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes
 ) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self` (`nodes_of`:
-    the nodes of a method, its walk when one is kept)."""
+    the nodes of a method, its walk when one is kept), also by name (`setattr(self, "relu",
+    m)`, `self.add_module(...)`); the names an f-string naming one can make, as a glob pattern
+    (`relu*`); with a name not known statically, every identifier the class spells as a
+    string."""
     names: set[str] = set()
     _scan(cls, nodes_of, names, False)
     return names
@@ -74,7 +77,8 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
     """Add `names_defined` of `cls` to `names`; with `views`, whether it `reads_views`."""
     names |= class_level_names(cls)
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
-    found = False
+    found = dynamic = False
+    strings: set[str] = set()
     for stmt in cls.body:
         method = isinstance(stmt, ast.FunctionDef)
         nodes = nodes_of(stmt) if method else all_nodes(stmt)
@@ -87,7 +91,64 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
                 found = found or (counts and attr in VIEWS)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 names.add(cast(ast.FunctionDef, node).name)
+            elif kind is ast.Constant:
+                value = cast(ast.Constant, node).value
+                if isinstance(value, str) and value.isidentifier():
+                    strings.add(value)
+            elif kind is ast.Call or kind is ast.Subscript:
+                named = _named_attribute(node)
+                if named is None:
+                    continue
+                if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                    names.add(named.value)
+                elif isinstance(named, ast.JoinedStr) and _pattern(named).strip("*"):
+                    names.add(_pattern(named))
+                else:
+                    dynamic = True
+    if dynamic:  # a name may be any of the class's strings (`for n in self.layer_names`)
+        for stmt in cls.body:  # also a default (`names=("relu",)`): not in a method's walk
+            if isinstance(stmt, ast.FunctionDef):
+                strings |= {
+                    n.value
+                    for n in all_nodes(stmt.args)
+                    if isinstance(n, ast.Constant)
+                    and isinstance(n.value, str)
+                    and n.value.isidentifier()
+                }
+        names |= strings
     return found
+
+
+_NAMING_FUNCTIONS = frozenset({"setattr", "getattr", "hasattr", "delattr"})
+_NAMING_METHODS = frozenset(
+    {"add_module", "register_module", "register_buffer", "register_parameter", "get_submodule"}
+)
+_NAMING_DICTS = frozenset({"__dict__", "_modules", "_parameters", "_buffers"})
+
+
+def _named_attribute(node: ast.AST) -> ast.expr | None:
+    """What names the attribute of `self` that `node` sets, reads or tests by name
+    (`setattr(self, <name>, m)`, `self.add_module(<name>, m)`, `self._modules[<name>]`);
+    None for another node."""
+    if isinstance(node, ast.Subscript):
+        value = node.value
+        if isinstance(value, ast.Attribute) and _self_attr(value) and value.attr in _NAMING_DICTS:
+            return node.slice
+        return None
+    assert isinstance(node, ast.Call)
+    func, args = node.func, node.args
+    if isinstance(func, ast.Name) and func.id in _NAMING_FUNCTIONS:
+        if len(args) >= 2 and isinstance(args[0], ast.Name) and args[0].id == "self":
+            return args[1]
+    elif isinstance(func, ast.Attribute) and _self_attr(func) and func.attr in _NAMING_METHODS:
+        if args:
+            return args[0]
+    return None
+
+
+def _pattern(name: ast.JoinedStr) -> str:
+    """The names an f-string can make, as a glob pattern (`f"relu{i}"`: `relu*`)."""
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in name.values)
 
 
 def class_level_names(cls: ast.ClassDef) -> set[str]:

@@ -5,6 +5,7 @@ package; and the allocation of free ones."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Protocol
 
 from migrator import catalog
@@ -14,6 +15,10 @@ from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.walk import Visit
+
+
+_TRIES = 100
+"""Suffixes `new` tries against the names f-strings make before it only avoids the others."""
 
 
 class WorksOut(Protocol):
@@ -30,6 +35,8 @@ class TakenNames:
         self.ctx = ctx
         self.cls = cls
         self._taken = self._collect(family, analysis)
+        self._patterns = [_made(n) for n in sorted(self._taken) if "*" in n]
+        """The names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, `relu0`, ...)."""
         self._tried: dict[str, int] = {}
         """Base name -> the last suffix found taken: names are never freed, so the search for a
         free one goes on from there."""
@@ -62,19 +69,27 @@ class TakenNames:
 
     def taken(self, name: str) -> bool:
         """Whether a new module cannot take `name`."""
-        return name in self._taken
+        return name in self._taken or any(p.fullmatch(name) for p in self._patterns)
 
     def new(self, base: str) -> str:
-        """A free name `base` or `base_<n>`, now taken and known as created in the class."""
+        """A free name `base` or `base_<n>` (past `_TRIES`, one f-strings may make: their
+        values would have to be spelled `_<n>`), now taken and known as created in the
+        class."""
         n = self._tried.get(base, 0)
         name = f"{base}_{n}" if n else base
-        while name in self._taken:
+        while self.taken(name) if n < _TRIES else name in self._taken:
             n += 1
             name = f"{base}_{n}"
         self._tried[base] = n
         self._taken.add(name)
         self.ctx.project.create(self.cls.qualname, name)
         return name
+
+
+def _made(pattern: str) -> re.Pattern[str]:
+    """The names an f-string's pattern (`relu*`) makes, each value an identifier's letters and
+    digits."""
+    return re.compile("[A-Za-z0-9]*".join(re.escape(part) for part in pattern.split("*")))
 
 
 def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
