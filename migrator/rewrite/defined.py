@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, cast
 
 from migrator.rewrite.walk import all_nodes
 
 VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules", "apply"})
 """Reading these in a method means the class's behaviour may depend on its set of submodules."""
-_VIEW_WORDS = ("children", "modules", "apply")
-"""One of them is in the spelling of each of `VIEWS`."""
+_VIEW_WORDS = ("children", "modules", ".apply")
+"""One of them is in the text of each read of `VIEWS` (`self.modules`, `self.apply`)."""
 
 
 class StatementFacts(NamedTuple):
@@ -45,10 +46,20 @@ def names_defined(
     return names
 
 
-def reads_views(cls: ast.ClassDef) -> bool:
+def reads_views(cls: ast.ClassDef, lines: Sequence[int] | None = None) -> bool:
     """Whether a method reads a view of `self`'s submodules (`self.modules`, `self.apply`,
-    ...), which every walk of them does."""
-    return _scan(cls, all_nodes, set(), True)
+    ...), which every walk of them does (`lines`, in order: those spelling a view word, when
+    known; a method spanning none is passed over)."""
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
+    for stmt in methods.values():
+        if lines is not None:
+            first = bisect_left(lines, stmt.lineno)
+            if first == len(lines) or lines[first] > (stmt.end_lineno or stmt.lineno):
+                continue
+        for node in all_nodes(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in VIEWS and _self_attr(node):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=64)
@@ -78,7 +89,6 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
     names |= class_level_names(cls)
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
     found = dynamic = False
-    strings: set[str] = set()
     for stmt in cls.body:
         method = isinstance(stmt, ast.FunctionDef)
         nodes = nodes_of(stmt) if method else all_nodes(stmt)
@@ -91,11 +101,7 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
                 found = found or (counts and attr in VIEWS)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 names.add(cast(ast.FunctionDef, node).name)
-            elif kind is ast.Constant:
-                value = cast(ast.Constant, node).value
-                if isinstance(value, str) and value.isidentifier():
-                    strings.add(value)
-            elif kind is ast.Call or kind is ast.Subscript:
+            elif (kind is ast.Call or kind is ast.Subscript) and _may_name(node):
                 named = _named_attribute(node)
                 if named is None:
                     continue
@@ -106,16 +112,11 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
                 else:
                     dynamic = True
     if dynamic:  # a name may be any of the class's strings (`for n in self.layer_names`)
-        for stmt in cls.body:  # also a default (`names=("relu",)`): not in a method's walk
-            if isinstance(stmt, ast.FunctionDef):
-                strings |= {
-                    n.value
-                    for n in all_nodes(stmt.args)
-                    if isinstance(n, ast.Constant)
-                    and isinstance(n.value, str)
-                    and n.value.isidentifier()
-                }
-        names |= strings
+        names |= {
+            n.value
+            for n in all_nodes(cls)
+            if type(n) is ast.Constant and isinstance(n.value, str) and n.value.isidentifier()
+        }
     return found
 
 
@@ -124,6 +125,16 @@ _NAMING_METHODS = frozenset(
     {"add_module", "register_module", "register_buffer", "register_parameter", "get_submodule"}
 )
 _NAMING_DICTS = frozenset({"__dict__", "_modules", "_parameters", "_buffers"})
+
+
+def _may_name(node: ast.AST) -> bool:
+    """A quick test before `_named_attribute`: the call's or subscript's name may be one."""
+    func = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
+    kind = type(func)
+    if kind is ast.Name:
+        return cast(ast.Name, func).id in _NAMING_FUNCTIONS
+    attr = cast(ast.Attribute, func).attr if kind is ast.Attribute else ""
+    return attr in _NAMING_METHODS or attr in _NAMING_DICTS
 
 
 def _named_attribute(node: ast.AST) -> ast.expr | None:

@@ -101,6 +101,52 @@ def attributes_stored_elsewhere(path: Path) -> frozenset[str]:
     return frozenset(name for name, paths in found.items() if any(p != own for p in paths))
 
 
+@functools.lru_cache(maxsize=4)
+def attributes_stored_on_others(path: Path | None, source: str) -> frozenset[str]:
+    """The names `source`, and the files of `path`'s top-level package, store as an attribute
+    of something but plain `self` or `cls` (`self.block.relu = m`, `model.head.act = m`,
+    `setattr(block, "relu", m)`): a module `fix` creates under such a name may be replaced from
+    outside its class. Kept for the classes of the file at hand."""
+    names = _stored_on_others(source)
+    if path is not None:
+        names |= _package_stored_on_others(_package_top(resolved(path)))
+    return frozenset(names)
+
+
+_SETATTR = re.compile(r"setattr\([^\S\n]*([^,\n]+?)[^\S\n]*,[^\S\n]*[\"']([A-Za-z_]\w*)[\"']")
+"""`setattr(<receiver>, "<name>"` (matched where `str.find` finds `setattr(`: fast)."""
+
+
+def _stored_on_others(text: str) -> set[str]:
+    found: set[str] = set()
+    at = text.find("setattr(")
+    while at != -1:
+        match = _SETATTR.match(text, at)
+        if match and match.group(1) not in ("self", "cls") and text[at - 1 : at] != ".":
+            found.add(match.group(2))
+        at = text.find("setattr(", at + 1)
+    for match in _ATTRIBUTE_STORE.finditer(text):
+        start = match.start()
+        if not (_ends_alone(text, start, "self") or _ends_alone(text, start, "cls")):
+            found.add(match.group(1))
+    return found
+
+
+def _ends_alone(text: str, end: int, name: str) -> bool:
+    """Whether `text` before `end` ends in `name` alone (not `a.self`, `myself`)."""
+    start = end - len(name)
+    if start < 0 or not text.startswith(name, start):
+        return False
+    before = text[start - 1] if start else "\n"
+    return not (before.isalnum() or before in "_.])")
+
+
+@functools.lru_cache(maxsize=8)
+def _package_stored_on_others(top: Path | None) -> frozenset[str]:
+    """`_stored_on_others` of the files under `top`, read once a process."""
+    return frozenset(name for path in _files(top) for name in _stored_on_others(_read(path)))
+
+
 _ATTRIBUTE_STORE = re.compile(r"\.([A-Za-z_]\w*)[^\S\n]*(?:\*\*|//|<<|>>|[-+*/%&|^@])?=(?!=)")
 """`.<name> = ` (or an augmented assignment), searched from its literal start (fast); the
 receiver before it is read apart (`_stored_names`)."""

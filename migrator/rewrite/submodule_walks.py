@@ -5,7 +5,6 @@ change what they do."""
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -115,9 +114,7 @@ def _views(cls: ClassInfo) -> bool:
     text = file.source if file.source is not None else file.text
     lines = view_word_lines(text) if text is not None else None
     if lines is not None and file.classes.get(cls.name) is cls:  # its node is of that text
-        first = bisect_left(lines, node.lineno)
-        if first == len(lines) or lines[first] > (node.end_lineno or node.lineno):
-            return False  # no line of the class spells a view: no need to walk it
+        return reads_views(node, lines)  # only its methods spanning a line spelling a view
     return reads_views(node)
 
 

@@ -12,6 +12,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.defined import names_defined
 from migrator.rewrite.facts import class_fact
+from migrator.rewrite.mentions import attributes_stored_on_others
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.walk import Visit
@@ -60,7 +61,8 @@ class TakenNames:
                 )
             taken |= self._class_names(cls)
         taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
-        return taken
+        path = self.ctx.info.path
+        return taken | attributes_stored_on_others(path, self.ctx.source)
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
         if cls.qualname not in self.ctx.class_names:

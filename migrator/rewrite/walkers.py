@@ -182,16 +182,22 @@ def _spans(node: ast.AST, lines: list[int]) -> bool:
 
 
 def _lines_naming_walks(source: str) -> list[int]:
-    """The lines whose text holds `children`, `modules`, `apply` (where a walk's attribute is)
-    or the name of a `_LIBRARY_WALKERS` class."""
-    return [
-        i
-        for i, line in enumerate(source.split("\n"), 1)
-        if "children" in line
-        or "modules" in line
-        or ".apply(" in line
-        or any(name in line for name in _LIBRARY_WALKERS)
-    ]
+    """The numbers of the lines whose text holds `children`, `modules`, `.apply(` (where a
+    walk's attribute is) or the name of a `_LIBRARY_WALKERS` class, in order."""
+    starts: list[int] = []
+    for word in ("children", "modules", ".apply(", *_LIBRARY_WALKERS):
+        at = source.find(word)
+        while at != -1:  # `str.find` runs faster than a test of each line
+            starts.append(at)
+            at = source.find(word, at + 1)
+    lines: list[int] = []
+    line, last = 1, 0
+    for start in sorted(starts):
+        line += source.count("\n", last, start)
+        last = start
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _origin(
