@@ -26,24 +26,47 @@ class StatementFacts(NamedTuple):
     """`reads_views`."""
 
 
-def statement_facts(cls: ast.ClassDef) -> StatementFacts:
+def statement_facts(cls: ast.ClassDef, by_name: bool = True) -> StatementFacts:
     """`names_defined` and `reads_views` of `cls`, in one pass over its nodes."""
     names: set[str] = set()
-    views = _scan(cls, all_nodes, names, True)
+    views = _scan(cls, all_nodes, names, True, by_name)
     return StatementFacts(frozenset(names), views)
 
 
 def names_defined(
-    cls: ast.ClassDef, nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes
+    cls: ast.ClassDef,
+    nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes,
+    by_name: bool = True,
 ) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self` (`nodes_of`:
     the nodes of a method, its walk when one is kept), also by name (`setattr(self, "relu",
     m)`, `self.add_module(...)`); the names an f-string naming one can make, as a glob pattern
     (`relu*`); with a name not known statically, every identifier the class spells as a
-    string."""
+    string. Not `by_name`: its text names no attribute by name (`names_by_name`)."""
     names: set[str] = set()
-    _scan(cls, nodes_of, names, False)
+    _scan(cls, nodes_of, names, False, by_name)
     return names
+
+
+_BY_NAME_WORDS = (
+    "setattr(",
+    "getattr(",
+    "hasattr(",
+    "delattr(",
+    "add_module(",
+    "register_",
+    "get_submodule(",
+    "__dict__",
+    "_modules",
+    "_parameters",
+    "_buffers",
+)
+
+
+@functools.lru_cache(maxsize=64)
+def names_by_name(text: str | None) -> bool:
+    """Whether `text` (None: not known) may name an attribute of `self` by a string."""
+    return text is None or any(word in text for word in _BY_NAME_WORDS)
 
 
 def reads_views(cls: ast.ClassDef, lines: Sequence[int] | None = None) -> bool:
@@ -84,7 +107,7 @@ def view_word_lines(text: str) -> tuple[int, ...] | None:
     return tuple(lines)
 
 
-def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
+def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bool = True) -> bool:
     """Add `names_defined` of `cls` to `names`; with `views`, whether it `reads_views`."""
     names |= class_level_names(cls)
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
@@ -101,7 +124,7 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
                 found = found or (counts and attr in VIEWS)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 names.add(cast(ast.FunctionDef, node).name)
-            elif (kind is ast.Call or kind is ast.Subscript) and _may_name(node):
+            elif by_name and (kind is ast.Call or kind is ast.Subscript) and _may_name(node):
                 named = _named_attribute(node)
                 if named is None:
                     continue

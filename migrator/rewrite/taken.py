@@ -10,7 +10,7 @@ from typing import Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.defined import names_defined
+from migrator.rewrite.defined import names_by_name, names_defined
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.mentions import attributes_stored_on_others
 from migrator.rewrite.family import Family
@@ -100,11 +100,15 @@ def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
     (`visits`) serving the classes of the files it analyses."""
     if cls.facts is not None:
         return cls.facts.defined
-    if cls.file.source is None:
+    file = cls.file
+    by_name = names_by_name(file.source if file.source is not None else file.text)
+    if file.source is None:
         return class_fact(
-            "names", cls, lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f))))
+            "names",
+            cls,
+            lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f)), by_name)),
         )
-    return class_fact("names", cls, lambda: frozenset(names_defined(cls.node)))
+    return class_fact("names", cls, lambda: frozenset(names_defined(cls.node, by_name=by_name)))
 
 
 def _nodes(visits: list[Visit]) -> list[ast.AST]:

@@ -47,10 +47,11 @@ def walks_children(text: str) -> bool:
 def report_children_walks(ctx: FileContext, tree: ast.Module) -> None:
     """Report every walk of the children of a module other than `self`."""
     seen: set[int] = set()  # a nested function's nodes are also below the function around it
+    libraries = any(name in ctx.source for name in _LIBRARY_WALKERS)
     for scope in _scopes(tree, _lines_naming_walks(ctx.source)):
         for visit in ctx.visits(scope):
             node = visit.node
-            library = _library_walker(ctx, node)
+            library = _library_walker(ctx, node) if libraries else None
             if library is not None:
                 walked = library
             elif (
