@@ -1383,6 +1383,24 @@ TOOLKIT_REJECTS: dict[str, frozenset[str]] = {"aimet": frozenset({NN + "LPPool3d
 _TOOLKIT_ORIGINS = {t.qualname: m for table in TOOLKITS.values() for m, t in table.items()}
 
 
+CATALOG_SUBCLASSES: dict[str, frozenset[str]] = {
+    NN + "Hardtanh": frozenset({NN + "ReLU6"}),
+    NN + "Upsample": frozenset({NN + "UpsamplingNearest2d", NN + "UpsamplingBilinear2d"}),
+    **{NN + f"ConstantPad{n}d": frozenset({NN + f"ZeroPad{n}d"}) for n in (1, 2, 3)},
+}
+"""Catalog module classes (`is_catalog_module`) -> the others deriving from them: no other
+catalog class is an instance of another (tests/test_catalog.py)."""
+
+RESETTABLE: frozenset[str] = frozenset({NN + "LayerNorm", NN + "PReLU"})
+"""The catalog module classes that have a `reset_parameters` method (tests/test_catalog.py):
+a walk calling it where `hasattr(m, "reset_parameters")` acts on no other new module."""
+
+
+def catalog_origin(module: str) -> str:
+    """The catalog class a toolkit's class stands for (`module` itself for any other)."""
+    return _TOOLKIT_ORIGINS.get(module, module)
+
+
 def is_catalog_module(module: str) -> bool:
     """Whether `module` (qualified name) is a class the catalog creates (also as a toolkit's
     class) or a stateless torch.nn class a split copies: none derives from an `OTHER_MODULES`

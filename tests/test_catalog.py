@@ -96,6 +96,21 @@ def test_no_created_module_is_an_instance_of_an_other_module_class():
             assert not issubclass(_resolve(made), _resolve(other)), (made, other)
 
 
+def test_catalog_classes_derive_from_one_another_as_listed():
+    """`CATALOG_SUBCLASSES` and `RESETTABLE` are what torch says (a walk filtered by
+    `isinstance(m, nn.LayerNorm)` or `hasattr(m, "reset_parameters")` meets no new `Add`)."""
+    created = set(catalog.replacing_modules()) | catalog.STATELESS_TORCH_MODULES
+    derived = {
+        base: {
+            made for made in created if made != base and issubclass(_resolve(made), _resolve(base))
+        }
+        for base in created
+    }
+    assert {b: frozenset(d) for b, d in derived.items() if d} == catalog.CATALOG_SUBCLASSES
+    resettable = {m for m in created if hasattr(_resolve(m), "reset_parameters")}
+    assert resettable == catalog.RESETTABLE
+
+
 def test_kept_settings_are_plain_attributes_the_forward_keeps():
     built = {"LayerNorm": (4,), "GroupNorm": (2, 4), "Linear": (8, 8)}
     built |= {f"{kind}{n}d": (4, 4, 3) for kind in ("Conv", "ConvTranspose") for n in (1, 2, 3)}

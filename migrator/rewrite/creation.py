@@ -12,7 +12,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
-from migrator.rewrite.submodule_walks import Walk, submodule_walks
+from migrator.rewrite.submodule_walks import WRITTEN, Walk, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
 _CONTAINERS = frozenset(
@@ -34,10 +34,11 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
 
-    def reference(self, module: str) -> str:
-        """How `__init__` names a new module of class `module` (qualified; imported as needed),
-        once it can hold one that is not this class nor a subclass (which would recurse)."""
-        self.can_create(module)
+    def reference(self, module: str, written: bool = False) -> str:
+        """How `__init__` names a new module of class `module` (qualified; imported as needed;
+        a class `fix` writes when `written`), once it can hold one that is not this class nor
+        a subclass (which would recurse)."""
+        self.can_create(WRITTEN if written else module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -129,7 +130,7 @@ class ModuleCreator:
 
     def can_create(self, made: str | None = None) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module of class `made`
-        (qualified name; None: a class `fix` adds, or not known)."""
+        (qualified name, or `WRITTEN`: a class `fix` writes; None: not known)."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
             raise Refusal(

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, cast
 
 from migrator.rewrite.walk import all_nodes
 
-VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules"})
+VIEWS = frozenset({"children", "named_children", "modules", "named_modules", "_modules", "apply"})
 """Reading these in a method means the class's behaviour may depend on its set of submodules."""
-_VIEW_WORDS = ("children", "modules")
-"""One of them is in the spelling of each of `VIEWS`."""
+_VIEW_WORDS = ("children", "modules", ".apply")
+"""One of them is in the text of each read of `VIEWS` (`self.modules`, `self.apply`)."""
 
 
 class StatementFacts(NamedTuple):
@@ -25,27 +26,63 @@ class StatementFacts(NamedTuple):
     """`reads_views`."""
 
 
-def statement_facts(cls: ast.ClassDef) -> StatementFacts:
+def statement_facts(cls: ast.ClassDef, by_name: bool = True) -> StatementFacts:
     """`names_defined` and `reads_views` of `cls`, in one pass over its nodes."""
     names: set[str] = set()
-    views = _scan(cls, all_nodes, names, True)
+    views = _scan(cls, all_nodes, names, True, by_name)
     return StatementFacts(frozenset(names), views)
 
 
 def names_defined(
-    cls: ast.ClassDef, nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes
+    cls: ast.ClassDef,
+    nodes_of: Callable[[ast.FunctionDef], Iterable[ast.AST]] = all_nodes,
+    by_name: bool = True,
 ) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self` (`nodes_of`:
-    the nodes of a method, its walk when one is kept)."""
+    the nodes of a method, its walk when one is kept), also by name (`setattr(self, "relu",
+    m)`, `self.add_module(...)`); the names an f-string naming one can make, as a glob pattern
+    (`relu*`); with a name not known statically, every identifier the class spells as a
+    string. Not `by_name`: its text names no attribute by name (`names_by_name`)."""
     names: set[str] = set()
-    _scan(cls, nodes_of, names, False)
+    _scan(cls, nodes_of, names, False, by_name)
     return names
 
 
-def reads_views(cls: ast.ClassDef) -> bool:
-    """Whether a method other than `__init__` reads a view of `self`'s submodules
-    (`self.modules`, ...), which every walk of them does."""
-    return _scan(cls, all_nodes, set(), True)
+_BY_NAME_WORDS = (
+    "setattr(",
+    "getattr(",
+    "hasattr(",
+    "delattr(",
+    "add_module(",
+    "register_",
+    "get_submodule(",
+    "__dict__",
+    "_modules",
+    "_parameters",
+    "_buffers",
+)
+
+
+@functools.lru_cache(maxsize=64)
+def names_by_name(text: str | None) -> bool:
+    """Whether `text` (None: not known) may name an attribute of `self` by a string."""
+    return text is None or any(word in text for word in _BY_NAME_WORDS)
+
+
+def reads_views(cls: ast.ClassDef, lines: Sequence[int] | None = None) -> bool:
+    """Whether a method reads a view of `self`'s submodules (`self.modules`, `self.apply`,
+    ...), which every walk of them does (`lines`, in order: those spelling a view word, when
+    known; a method spanning none is passed over)."""
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
+    for stmt in methods.values():
+        if lines is not None:
+            first = bisect_left(lines, stmt.lineno)
+            if first == len(lines) or lines[first] > (stmt.end_lineno or stmt.lineno):
+                continue
+        for node in all_nodes(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in VIEWS and _self_attr(node):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,20 +107,15 @@ def view_word_lines(text: str) -> tuple[int, ...] | None:
     return tuple(lines)
 
 
-def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
+def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bool = True) -> bool:
     """Add `names_defined` of `cls` to `names`; with `views`, whether it `reads_views`."""
     names |= class_level_names(cls)
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}  # the last def
-    found = False
+    found = dynamic = False
     for stmt in cls.body:
         method = isinstance(stmt, ast.FunctionDef)
         nodes = nodes_of(stmt) if method else all_nodes(stmt)
-        counts = (
-            views
-            and isinstance(stmt, ast.FunctionDef)
-            and stmt.name != "__init__"
-            and methods[stmt.name] is stmt
-        )
+        counts = views and isinstance(stmt, ast.FunctionDef) and methods[stmt.name] is stmt
         for node in nodes:
             kind = type(node)
             if kind is ast.Attribute and _self_attr(cast(ast.Attribute, node)):
@@ -92,7 +124,65 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool) -> bool:
                 found = found or (counts and attr in VIEWS)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 names.add(cast(ast.FunctionDef, node).name)
+            elif by_name and (kind is ast.Call or kind is ast.Subscript) and _may_name(node):
+                named = _named_attribute(node)
+                if named is None:
+                    continue
+                if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                    names.add(named.value)
+                elif isinstance(named, ast.JoinedStr) and _pattern(named).strip("*"):
+                    names.add(_pattern(named))
+                else:
+                    dynamic = True
+    if dynamic:  # a name may be any of the class's strings (`for n in self.layer_names`)
+        names |= {
+            n.value
+            for n in all_nodes(cls)
+            if type(n) is ast.Constant and isinstance(n.value, str) and n.value.isidentifier()
+        }
     return found
+
+
+_NAMING_FUNCTIONS = frozenset({"setattr", "getattr", "hasattr", "delattr"})
+_NAMING_METHODS = frozenset(
+    {"add_module", "register_module", "register_buffer", "register_parameter", "get_submodule"}
+)
+_NAMING_DICTS = frozenset({"__dict__", "_modules", "_parameters", "_buffers"})
+
+
+def _may_name(node: ast.AST) -> bool:
+    """A quick test before `_named_attribute`: the call's or subscript's name may be one."""
+    func = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
+    kind = type(func)
+    if kind is ast.Name:
+        return cast(ast.Name, func).id in _NAMING_FUNCTIONS
+    attr = cast(ast.Attribute, func).attr if kind is ast.Attribute else ""
+    return attr in _NAMING_METHODS or attr in _NAMING_DICTS
+
+
+def _named_attribute(node: ast.AST) -> ast.expr | None:
+    """What names the attribute of `self` that `node` sets, reads or tests by name
+    (`setattr(self, <name>, m)`, `self.add_module(<name>, m)`, `self._modules[<name>]`);
+    None for another node."""
+    if isinstance(node, ast.Subscript):
+        value = node.value
+        if isinstance(value, ast.Attribute) and _self_attr(value) and value.attr in _NAMING_DICTS:
+            return node.slice
+        return None
+    assert isinstance(node, ast.Call)
+    func, args = node.func, node.args
+    if isinstance(func, ast.Name) and func.id in _NAMING_FUNCTIONS:
+        if len(args) >= 2 and isinstance(args[0], ast.Name) and args[0].id == "self":
+            return args[1]
+    elif isinstance(func, ast.Attribute) and _self_attr(func) and func.attr in _NAMING_METHODS:
+        if args:
+            return args[0]
+    return None
+
+
+def _pattern(name: ast.JoinedStr) -> str:
+    """The names an f-string can make, as a glob pattern (`f"relu{i}"`: `relu*`)."""
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in name.values)
 
 
 def class_level_names(cls: ast.ClassDef) -> set[str]:

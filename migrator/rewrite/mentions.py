@@ -101,34 +101,80 @@ def attributes_stored_elsewhere(path: Path) -> frozenset[str]:
     return frozenset(name for name, paths in found.items() if any(p != own for p in paths))
 
 
+@functools.lru_cache(maxsize=4)
+def attributes_stored_on_others(path: Path | None, source: str) -> frozenset[str]:
+    """The names `source`, and the files of `path`'s top-level package, store as an attribute
+    of something but plain `self` or `cls` (`self.block.relu = m`, `model.head.act = m`,
+    `setattr(block, "relu", m)`): a module `fix` creates under such a name may be replaced from
+    outside its class. Kept for the classes of the file at hand; in a package, its files are read
+    once a process (the text at hand as it is on disk)."""
+    top = _package_top(resolved(path)) if path is not None else None
+    if top is None:
+        return frozenset(_stores(source)[1])
+    return _package_stores(top)[1]  # the file's own text among them
+
+
 _ATTRIBUTE_STORE = re.compile(r"\.([A-Za-z_]\w*)[^\S\n]*(?:\*\*|//|<<|>>|[-+*/%&|^@])?=(?!=)")
 """`.<name> = ` (or an augmented assignment), searched from its literal start (fast); the
-receiver before it is read apart (`_stored_names`)."""
+receiver before it is read apart (`_stores`)."""
 _RECEIVER = re.compile(r"(?<![\w.\])])[A-Za-z_][\w.]*$")
 """A dotted name ending the text before `.<name>`."""
+_SETATTR = re.compile(r"setattr\([^\S\n]*([^,\n]+?)[^\S\n]*,[^\S\n]*[\"']([A-Za-z_]\w*)[\"']")
+"""`setattr(<receiver>, "<name>"` (matched where `str.find` finds `setattr(`: fast)."""
 
 
-def _stored_names(text: str) -> set[str]:
-    """The names `text` stores as an attribute of a dotted name not starting `self.` or
-    `cls.` (nor being `self` or `cls`)."""
-    found: set[str] = set()
+def _stores(text: str) -> tuple[set[str], set[str]]:
+    """(the names `text` stores as an attribute of a dotted name not starting `self.` or `cls.`
+    (nor being `self` or `cls`), those it stores as an attribute of anything but plain `self`
+    or `cls`, also by `setattr`)."""
+    dotted: set[str] = set()
+    others: set[str] = set()
     for match in _ATTRIBUTE_STORE.finditer(text):
         start = match.start()
+        if _ends_alone(text, start, "self") or _ends_alone(text, start, "cls"):
+            continue
+        others.add(match.group(1))
         receiver = _RECEIVER.search(text, text.rfind("\n", 0, start) + 1, start)
         if receiver and receiver.group(0).split(".")[0] not in ("self", "cls"):
-            found.add(match.group(1))
-    return found
+            dotted.add(match.group(1))
+    at = text.find("setattr(")
+    while at != -1:
+        call = _SETATTR.match(text, at)
+        if call and call.group(1) not in ("self", "cls") and text[at - 1 : at] != ".":
+            others.add(call.group(2))
+        at = text.find("setattr(", at + 1)
+    return dotted, others
+
+
+def _ends_alone(text: str, end: int, name: str) -> bool:
+    """Whether `text` before `end` ends in `name` alone (not `a.self`, `myself`)."""
+    start = end - len(name)
+    if start < 0 or not text.startswith(name, start):
+        return False
+    before = text[start - 1] if start else "\n"
+    return not (before.isalnum() or before in "_.])")
+
+
+def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
+    """Name -> the files under `top` storing an attribute of a dotted name not starting `self.`
+    or `cls.` of that name (`_stores`)."""
+    return _package_stores(top)[0]
 
 
 @functools.lru_cache(maxsize=8)
-def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
-    """Name -> the files under `top` storing an attribute of that name (`_ATTRIBUTE_STORE`),
-    read once a process."""
-    found: dict[str, list[Path]] = {}
+def _package_stores(
+    top: Path | None,
+) -> tuple[dict[str, tuple[Path, ...]], frozenset[str]]:
+    """(`_stored_attributes`, the names stored on anything but plain `self` or `cls`) of the
+    files under `top`, each read once a process."""
+    dotted: dict[str, list[Path]] = {}
+    others: set[str] = set()
     for path in _files(top):
-        for name in _stored_names(_read(path)):
-            found.setdefault(name, []).append(path)
-    return {name: tuple(paths) for name, paths in found.items()}
+        names, stored = _stores(_read(path))
+        for name in names:
+            dotted.setdefault(name, []).append(path)
+        others |= stored
+    return {name: tuple(paths) for name, paths in dotted.items()}, frozenset(others)
 
 
 _TRAINING_STORE = re.compile(r"\.training[^\S\n]*=(?!=)")

@@ -15,6 +15,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders, plain_why
+from migrator.rewrite.held_ops import report_held_op
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -41,8 +42,12 @@ def report_object_methods(
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, settings)
                 if id(call) not in ctx.helpers_seen:
+                    report_held_op(ctx, method, call, settings)
+                if id(call) not in ctx.helpers_seen:
                     _report_called_object(ctx, owner, call, settings)
                 continue
+            if isinstance(func, ast.Name) and id(call) not in ctx.helpers_seen:
+                report_held_op(ctx, method, call, settings)
             if id(call) not in ctx.helpers_seen:
                 _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):

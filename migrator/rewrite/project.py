@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
 from migrator.rewrite import real_paths
-from migrator.rewrite.defined import StatementFacts, statement_facts
+from migrator.rewrite.defined import StatementFacts, names_by_name, statement_facts
 from migrator.rewrite.names import (
     ModuleNames,
     collect,
@@ -1007,7 +1007,7 @@ def summarized(
         for index, stmt in enumerate(tree.body):
             if isinstance(stmt, ast.ClassDef):
                 bases = tuple(names.resolve(b) for b in stmt.bases)
-                told = statement_facts(stmt) if facts else None
+                told = statement_facts(stmt, names_by_name(source)) if facts else None
                 classes[stmt.name] = (index, stmt.lineno, bases, told)
         summary = Summary(
             source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)

@@ -17,6 +17,7 @@ from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.mode_flag import flag_apart
 from migrator.rewrite.context import MANY, FileContext, Site, named_attribute, self_attr
 from migrator.rewrite.creation import ModuleCreator
+from migrator.rewrite.submodule_walks import WRITTEN
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import (
@@ -378,7 +379,7 @@ class Scanner:
         if self.ctx.suppressed(node, "MIG004"):
             self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
             return
-        self.creator.can_create()
+        self.creator.can_create(WRITTEN)
         key = self.order.key(self.method, node)
         base = function.name.strip("_") or "helper"
         ceiling = self._ceiling(label, set(), copies)
@@ -386,7 +387,7 @@ class Scanner:
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
             name = self.creator.create(
-                self.creator.reference(twin), base, [], set(), key, copies, ceiling
+                self.creator.reference(twin, written=True), base, [], set(), key, copies, ceiling
             )
         else:
             made = modules.module_for(function, owner)

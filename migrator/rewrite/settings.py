@@ -100,9 +100,9 @@ class SubmoduleSettings:
         `__init__` assignment of `self.<owner>` gives a module-level function of the project
         (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` may hold `f`);
         all it holds when every assignment of it, all in `__init__`, gives that function."""
-        if self.attributes.init is None or owner not in self.attributes.attrs:
+        values = self.init_values(owner)
+        if not values:
             return None
-        values = self._init_assignments.get(owner, [])
         parts = [
             part
             for v in values
@@ -122,6 +122,12 @@ class SubmoduleSettings:
             and owner not in self.attributes.assigned_elsewhere
         )
         return found[0][0], found[0][1], only
+
+    def init_values(self, owner: str) -> list[ast.expr]:
+        """The values `__init__` assigns to `self.<owner>` (none when it does not)."""
+        if self.attributes.init is None or owner not in self.attributes.attrs:
+            return []
+        return [v for v in self._init_assignments.get(owner, []) if v is not None]
 
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init

@@ -5,15 +5,21 @@ package; and the allocation of free ones."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.defined import names_defined
+from migrator.rewrite.defined import names_by_name, names_defined
 from migrator.rewrite.facts import class_fact
+from migrator.rewrite.mentions import attributes_stored_on_others
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.walk import Visit
+
+
+_TRIES = 100
+"""Suffixes `new` tries against the names f-strings make before it only avoids the others."""
 
 
 class WorksOut(Protocol):
@@ -30,6 +36,8 @@ class TakenNames:
         self.ctx = ctx
         self.cls = cls
         self._taken = self._collect(family, analysis)
+        self._patterns = [_made(n) for n in sorted(self._taken) if "*" in n]
+        """The names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, `relu0`, ...)."""
         self._tried: dict[str, int] = {}
         """Base name -> the last suffix found taken: names are never freed, so the search for a
         free one goes on from there."""
@@ -53,7 +61,8 @@ class TakenNames:
                 )
             taken |= self._class_names(cls)
         taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
-        return taken
+        path = self.ctx.info.path
+        return taken | attributes_stored_on_others(path, self.ctx.source)
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
         if cls.qualname not in self.ctx.class_names:
@@ -62,13 +71,15 @@ class TakenNames:
 
     def taken(self, name: str) -> bool:
         """Whether a new module cannot take `name`."""
-        return name in self._taken
+        return name in self._taken or any(p.fullmatch(name) for p in self._patterns)
 
     def new(self, base: str) -> str:
-        """A free name `base` or `base_<n>`, now taken and known as created in the class."""
+        """A free name `base` or `base_<n>` (past `_TRIES`, one f-strings may make: their
+        values would have to be spelled `_<n>`), now taken and known as created in the
+        class."""
         n = self._tried.get(base, 0)
         name = f"{base}_{n}" if n else base
-        while name in self._taken:
+        while self.taken(name) if n < _TRIES else name in self._taken:
             n += 1
             name = f"{base}_{n}"
         self._tried[base] = n
@@ -77,17 +88,27 @@ class TakenNames:
         return name
 
 
+def _made(pattern: str) -> re.Pattern[str]:
+    """The names an f-string's pattern (`relu*`) makes, each value an identifier's letters and
+    digits."""
+    return re.compile("[A-Za-z0-9]*".join(re.escape(part) for part in pattern.split("*")))
+
+
 def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
     """`names_defined` of `cls`: for a class of a file read from disk, from its file's summary
     (`ClassInfo.facts`); else kept a process (`facts.class_fact`), the analysis's walks
     (`visits`) serving the classes of the files it analyses."""
     if cls.facts is not None:
         return cls.facts.defined
-    if cls.file.source is None:
+    file = cls.file
+    by_name = names_by_name(file.source if file.source is not None else file.text)
+    if file.source is None:
         return class_fact(
-            "names", cls, lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f))))
+            "names",
+            cls,
+            lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f)), by_name)),
         )
-    return class_fact("names", cls, lambda: frozenset(names_defined(cls.node)))
+    return class_fact("names", cls, lambda: frozenset(names_defined(cls.node, by_name=by_name)))
 
 
 def _nodes(visits: list[Visit]) -> list[ast.AST]:

@@ -1,0 +1,81 @@
+"""Ops called through a name that holds them, not by their own: `act = F.gelu if c else F.relu`
+then `act(x)`, a module-level `relu = F.relu`, `self.fn = F.gelu` set in `__init__`. `fix`
+converts an op it sees called by its own name; one called through another is reported (MIG115),
+so that none is skipped in silence."""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+from migrator import catalog
+from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.settings import SubmoduleSettings
+
+
+def report_held_op(
+    ctx: FileContext, method: ast.FunctionDef, call: ast.Call, settings: SubmoduleSettings
+) -> None:
+    """Report `call` when what it calls, `self.<attr>` or a plain name, is bound to a catalog
+    op (in `__init__`, in `method`, or at the top of the file)."""
+    func = call.func
+    if self_attr(func):
+        values = settings.init_values(func.attr)
+    elif isinstance(func, ast.Name):
+        local = func.id in ctx.locals_of(method)
+        values = _bound(method if local else ctx.info.tree).get(func.id, [])
+    else:
+        return
+    branches = _branches(values)
+    held = [v for v in branches if _is_op(ctx, v)]
+    if not held:
+        return
+    ops = ", ".join(dict.fromkeys(f"`{ctx.text(v)}`" for v in held))
+    holds = "holds" if len(held) == len(branches) else "may hold"
+    ctx.helpers_seen.add(id(call))
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` {holds} {ops} (line {held[0].lineno}), called here through it, "
+        "not by its own name: `fix` converts an op called by name; left as is",
+    )
+
+
+_BOUND: weakref.WeakKeyDictionary[ast.AST, dict[str, list[ast.expr]]] = weakref.WeakKeyDictionary()
+
+
+def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
+    """Name -> the values a plain assignment binds to it: anywhere in a method, at the top
+    level of a module; worked out once a scope."""
+    found = _BOUND.get(scope)
+    if found is None:
+        statements = ast.walk(scope) if isinstance(scope, ast.FunctionDef) else scope.body
+        found = _BOUND[scope] = {}
+        for stmt in statements:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+            ):
+                found.setdefault(stmt.targets[0].id, []).append(stmt.value)
+    return found
+
+
+def _branches(values: list[ast.expr]) -> list[ast.expr]:
+    """The values, each branch of a conditional expression apart."""
+    found: list[ast.expr] = []
+    todo = list(values)
+    while todo:
+        value = todo.pop(0)
+        if isinstance(value, ast.IfExp):
+            todo[:0] = [value.body, value.orelse]
+        else:
+            found.append(value)
+    return found
+
+
+def _is_op(ctx: FileContext, value: ast.expr) -> bool:
+    if not isinstance(value, (ast.Name, ast.Attribute)):
+        return False
+    qualname = ctx.info.names.resolve(value)
+    return qualname is not None and catalog.by_function(qualname) is not None
