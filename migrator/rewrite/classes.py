@@ -127,6 +127,7 @@ class ClassAnalysis:
                 loops=loops,
                 init_run=init_runs.get(name),
                 once_an_iteration=name in per_iteration,
+                held_helper=self.settings.held_helper,
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
