@@ -36,7 +36,7 @@ from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
-from migrator.rewrite.stores import changed_after_init
+from migrator.rewrite.stores import Store, changed_after_init, stores_of
 from migrator.rewrite.taken import TakenNames, WorksOut
 from migrator.rewrite.tensors import TensorNames
 from migrator.rewrite.walk import Visit, header_lines
@@ -131,6 +131,7 @@ class ClassAnalysis:
                 init_run=init_runs.get(name),
                 once_an_iteration=name in per_iteration,
                 outside=outside[name].why if name in outside else None,
+                held_helper=self.settings.held_helper,
             )
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
@@ -176,9 +177,14 @@ class ClassAnalysis:
         once from a class found and nothing changes it after (`self.part = Part()`;
         `Part.forward -> Tuple[Tensor, int]`);
         `Tensor` when `__init__` sets it only to `None` or to a `torch.nn` class that always
-        returns a new tensor (`catalog.fresh_output`: `nn.Linear`)."""
+        returns a new tensor (`catalog.fresh_output`: `nn.Linear`); of the method
+        `self.<attr>.<name>(...)` calls, a method of that class itself, undecorated (fcos's
+        `self.box_coder.encode(...)`, `BoxLinearCoder.encode -> Tensor`)."""
         found = return_annotation(self.ctx, call, method, methods)
         func = call.func
+        if found is None and isinstance(func, ast.Attribute) and self_attr(func.value):
+            called = self._method_of(func.value.attr, func.attr)
+            return called.returns if called is not None else None
         if found is not None or not self_attr(func) or func.attr in methods:
             return found
         if self.settings.made_by(func.attr, lambda made: catalog.fresh_output(made, False)):
@@ -186,9 +192,35 @@ class ClassAnalysis:
         forward = self._forward_of(func.attr)
         return forward.returns if forward is not None else None
 
+    def _method_of(self, attr: str, name: str) -> ast.FunctionDef | None:
+        """The method `name` of the class of the project `__init__` builds `self.<attr>` from
+        once, undecorated, when nothing binds `self.<attr>` again nor stores into it after
+        (calls of its methods may: they change no method of the class), nor does the class
+        store into its own attribute `name`: `self.<attr>.<name>(...)` runs that method."""
+        cls = self._built_once(attr, _rebinds)
+        method = cls.methods().get(name) if cls is not None else None
+        if cls is None or method is None or method.decorator_list:
+            return None
+        lineage = [cls, *self.family.ancestors(cls)]
+        if any(
+            len(self.family.ancestors(c)) < len(c.node.bases) or stores_of(c, name)
+            for c in lineage
+            if not c.qualname.startswith("torch.")
+        ):
+            return None  # a base not found, or an instance attribute hiding the method
+        return method
+
     def _forward_of(self, attr: str) -> ast.FunctionDef | None:
         """The `forward` of the class of the project `__init__` builds `self.<attr>` from, once
         (`self.part = Part()`) and nothing changes after, if found."""
+        cls = self._built_once(attr)
+        return cls.methods().get("forward") if cls is not None else None
+
+    def _built_once(
+        self, attr: str, counts: Callable[[Store], bool] | None = None
+    ) -> ClassInfo | None:
+        """The class of the project `__init__` builds `self.<attr>` from, once, when nothing
+        changes it after (a store that `counts`: `changed_after_init`)."""
         found = self.attributes.attrs.get(attr)
         if found is None or found.count != 1 or attr in self.attributes.assigned_elsewhere:
             return None
@@ -199,9 +231,9 @@ class ClassAnalysis:
         if cls is None:
             return None
         owner, family = self.attributes.cls, self.attributes.family
-        if changed_after_init(family, owner, attr, outside=False):
+        if changed_after_init(family, owner, attr, counts, outside=False):
             return None
-        return cls.methods().get("forward")
+        return cls
 
     def _first_declared(
         self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call
@@ -311,3 +343,8 @@ class ClassAnalysis:
 def _is_dict_annotation(node: ast.expr) -> bool:
     head = ast.unparse(node).split("[", 1)[0].split(".")[-1]
     return head in {"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "TypedDict"}
+
+
+def _rebinds(store: Store) -> bool:
+    """Whether a store binds the attribute again, or anything of it (not a method's call)."""
+    return store.kind != "called" or store.call in ("__setattr__", "__delattr__")

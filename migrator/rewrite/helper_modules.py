@@ -201,6 +201,12 @@ class HelperModules:
             self.sources[f"{found[0].names.module}.{name}"] = str(found[0].path)
         return found[0], found[1], name
 
+    def twin_of(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
+        """The twin class of another file's helper, when it has (or gets in this run) one and
+        calls may become calls of it (`twin_elsewhere`)."""
+        found = self._twin((info, function)) if self._twins_run else None
+        return found[2] if found else None
+
     def has_twin(self, info: FileInfo, function: ast.FunctionDef) -> bool:
         """Whether a helper of another file has (or gets in this run) a twin."""
         twins = self.analysis.twins_of(info)

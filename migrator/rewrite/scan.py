@@ -32,7 +32,7 @@ from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.outputs import OutputKinds, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
-from migrator.rewrite.project import ClassInfo
+from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.reuse import ReusedModules
 from migrator.rewrite.runs import InitRun
 from migrator.rewrite.stores import Store, after_init, changed_after_init, first_change
@@ -69,6 +69,7 @@ class Scanner:
         init_run: InitRun | None = None,
         once_an_iteration: bool = False,
         outside: str | None = None,
+        held_helper: Callable[[str], tuple[FileInfo, ast.FunctionDef] | None] = lambda a: None,
     ) -> None:
         self.ctx = ctx
         self.method = method
@@ -97,6 +98,9 @@ class Scanner:
         iteration: one module made for its op serves every run."""
         self.outside = outside
         """How the method runs besides forward's calls (`outside_runs`), if it does."""
+        self.held_helper = held_helper
+        """The project function an attribute holds, and nothing else, for good
+        (`SubmoduleSettings.held_helper`)."""
         self.shadowed = self.ctx.locals_of(method)
         self._fresh_proof: list[str] = []
         """The targets whose run-time evidence proved the in-place op at hand's tensor fresh."""
@@ -219,6 +223,11 @@ class Scanner:
 
     def _call(self, node: ast.Call, visit: Visit) -> None:
         func = node.func
+        held = self._held_of(node)
+        if held is not None:  # refused, it is reported as a helper call, not as a held one
+            self.ctx.helpers_seen.add(id(node))
+            self._helper(node, *held, visit)
+            return
         if self._module_call(func):  # a call whose split is suppressed is left as a skipped one
             self.sites.add(
                 Site(
@@ -342,6 +351,25 @@ class Scanner:
             return None
         static = function in self.methods.values()
         return (function, "") if modules.refusal(function, static) is None else None
+
+    def _held_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str] | None:
+        """`_helper_of` a call `self.<attr>(...)` of an attribute that holds a helper function
+        for good (torchvision's `self.box_similarity = box_ops.box_iou`): it runs the helper,
+        as a direct call does."""
+        modules = self.ctx.helper_modules
+        func = call.func
+        if modules is None or "MIG004" in self.ctx.disable or not self_attr(func):
+            return None
+        held = self.held_helper(func.attr)
+        if held is None:
+            return None
+        info, function = held
+        if info is not self.ctx.info:
+            twin = modules.twin_of(info, function)
+            return (function, f"{info.names.module}.{twin}") if twin else None
+        if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor, None)):
+            return None
+        return (function, "") if modules.refusal(function, False) is None else None
 
     def _helper(self, node: ast.Call, function: ast.FunctionDef, twin: str, visit: Visit) -> None:
         """`rotate_half(x)` -> `self.rotate_half(x)`, an instance of the class the helper

@@ -129,6 +129,18 @@ class SubmoduleSettings:
             return []
         return [v for v in self._init_assignments.get(owner, []) if v is not None]
 
+    def held_helper(self, owner: str) -> tuple[FileInfo, ast.FunctionDef] | None:
+        """(its file, the function) when `self.<owner>` holds that project function and
+        nothing else (`held_function`), and nothing changes it after `__init__`, here, in the
+        family or in the file's other code (`changed_after_init`): a call of it runs the
+        function, as a direct call does."""
+        held = self.held_function(owner)
+        if held is None or not held[2]:
+            return None
+        if changed_after_init(self.attributes.family, self.attributes.cls, owner) is not None:
+            return None
+        return held[0], held[1]
+
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
         if init is None or owner not in self.attributes.attrs:
