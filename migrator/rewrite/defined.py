@@ -92,8 +92,13 @@ def view_word_lines(text: str) -> tuple[int, ...] | None:
     all ASCII, where an identifier may be spelled otherwise, or breaks lines with `\\r`)."""
     if not text.isascii() or "\r" in text:
         return None
+    return tuple(lines_spelling(text, _VIEW_WORDS))
+
+
+def lines_spelling(text: str, words: Sequence[str]) -> list[int]:
+    """The numbers of the lines of `text` holding one of `words`, in order, each once."""
     starts: list[int] = []
-    for word in _VIEW_WORDS:  # `str.find` runs faster than a pattern of alternatives
+    for word in words:  # `str.find` runs faster than a pattern of alternatives
         at = text.find(word)
         while at != -1:
             starts.append(at)
@@ -103,8 +108,9 @@ def view_word_lines(text: str) -> tuple[int, ...] | None:
     for start in sorted(starts):
         line += text.count("\n", last, start)
         last = start
-        lines.append(line)
-    return tuple(lines)
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bool = True) -> bool:

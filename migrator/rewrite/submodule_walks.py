@@ -431,19 +431,27 @@ def _tested(
 
 def _has_reset(file: FileInfo, test: ast.expr, module: str, shadowed: set[str]) -> bool:
     """Whether `test` is `hasattr(<module>, "reset_parameters")`."""
-    return (
+    name = _builtin_on(file, test, "hasattr", module, shadowed)
+    return isinstance(name, ast.Constant) and name.value == "reset_parameters"
+
+
+def _builtin_on(
+    file: FileInfo, test: ast.expr, builtin: str, module: str, shadowed: set[str]
+) -> ast.expr | None:
+    """`X` when `test` is `<builtin>(<module>, X)`, the builtin not rebound (None: not)."""
+    if (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
-        and test.func.id == "hasattr"
-        and "hasattr" not in shadowed
-        and file.names.is_free("hasattr")
+        and test.func.id == builtin
+        and builtin not in shadowed
+        and file.names.is_free(builtin)
         and len(test.args) == 2
         and not test.keywords
         and isinstance(test.args[0], ast.Name)
         and test.args[0].id == module
-        and isinstance(test.args[1], ast.Constant)
-        and test.args[1].value == "reset_parameters"
-    )
+    ):
+        return test.args[1]
+    return None
 
 
 def _names_tested(test: ast.expr, name: str) -> set[str] | None:
@@ -472,19 +480,9 @@ def _isinstance_of(
 ) -> set[str] | None:
     """The classes `isinstance(<name>, C)` or `isinstance(<name>, (C, D))` tests (None: the
     test is something else, or a class is not known by its qualified name)."""
-    if not (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id == "isinstance"
-        and "isinstance" not in shadowed
-        and file.names.is_free("isinstance")
-        and len(test.args) == 2
-        and not test.keywords
-        and isinstance(test.args[0], ast.Name)
-        and test.args[0].id == name
-    ):
+    spec = _builtin_on(file, test, "isinstance", name, shadowed)
+    if spec is None:
         return None
-    spec = test.args[1]
     parts = spec.elts if isinstance(spec, ast.Tuple) else [spec]
     classes = {file.names.resolve(p, shadowed) for p in parts}
     if None in classes:

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.defined import lines_spelling
 from migrator.rewrite.submodule_walks import applies_to_no_new_module, meets_no_new_module
 
 _VIEWS = frozenset({"children", "named_children"})
@@ -185,20 +186,7 @@ def _spans(node: ast.AST, lines: list[int]) -> bool:
 def _lines_naming_walks(source: str) -> list[int]:
     """The numbers of the lines whose text holds `children`, `modules`, `.apply(` (where a
     walk's attribute is) or the name of a `_LIBRARY_WALKERS` class, in order."""
-    starts: list[int] = []
-    for word in ("children", "modules", ".apply(", *_LIBRARY_WALKERS):
-        at = source.find(word)
-        while at != -1:  # `str.find` runs faster than a test of each line
-            starts.append(at)
-            at = source.find(word, at + 1)
-    lines: list[int] = []
-    line, last = 1, 0
-    for start in sorted(starts):
-        line += source.count("\n", last, start)
-        last = start
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
+    return lines_spelling(source, ("children", "modules", ".apply(", *_LIBRARY_WALKERS))
 
 
 def _origin(
