@@ -12,7 +12,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
-from migrator.rewrite.submodule_walks import WRITTEN, Walk, submodule_walks
+from migrator.rewrite.submodule_walks import Walk, Written, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
 _CONTAINERS = frozenset(
@@ -34,11 +34,11 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
 
-    def reference(self, module: str, written: bool = False) -> str:
+    def reference(self, module: str, written: Written | None = None) -> str:
         """How `__init__` names a new module of class `module` (qualified; imported as needed;
-        a class `fix` writes when `written`), once it can hold one that is not this class nor
-        a subclass (which would recurse)."""
-        self.can_create(WRITTEN if written else module)
+        a class `fix` writes, as `written` says, when given), once it can hold one that is not
+        this class nor a subclass (which would recurse)."""
+        self.can_create(written or module)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -128,9 +128,9 @@ class ModuleCreator:
         made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
         self._walked_by(made)
 
-    def can_create(self, made: str | None = None) -> None:
+    def can_create(self, made: str | Written | None = None) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module of class `made`
-        (qualified name, or `WRITTEN`: a class `fix` writes; None: not known)."""
+        (qualified name, or a class `fix` writes; None: not known)."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
             raise Refusal(
@@ -167,7 +167,7 @@ class ModuleCreator:
                     return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
         return None
 
-    def _walked_by(self, made: str | None) -> None:
+    def _walked_by(self, made: str | Written | None) -> None:
         """Refuse when a method going through the class's submodules may act on a new one of
         class `made` (qualified name; None: not known)."""
         if self._walks is None:

@@ -17,9 +17,14 @@ from migrator.rewrite.project import ClassInfo, FileInfo
 
 _NAMED = frozenset({"named_children", "named_modules"})
 
-WRITTEN = "<written>"
-"""The class of a new module that is a class `fix` writes (a helper function's or a twin):
-it derives from nn.Module alone and holds modules of the catalog only."""
+
+@dataclass(frozen=True)
+class Written:
+    """The class of a new module that is a class `fix` writes (a helper function's or a twin):
+    it derives from nn.Module alone, has no `reset_parameters` and holds modules of the catalog
+    only: of `held` (qualified names, `helpers.modules_made`; None: not known)."""
+
+    held: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -40,9 +45,10 @@ class Walk:
     resets: bool = False
     """Tested by `hasattr(m, "reset_parameters")`: it touches the submodules having one."""
 
-    def touches(self, made: str | None, taken: Callable[[str], bool]) -> str | None:
-        """Why a new submodule of class `made` (qualified name, or `WRITTEN`; None: not known),
-        under a name not `taken` now, may change the walk (None: it provably does not)."""
+    def touches(self, made: str | Written | None, taken: Callable[[str], bool]) -> str | None:
+        """Why a new submodule of class `made` (qualified name, or a class `fix` writes; None:
+        not known), under a name not `taken` now, may change the walk (None: it provably does
+        not)."""
         where = f"`{self.method}` goes through `self.{self.view}`"
         if self.filters is None:
             return f"{where}: a new submodule would join the modules it goes through"
@@ -55,17 +61,15 @@ class Walk:
         )
         if hit is None:
             if self.resets and not _never_resettable(made):
-                made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
                 return (
                     f"{where} and acts on its submodules that have a `reset_parameters`: "
-                    f"a new {made} is not proven not to have one"
+                    f"a new {_shown(made)} is not proven not to have one"
                 )
             return None
         acts = f"{where} and acts on its `{_short(hit)}` submodules"
         if made == hit:
             return f"{acts}: it would act on the new one"
-        made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
-        return f"{acts}: a new {made} is not proven not to be one"
+        return f"{acts}: a new {_shown(made)} is not proven not to be one"
 
 
 def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]) -> list[Walk]:
@@ -494,13 +498,16 @@ def _reads(body: list[ast.stmt], name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for s in body for n in ast.walk(s))
 
 
-def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool:
+def _never_instance(made: str | Written | None, cls: str, project: frozenset[str]) -> bool:
     """Whether a module of class `made` (qualified name), a class of the catalog, is provably
     not an instance of `cls`: one of the torch.nn classes no catalog class derives from, another
     catalog class it does not derive from (tests/test_catalog.py), or a class of the project's
-    sources, from which none can."""
-    if made == WRITTEN:  # nor are the catalog modules it holds
-        return cls in catalog.OTHER_MODULES or cls in project
+    sources, from which none can. A class `fix` writes is none of these, nor a catalog class:
+    then the modules it holds decide."""
+    if isinstance(made, Written):
+        if made.held is None or not catalog.is_catalog_module(cls):
+            return cls in catalog.OTHER_MODULES or cls in project
+        return all(_never_instance(m, cls, project) for m in made.held)
     if made is None or made == cls or not catalog.is_catalog_module(made):
         return False
     if cls in catalog.OTHER_MODULES or cls in project:
@@ -513,20 +520,29 @@ def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool
     )
 
 
-def _may_be_exactly(made: str | None, cls: str) -> bool:
+def _may_be_exactly(made: str | Written | None, cls: str) -> bool:
     """Whether a new module of class `made` (or one it holds) may be of class `cls` exactly."""
-    if made == WRITTEN:
-        return catalog.is_catalog_module(cls) or cls.startswith("torch.")
+    if isinstance(made, Written):
+        if made.held is None:
+            return catalog.is_catalog_module(cls) or cls.startswith("torch.")
+        return cls in made.held
     return made is None or made == cls
 
 
-def _never_resettable(made: str | None) -> bool:
-    """Whether a module of class `made`, a class of the catalog, has no `reset_parameters`."""
+def _never_resettable(made: str | Written | None) -> bool:
+    """Whether a module of class `made`, a class of the catalog, has no `reset_parameters`
+    (a class `fix` writes: nor any module it holds)."""
+    if isinstance(made, Written):
+        return made.held is not None and all(map(_never_resettable, made.held))
     return (
         made is not None
         and catalog.is_catalog_module(made)
         and catalog.catalog_origin(made) not in catalog.RESETTABLE
     )
+
+
+def _shown(made: str | Written | None) -> str:
+    return f"`{_short(made)}`" if isinstance(made, str) else "module"
 
 
 def _short(qualname: str) -> str:
