@@ -409,7 +409,7 @@ class Scanner:
             self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
             return
         written = modules.written(info, function, twin)
-        self.creator.can_create(written)
+        self.creator.can_create(written, copies is not None)
         key = self.order.key(self.method, node)
         base = function.name.strip("_") or "helper"
         ceiling = self._ceiling(label, set(), copies)
@@ -417,7 +417,13 @@ class Scanner:
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
             name = self.creator.create(
-                self.creator.reference(twin, written), base, [], set(), key, copies, ceiling
+                self.creator.reference(twin, written, copies is not None),
+                base,
+                [],
+                set(),
+                key,
+                copies,
+                ceiling,
             )
         else:
             made = modules.module_for(function, owner)
@@ -837,7 +843,13 @@ class Scanner:
         when = self.order.key(self.method, node)
         ceiling = self._ceiling(label, deps, copies)  # may refuse: before any import is added
         name = self.creator.create(
-            self.creator.reference(module), key, ctor, deps, when, copies, ceiling
+            self.creator.reference(module, listed=copies is not None),
+            key,
+            ctor,
+            deps,
+            when,
+            copies,
+            ceiling,
         )
         index = ""
         short = module.rsplit(".", 1)[1]
