@@ -1473,6 +1473,47 @@ MODULE_ATTRIBUTES: frozenset[str] = frozenset(
 )
 
 
+CATALOG_ATTRIBUTES: frozenset[str] = frozenset(
+    """
+    align_corners alpha antialias approximate beta bias ceil_mode count_include_pad dilation dim
+    dims divisor_override downscale_factor dropout_p dropout_train_only dtype elementwise_affine
+    enable_gqa end_dim eps equation groups init inplace is_causal keepdim kernel_size lambd lower
+    max max_norm max_val min min_val mode momentum name negative_slope norm norm_type
+    normalized_shape num_groups num_parameters ord output_ratio output_size p pad padding
+    padding_idx padding_mode recompute_scale_factor reset_parameters return_indices
+    rounding_mode scale scale_factor scale_grad_by_freq size sparse start_dim stride threshold
+    training_mode unflattened_size upper upscale_factor value weight
+""".split()
+)
+"""The public attributes the classes the catalog creates have beyond `MODULE_ATTRIBUTES`:
+their classes' and those their constructors set (tests/test_catalog.py)."""
+
+
+LIST_ATTRIBUTES: frozenset[str] = frozenset({"append", "extend", "insert", "pop"})
+"""The public attributes nn.ModuleList has beyond `MODULE_ATTRIBUTES`, and its modules'
+names (`"0"`)."""
+
+
+def has_attribute(module: str, attr: str) -> bool:
+    """Whether a module of class `module` (qualified name: a class the catalog creates, or the
+    nn.ModuleList holding copies of one) may have attribute `attr`: a private name,
+    nn.Module's, one of `CATALOG_ATTRIBUTES` (`LIST_ATTRIBUTES`), or any on a toolkit's
+    class."""
+    if module == NN + "ModuleList":
+        return (
+            attr.startswith("_")
+            or attr in MODULE_ATTRIBUTES
+            or attr in LIST_ATTRIBUTES
+            or attr.isdigit()
+        )
+    return (
+        attr.startswith("_")
+        or attr in MODULE_ATTRIBUTES
+        or attr in CATALOG_ATTRIBUTES
+        or catalog_origin(module) != module
+    )
+
+
 def markdown_table() -> str:
     """The catalog as the Markdown table shown in the README."""
     rows = [

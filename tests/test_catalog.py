@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import sys
 import subprocess
+import textwrap
 
 import pytest
 
@@ -109,6 +111,37 @@ def test_catalog_classes_derive_from_one_another_as_listed():
     assert {b: frozenset(d) for b, d in derived.items() if d} == catalog.CATALOG_SUBCLASSES
     resettable = {m for m in created if hasattr(_resolve(m), "reset_parameters")}
     assert resettable == catalog.RESETTABLE
+
+
+def _set_attributes(cls: type) -> set[str]:
+    """The attributes of `cls` and those its classes' code sets on `self` (`self.p = p`,
+    `self.register_buffer("weight", ...)`), below nn.Module."""
+    found = set(dir(cls))
+    for each in cls.__mro__[: cls.__mro__.index(torch.nn.Module)]:
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(each)))):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                found.add(node.attr)  # any store of an attribute: of `self` and more
+            elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                assert name != "setattr" or isinstance(node.args[1], ast.Constant), each
+                if name.startswith("register_") or name in ("add_module", "setattr"):
+                    given = node.args[1 if name == "setattr" else 0] if node.args else None
+                    assert isinstance(given, ast.Constant), (each, name)
+                    found.add(given.value)
+    return found
+
+
+def test_catalog_attributes_cover_the_created_classes():
+    """`has_attribute` finds every public attribute a created class, or the nn.ModuleList of its
+    copies, may have (a walk acting on modules with a `local_init`, timm's convit, meets no new
+    `Add`)."""
+    created = set(catalog.replacing_modules()) | catalog.STATELESS_TORCH_MODULES
+    for made in created:
+        public = {a for a in _set_attributes(_resolve(made)) if not a.startswith("_")}
+        assert all(catalog.has_attribute(made, a) for a in public), (made, public)
+    listed = {a for a in dir(torch.nn.ModuleList([torch.nn.ReLU()])) if not a.startswith("_")}
+    assert all(catalog.has_attribute("torch.nn.ModuleList", a) for a in listed)
+    assert not catalog.has_attribute("migrator.nn.Add", "local_init")
 
 
 def test_kept_settings_are_plain_attributes_the_forward_keeps():

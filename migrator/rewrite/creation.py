@@ -12,7 +12,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
-from migrator.rewrite.submodule_walks import WRITTEN, Walk, submodule_walks
+from migrator.rewrite.submodule_walks import MODULE_LIST, Walk, Written, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
 _CONTAINERS = frozenset(
@@ -34,11 +34,12 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
 
-    def reference(self, module: str, written: bool = False) -> str:
+    def reference(self, module: str, written: Written | None = None, listed: bool = False) -> str:
         """How `__init__` names a new module of class `module` (qualified; imported as needed;
-        a class `fix` writes when `written`), once it can hold one that is not this class nor
-        a subclass (which would recurse)."""
-        self.can_create(WRITTEN if written else module)
+        a class `fix` writes, as `written` says, when given; `listed`: in an nn.ModuleList of
+        copies), once it can hold one that is not this class nor a subclass (which would
+        recurse)."""
+        self.can_create(written or module, listed)
         cls = self.attributes.cls
         made = self.ctx.project.find_class(module)
         if made is not None and (made is cls or self.family.derives(made, cls)):
@@ -118,19 +119,21 @@ class ModuleCreator:
         self.registrations.append(Registration(key, f"self.{name} = {value}", set(), None, floor))
         return name
 
-    def can_copy(self, original: InitAttr) -> None:
-        """Raise a refusal when a copy of the module `__init__` assigns to `original` would
-        change what the class does: it would join a container's modules, or a walk of them."""
+    def can_copy(self, original: InitAttr, listed: bool) -> None:
+        """Raise a refusal when a copy of the module `__init__` assigns to `original` (`listed`:
+        copies in an nn.ModuleList) would change what the class does: it would join a
+        container's modules, or a walk of them."""
         container = self._container()
         if container:
             raise Refusal("MIG109", f"{container}: a copy would join the modules it goes through")
         value = original.value
         made = self.ctx.info.names.resolve(value.func) if isinstance(value, ast.Call) else None
-        self._walked_by(made)
+        self._walked_by(made, listed)
 
-    def can_create(self, made: str | None = None) -> None:
+    def can_create(self, made: str | Written | None = None, listed: bool = False) -> None:
         """Raise a refusal when `__init__` has no safe place for a new module of class `made`
-        (qualified name, or `WRITTEN`: a class `fix` writes; None: not known)."""
+        (qualified name, or a class `fix` writes; None: not known; `listed`: copies of it in an
+        nn.ModuleList)."""
         shared = self.ctx.shared.get(self.attributes.cls.qualname)
         if shared:
             raise Refusal(
@@ -142,7 +145,7 @@ class ModuleCreator:
             raise Refusal(
                 "MIG109", f"{container}: a new submodule would join the modules it goes through"
             )
-        self._walked_by(made)
+        self._walked_by(made, listed)
         init, super_index = self.attributes.init, self.attributes.super_index
         if init is None:
             return
@@ -167,9 +170,10 @@ class ModuleCreator:
                     return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
         return None
 
-    def _walked_by(self, made: str | None) -> None:
+    def _walked_by(self, made: str | Written | None, listed: bool) -> None:
         """Refuse when a method going through the class's submodules may act on a new one of
-        class `made` (qualified name; None: not known)."""
+        class `made` (qualified name; None: not known), or on the nn.ModuleList of copies of it
+        when `listed`."""
         if self._walks is None:
             cls, family = self.attributes.cls, self.family
             related = [
@@ -180,6 +184,7 @@ class ModuleCreator:
             ]
             self._walks = submodule_walks(self.ctx, cls, [cls, *related])
         for walk in self._walks:
-            why = walk.touches(made, self.names.taken)
-            if why:
-                raise Refusal("MIG109", why)
+            for each in [made, MODULE_LIST] if listed else [made]:
+                why = walk.touches(each, self.names.taken)
+                if why:
+                    raise Refusal("MIG109", why)

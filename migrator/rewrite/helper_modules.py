@@ -23,15 +23,22 @@ from typing import Callable, NamedTuple, Protocol
 from migrator import catalog
 from migrator.refusal import Refusal
 from migrator.rewrite.annotations import annotation_kind, plainish
-from migrator.rewrite.context import FileContext
+from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import called_helpers, ops_in, return_annotation, target_of
+from migrator.rewrite.helpers import (
+    called_helpers,
+    modules_made,
+    ops_in,
+    return_annotation,
+    target_of,
+)
 from migrator.rewrite.lookups import Lookups
 from migrator.rewrite.mentions import PackageCalls
-from migrator.rewrite.mode_flag import class_flag_apart, flag_apart
+from migrator.rewrite.mode_flag import class_flag_apart, flag_apart, super_call
 from migrator.rewrite.mode_params import mode_parameters
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.submodule_walks import Written
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames, tensor_items
 from migrator.rewrite.walk import all_nodes, header_lines
@@ -220,6 +227,15 @@ class HelperModules:
         if function.name.startswith("_") and not (twins and function.name in twins.twins):
             return "it is private to its file"
         return None
+
+    def written(self, info: FileInfo, function: ast.FunctionDef, twin: str) -> Written:
+        """The class a call of the helper `function` (of `info`; `twin`: the qualified name of
+        its class when it is another file's twin, else '') becomes a call of, with the modules
+        it may hold: those of the function's ops, but not known of a twin an earlier run made."""
+        twins = self.analysis.twins_of(info) if twin else None
+        if twins is not None and twin.rsplit(".", 1)[1] in twins.earlier:
+            return Written(made_in_init(info, twin.rsplit(".", 1)[1]))
+        return Written(modules_made(self.ctx, info, function))
 
     def target(
         self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
@@ -534,6 +550,47 @@ def existing_twins(info: FileInfo) -> dict[str, str]:
         if name and doc == TWIN_DOC.format(name) and name in info.functions:
             found[name] = cls.name
     return found
+
+
+def made_in_init(info: FileInfo, name: str) -> frozenset[str] | None:
+    """The classes of the modules that the class `name` an earlier run made of a helper of
+    `info` creates (and those that the classes of other helpers it creates create), None when
+    its `__init__` is not as written: `super().__init__()`, then `self.<attr> = <a catalog
+    class or such a class>(...)` only."""
+    written = set(existing_twins(info).values())
+    made: set[str] = set()
+    todo, done = [name], set()
+    while todo:
+        each = todo.pop()
+        done.add(each)
+        cls = info.classes.get(each)
+        if cls is None:
+            return None
+        init = cls.methods().get("__init__")
+        body = init.body if init is not None else []
+        first = body[0] if body else None
+        if body and not (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Call)
+            and super_call(first.value, "__init__")
+        ):
+            return None
+        for stmt in body[1:]:
+            if not (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and self_attr(stmt.targets[0])
+                and isinstance(stmt.value, ast.Call)
+            ):
+                return None
+            func, qualname = stmt.value.func, info.names.resolve(stmt.value.func)
+            if isinstance(func, ast.Name) and func.id in written:
+                todo += [] if func.id in done else [func.id]
+            elif qualname and catalog.is_catalog_module(qualname):
+                made.add(qualname)
+            else:
+                return None
+    return frozenset(made)
 
 
 def earlier_wrapped(info: FileInfo) -> dict[str, ast.FunctionDef]:

@@ -190,6 +190,44 @@ def _called(
             yield target, node
 
 
+def modules_made(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> frozenset[str]:
+    """Every module class the class `fix` writes for the helper `function` (of `info`) may
+    hold: the modules (and the toolkit's classes) of each catalog op any call, method or
+    operator anywhere in it may be, tensor or not, and those of each helper of the project it
+    calls, in any file (a superset of what its analysis creates)."""
+    made: set[str] = set()
+    seen: set[int] = set()
+    todo = [(info, function)]
+    while todo:
+        file, each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        for node in ast.walk(each):
+            made.update(_spelled_modules(file, node))
+        todo += [found for found, _ in _called(ctx, file, each, {})]
+    kits = (catalog.toolkit_module(m, ctx.toolkit) for m in list(made))
+    return frozenset(made | {k.qualname for k in kits if k is not None})
+
+
+def _spelled_modules(info: FileInfo, node: ast.AST) -> Iterator[str]:
+    """The modules of the catalog ops `node` may be, whatever its operands are."""
+    ops: list[catalog.Op | None] = []
+    if isinstance(node, ast.Call):
+        qualname = info.names.resolve(node.func)
+        ops.append(catalog.by_function(qualname) if qualname else None)
+        if isinstance(node.func, ast.Attribute):
+            ops += [catalog.by_method(node.func.attr), catalog.by_inplace_method(node.func.attr)]
+    elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+        operator = catalog.operator_of(type(node.op))
+        if operator is not None:
+            ops += [
+                catalog.by_operator(operator.symbol),
+                catalog.by_inplace_operator(operator.inplace_symbol),
+            ]
+    return (m for op in ops if op is not None for m in op.modules)
+
+
 def called_helpers(
     ctx: FileContext, function: ast.FunctionDef
 ) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef], ast.Call]]:

@@ -148,11 +148,11 @@ def _evaluates(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return (
         len(calls) == 1
         and any(calls[0] is t for t in top)
-        and (_super_call(calls[0], "eval") or _self_train_false(calls[0]))
+        and (super_call(calls[0], "eval") or _self_train_false(calls[0]))
     )
 
 
-def _super_call(call: ast.Call, name: str) -> bool:
+def super_call(call: ast.Call, name: str) -> bool:
     """Whether `call` is `super().<name>()`, given nothing."""
     func = call.func
     return (

@@ -270,7 +270,7 @@ class ReusedModules:
         assert init is not None  # it assigns `info`
         if info.count > 1 or info.nested and _one_line_suite(init, info.stmt):
             raise Refusal("MIG104", f"{where} but is assigned at several places in `__init__`")
-        self.creator.can_copy(info)
+        self.creator.can_copy(info, any(isinstance(s.loop, Copies) for s in sites))
         _refuse_aliased(sites, where)
         if sum(s.skipped for s in sites) > 1:
             raise Refusal("MIG112", f"{where}, several of them under `# migrator: skip`")

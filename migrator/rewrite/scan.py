@@ -17,7 +17,6 @@ from migrator.rewrite.attributes import InitAttr
 from migrator.rewrite.mode_flag import flag_apart
 from migrator.rewrite.context import MANY, FileContext, Site, named_attribute, self_attr
 from migrator.rewrite.creation import ModuleCreator
-from migrator.rewrite.submodule_walks import WRITTEN
 from migrator.rewrite.helper_modules import first_is_tensor
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.inplace import (
@@ -337,22 +336,22 @@ class Scanner:
                 " per forward; left as is",
             )
 
-    def _helper_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str] | None:
+    def _helper_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str, FileInfo] | None:
         """(helper function, the qualified name of its class when it is another file's twin,
-        else '') when `call` runs a helper that may become a module."""
+        else '', its file) when `call` runs a helper that may become a module."""
         modules = self.ctx.helper_modules
         if modules is None or "MIG004" in self.ctx.disable:
             return None
         function = modules.target(call, self.method, self.methods)
         if function is None:
             twin = modules.twin_elsewhere(call, self.method, self.methods)
-            return (twin[1], f"{twin[0].names.module}.{twin[2]}") if twin else None
+            return (twin[1], f"{twin[0].names.module}.{twin[2]}", twin[0]) if twin else None
         if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor, None)):
             return None
         static = function in self.methods.values()
-        return (function, "") if modules.refusal(function, static) is None else None
+        return (function, "", self.ctx.info) if modules.refusal(function, static) is None else None
 
-    def _held_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str] | None:
+    def _held_of(self, call: ast.Call) -> tuple[ast.FunctionDef, str, FileInfo] | None:
         """`_helper_of` a call `self.<attr>(...)` of an attribute that holds a helper function
         for good (torchvision's `self.box_similarity = box_ops.box_iou`): it runs the helper,
         as a direct call does."""
@@ -366,15 +365,17 @@ class Scanner:
         info, function = held
         if info is not self.ctx.info:
             twin = modules.twin_of(info, function)
-            return (function, f"{info.names.module}.{twin}") if twin else None
+            return (function, f"{info.names.module}.{twin}", info) if twin else None
         if not modules.has_work(function, first_is_tensor(call, self.tensors.is_tensor, None)):
             return None
-        return (function, "") if modules.refusal(function, False) is None else None
+        return (function, "", info) if modules.refusal(function, False) is None else None
 
-    def _helper(self, node: ast.Call, function: ast.FunctionDef, twin: str, visit: Visit) -> None:
+    def _helper(
+        self, node: ast.Call, function: ast.FunctionDef, twin: str, info: FileInfo, visit: Visit
+    ) -> None:
         """`rotate_half(x)` -> `self.rotate_half(x)`, an instance of the class the helper
-        becomes (`helper_modules`; `twin`: the qualified name of another file's twin class),
-        when this call runs once per forward."""
+        (of `info`) becomes (`helper_modules`; `twin`: the qualified name of another file's
+        twin class), when this call runs once per forward."""
         modules = self.ctx.helper_modules
         assert modules is not None  # `_helper_of` found the helper
         label = f"`{self.ctx.text(node.func)}(...)`"
@@ -407,7 +408,8 @@ class Scanner:
         if self.ctx.suppressed(node, "MIG004"):
             self.ctx.report(node, "MIG004", f"{label}: suppressed", op=function.name)
             return
-        self.creator.can_create(WRITTEN)
+        written = modules.written(info, function, twin)
+        self.creator.can_create(written, copies is not None)
         key = self.order.key(self.method, node)
         base = function.name.strip("_") or "helper"
         ceiling = self._ceiling(label, set(), copies)
@@ -415,7 +417,13 @@ class Scanner:
         if twin:
             module, cls, where = twin, twin.rsplit(".", 1)[1], f" in `{twin.rsplit('.', 1)[0]}`"
             name = self.creator.create(
-                self.creator.reference(twin, written=True), base, [], set(), key, copies, ceiling
+                self.creator.reference(twin, written, copies is not None),
+                base,
+                [],
+                set(),
+                key,
+                copies,
+                ceiling,
             )
         else:
             made = modules.module_for(function, owner)
@@ -835,7 +843,13 @@ class Scanner:
         when = self.order.key(self.method, node)
         ceiling = self._ceiling(label, deps, copies)  # may refuse: before any import is added
         name = self.creator.create(
-            self.creator.reference(module), key, ctor, deps, when, copies, ceiling
+            self.creator.reference(module, listed=copies is not None),
+            key,
+            ctor,
+            deps,
+            when,
+            copies,
+            ceiling,
         )
         index = ""
         short = module.rsplit(".", 1)[1]

@@ -17,9 +17,19 @@ from migrator.rewrite.project import ClassInfo, FileInfo
 
 _NAMED = frozenset({"named_children", "named_modules"})
 
-WRITTEN = "<written>"
-"""The class of a new module that is a class `fix` writes (a helper function's or a twin):
-it derives from nn.Module alone and holds modules of the catalog only."""
+
+MODULE_LIST = "torch.nn.ModuleList"
+"""The class of a new module that holds the copies of another made for each iteration of a
+loop."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """The class of a new module that is a class `fix` writes (a helper function's or a twin):
+    it derives from nn.Module alone, has no `reset_parameters` and holds modules of the catalog
+    only: of `held` (qualified names, `helpers.modules_made`; None: not known)."""
+
+    held: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -37,12 +47,14 @@ class Walk:
     """Classes tested by `type(m) is C`: it touches their instances only, not a subclass's."""
     names: frozenset[str] = frozenset()
     """Attribute names tested (`name in ("conv1", "conv5")`): it touches those only."""
-    resets: bool = False
-    """Tested by `hasattr(m, "reset_parameters")`: it touches the submodules having one."""
+    asked: frozenset[str] = frozenset()
+    """Attributes tested by `hasattr(m, "reset_parameters")`: it touches the submodules
+    having one."""
 
-    def touches(self, made: str | None, taken: Callable[[str], bool]) -> str | None:
-        """Why a new submodule of class `made` (qualified name, or `WRITTEN`; None: not known),
-        under a name not `taken` now, may change the walk (None: it provably does not)."""
+    def touches(self, made: str | Written | None, taken: Callable[[str], bool]) -> str | None:
+        """Why a new submodule of class `made` (qualified name, or a class `fix` writes; None:
+        not known), under a name not `taken` now, may change the walk (None: it provably does
+        not)."""
         where = f"`{self.method}` goes through `self.{self.view}`"
         if self.filters is None:
             return f"{where}: a new submodule would join the modules it goes through"
@@ -54,18 +66,17 @@ class Walk:
             next((c for c in sorted(self.exact) if _may_be_exactly(made, c)), None),
         )
         if hit is None:
-            if self.resets and not _never_resettable(made):
-                made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
+            attr = next((a for a in sorted(self.asked) if not _never_has(made, a)), None)
+            if attr is not None:
                 return (
-                    f"{where} and acts on its submodules that have a `reset_parameters`: "
-                    f"a new {made} is not proven not to have one"
+                    f"{where} and acts on its submodules that have `{attr}`: "
+                    f"a new {_shown(made)} is not proven not to have one"
                 )
             return None
         acts = f"{where} and acts on its `{_short(hit)}` submodules"
         if made == hit:
             return f"{acts}: it would act on the new one"
-        made = f"`{_short(made)}`" if made and made != WRITTEN else "module"
-        return f"{acts}: a new {made} is not proven not to be one"
+        return f"{acts}: a new {_shown(made)} is not proven not to be one"
 
 
 def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]) -> list[Walk]:
@@ -80,7 +91,7 @@ def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]
         facts = cls.facts
         if not (facts.views if facts else class_fact("views", cls, partial(_views, cls))):
             continue  # no view read (in a large package, most subclasses elsewhere)
-        for method, view, tested, exact, names, resets in class_fact(
+        for method, view, tested, exact, names, asked in class_fact(
             "walks", cls, partial(_class_walks, ctx, cls)
         ):
             label = method if cls is owner else f"{cls.name}.{method}"
@@ -92,14 +103,14 @@ def submodule_walks(ctx: FileContext, owner: ClassInfo, classes: list[ClassInfo]
                 for c in tested
                 if not c.startswith("torch.") and ctx.project.find_class(c, cls.file)
             )
-            walks.append(Walk(label, view, frozenset(tested), project, exact, names, resets))
+            walks.append(Walk(label, view, frozenset(tested), project, exact, names, asked))
     return walks
 
 
-_Found = tuple[str, str, "tuple[str, ...] | None", frozenset[str], frozenset[str], bool]
+_Found = tuple[str, str, "tuple[str, ...] | None", frozenset[str], frozenset[str], frozenset[str]]
 """(method, view, classes tested by `isinstance` in the order found, or None: it may touch
-any submodule; classes tested by `type(m) is`, attribute names tested, whether
-`hasattr(m, "reset_parameters")` is tested) of one walk."""
+any submodule; classes tested by `type(m) is`, names tested, attributes asked by `hasattr`)
+of one walk."""
 
 
 def _class_walks(ctx: FileContext, cls: ClassInfo) -> tuple[_Found, ...]:
@@ -144,9 +155,9 @@ def _walks_in(ctx: FileContext, cls: ClassInfo, method: ast.FunctionDef) -> list
 
 def _found(method: str, view: str, tests: _Tests | None) -> _Found:
     if tests is None:
-        return (method, view, None, frozenset(), frozenset(), False)
+        return (method, view, None, frozenset(), frozenset(), frozenset())
     classes, exact, names = tuple(tests.classes), frozenset(tests.exact), frozenset(tests.names)
-    return (method, view, classes, exact, names, tests.resets)
+    return (method, view, classes, exact, names, frozenset(tests.asked))
 
 
 def _self_view(node: ast.AST) -> bool:
@@ -167,14 +178,14 @@ class _Tests:
     """Classes tested by `type(m) is`."""
     names: set[str]
     """Attribute names tested by `name in ("conv1", "conv5")` or `name == "conv1"`."""
-    resets: bool = False
-    """Whether `hasattr(m, "reset_parameters")` is tested."""
+    asked: set[str]
+    """Attributes tested by `hasattr(m, "reset_parameters")`."""
 
     def add(self, other: _Tests) -> None:
         self.classes |= other.classes
         self.exact |= other.exact
         self.names |= other.names
-        self.resets = self.resets or other.resets
+        self.asked |= other.asked
 
 
 def meets_no_new_module(
@@ -210,7 +221,7 @@ def applies_to_no_new_module(ctx: FileContext, file: FileInfo, applied: ast.expr
 def _no_new_module_passes(ctx: FileContext, file: FileInfo, tests: _Tests) -> bool:
     return (
         not tests.names
-        and not tests.resets
+        and not tests.asked
         and all(
             c in catalog.OTHER_MODULES
             or not c.startswith("torch.")
@@ -271,7 +282,7 @@ def _guarded(
     `body` (of `method`; a docstring first aside) accept (None: a statement is not guarded). A
     body that only hands the submodule to a function of the file (`_weight_init(m)`) is that
     function's."""
-    tests = _Tests(set(), set(), set())
+    tests = _Tests(set(), set(), set(), set())
     shadowed = ctx.locals_of(method)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -383,7 +394,7 @@ def _tested(
     or a name in literals, joined by `or`; of `and`, its first such part, which runs first
     on every submodule (None: none)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        tests = _Tests(set(), set(), set())
+        tests = _Tests(set(), set(), set(), set())
         for value in test.values:
             part = _tested(file, value, module, name, shadowed)
             if part is None:
@@ -403,12 +414,13 @@ def _tested(
             ):
                 return None
         return None
-    if _has_reset(file, test, module, shadowed):
-        return _Tests(set(), set(), set(), resets=True)
+    asked = _builtin_on(file, test, "hasattr", module, shadowed)
+    if isinstance(asked, ast.Constant) and isinstance(asked.value, str):
+        return _Tests(set(), set(), set(), {asked.value})
     if name is not None:
         names = _names_tested(test, name.id)
         if names is not None:
-            return _Tests(set(), set(), names)
+            return _Tests(set(), set(), names, set())
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -424,15 +436,9 @@ def _tested(
         and test.left.args[0].id == module
     ):
         exact = file.names.resolve(test.comparators[0], shadowed)
-        return _Tests(set(), {exact}, set()) if exact else None
+        return _Tests(set(), {exact}, set(), set()) if exact else None
     classes = _isinstance_of(file, test, module, shadowed)
-    return None if classes is None else _Tests(classes, set(), set())
-
-
-def _has_reset(file: FileInfo, test: ast.expr, module: str, shadowed: set[str]) -> bool:
-    """Whether `test` is `hasattr(<module>, "reset_parameters")`."""
-    name = _builtin_on(file, test, "hasattr", module, shadowed)
-    return isinstance(name, ast.Constant) and name.value == "reset_parameters"
+    return None if classes is None else _Tests(classes, set(), set(), set())
 
 
 def _builtin_on(
@@ -494,16 +500,23 @@ def _reads(body: list[ast.stmt], name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for s in body for n in ast.walk(s))
 
 
-def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool:
+def _never_instance(made: str | Written | None, cls: str, project: frozenset[str]) -> bool:
     """Whether a module of class `made` (qualified name), a class of the catalog, is provably
     not an instance of `cls`: one of the torch.nn classes no catalog class derives from, another
     catalog class it does not derive from (tests/test_catalog.py), or a class of the project's
-    sources, from which none can."""
-    if made == WRITTEN:  # nor are the catalog modules it holds
-        return cls in catalog.OTHER_MODULES or cls in project
+    sources, from which none can. A class `fix` writes and the nn.ModuleList of copies derive
+    from nn.Module alone (the modules the list holds are judged on their own; those the class
+    holds decide a catalog class)."""
+    unrelated = cls in catalog.OTHER_MODULES or cls in project
+    if made == MODULE_LIST:
+        return unrelated or catalog.is_catalog_module(cls)
+    if isinstance(made, Written):
+        if made.held is None or not catalog.is_catalog_module(cls):
+            return unrelated
+        return all(_never_instance(m, cls, project) for m in made.held)
     if made is None or made == cls or not catalog.is_catalog_module(made):
         return False
-    if cls in catalog.OTHER_MODULES or cls in project:
+    if unrelated:
         return True
     made, cls = catalog.catalog_origin(made), catalog.catalog_origin(cls)
     return (
@@ -513,20 +526,38 @@ def _never_instance(made: str | None, cls: str, project: frozenset[str]) -> bool
     )
 
 
-def _may_be_exactly(made: str | None, cls: str) -> bool:
+def _may_be_exactly(made: str | Written | None, cls: str) -> bool:
     """Whether a new module of class `made` (or one it holds) may be of class `cls` exactly."""
-    if made == WRITTEN:
-        return catalog.is_catalog_module(cls) or cls.startswith("torch.")
+    if isinstance(made, Written):
+        if made.held is None:
+            return catalog.is_catalog_module(cls) or cls.startswith("torch.")
+        return cls in made.held
     return made is None or made == cls
 
 
-def _never_resettable(made: str | None) -> bool:
-    """Whether a module of class `made`, a class of the catalog, has no `reset_parameters`."""
-    return (
-        made is not None
-        and catalog.is_catalog_module(made)
-        and catalog.catalog_origin(made) not in catalog.RESETTABLE
-    )
+def _never_has(made: str | Written | None, attr: str) -> bool:
+    """Whether a module of class `made`, a class of the catalog, has no attribute `attr`: no
+    `reset_parameters` but on a `RESETTABLE` class, else none of the names `catalog.has_attribute`
+    may find (a class `fix` writes, whose attributes are named after its ops and helpers: no
+    `reset_parameters`, nor any module it holds)."""
+    if isinstance(made, Written):
+        held = made.held
+        return (
+            attr == "reset_parameters"
+            and held is not None
+            and all(_never_has(m, attr) for m in held)
+        )
+    if made == MODULE_LIST:
+        return not catalog.has_attribute(made, attr)
+    if made is None or not catalog.is_catalog_module(made):
+        return False
+    if attr == "reset_parameters":
+        return catalog.catalog_origin(made) not in catalog.RESETTABLE
+    return not catalog.has_attribute(made, attr)
+
+
+def _shown(made: str | Written | None) -> str:
+    return f"`{_short(made)}`" if isinstance(made, str) else "module"
 
 
 def _short(qualname: str) -> str:
