@@ -110,6 +110,7 @@ class ClassAnalysis:
                 first_declared=partial(self._first_declared, method, methods),
                 unknown_globals=self.ctx.info.names.unknown,
                 attr_kinds=containers,
+                tensor_params=self._given_tensors(method),
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             record_tensor_params(self.ctx, method, methods, tensors)
@@ -251,6 +252,11 @@ class ClassAnalysis:
             found = target_of(self.ctx, self.ctx.info, call, method, methods)
             params = [*found[1].args.posonlyargs, *found[1].args.args][:1] if found else []
         return bool(params) and annotation_kind(params[0].annotation) not in (None, "tensor")
+
+    def _given_tensors(self, method: ast.FunctionDef) -> set[str]:
+        """`HelperModules.given_tensors` of a helper's stand-in `forward` (none for a method)."""
+        modules = self.ctx.helper_modules
+        return modules.given_tensors(method) if modules is not None else set()
 
     def _helper_call(
         self, method: ast.FunctionDef
