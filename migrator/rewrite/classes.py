@@ -14,7 +14,7 @@ from migrator.rewrite.attributes import ClassAttributes
 from migrator.rewrite.context import MANY, FileContext, Site, self_attr
 from migrator.rewrite.creation import ModuleCreator
 from migrator.rewrite.family import Family
-from migrator.rewrite.held_methods import forward_runs, held_reach
+from migrator.rewrite.held_methods import forward_runs, held_iterations
 from migrator.rewrite.helpers import (
     plain_calls,
     plain_result,
@@ -33,7 +33,7 @@ from migrator.rewrite.outside_runs import outside_runs, report_outside, report_w
 from migrator.rewrite.placement import Placement, Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.reuse import ReusedModules
-from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration
+from migrator.rewrite.runs import inherited_reach, init_reach, once_an_iteration, reach
 from migrator.rewrite.scan import Scanner
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import Store, changed_after_init, stores_of
@@ -85,7 +85,8 @@ class ClassAnalysis:
             )
             for name in reached
         }
-        per_iteration = self._once_an_iteration(forward is None, reached, loops_of)
+        inherited = forward is None and self.cls.qualname not in self.ctx.promoted
+        per_iteration = self._once_an_iteration(inherited, reached, loops_of)
         containers = self.settings.tensor_containers(methods)
         outside = outside_runs(self.ctx, self.cls, self.family)
         for index, (name, times) in enumerate(reached.items()):
@@ -109,6 +110,7 @@ class ClassAnalysis:
                 first_declared=partial(self._first_declared, method, methods),
                 unknown_globals=self.ctx.info.names.unknown,
                 attr_kinds=containers,
+                tensor_params=self._given_tensors(method),
             )
             self.ctx.plain_calls.update(plain_calls(self.ctx, method, methods, tensors))
             record_tensor_params(self.ctx, method, methods, tensors)
@@ -251,6 +253,11 @@ class ClassAnalysis:
             params = [*found[1].args.posonlyargs, *found[1].args.args][:1] if found else []
         return bool(params) and annotation_kind(params[0].annotation) not in (None, "tensor")
 
+    def _given_tensors(self, method: ast.FunctionDef) -> set[str]:
+        """`HelperModules.given_tensors` of a helper's stand-in `forward` (none for a method)."""
+        modules = self.ctx.helper_modules
+        return modules.given_tensors(method) if modules is not None else set()
+
     def _helper_call(
         self, method: ast.FunctionDef
     ) -> Callable[[ast.Call, Callable[[ast.expr], bool]], bool] | None:
@@ -275,8 +282,8 @@ class ClassAnalysis:
         self, inherited: bool, reached: dict[str, int], loops_of: dict[str, LoopCopies]
     ) -> set[str]:
         """The methods that run once an iteration of loops whose trip count depends on the
-        input (`runs.once_an_iteration`; none for an inherited forward, nor one that the calls
-        of the class's holders run as well)."""
+        input: of forward's (`runs.once_an_iteration`; none for an inherited forward), or of
+        the class's holders' (`held_iterations`), not both."""
         if inherited or all(times < MANY for times in reached.values()):
             return set()
         methods = self.attributes.methods
@@ -287,7 +294,13 @@ class ClassAnalysis:
             return loops is not None and loops.input_only(visit)
 
         found = once_an_iteration(self.ctx, self.cls, self.family, input_only)
-        return found - held_reach(self.ctx, self.cls, self.family)  # also run outside the loops
+        held = held_iterations(self.ctx, self.cls, self.family)
+        own = reach(self.ctx, self.cls, self.family)
+        return {name for name in found if name not in held} | {
+            name
+            for name, times in held.items()
+            if times == 1 and reached.get(name, 0) >= MANY and name not in own
+        }
 
     def _unknown_callees(
         self, reached: list[ast.FunctionDef], path: dict[str, ast.FunctionDef]

@@ -29,7 +29,7 @@ from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
-from migrator.rewrite.walk import header_lines
+from migrator.rewrite.walk import Visit, header_lines
 
 
 def forward_runs(
@@ -43,18 +43,26 @@ def forward_runs(
     return runs
 
 
-def held_reach(ctx: FileContext, cls: ClassInfo, family: Family) -> set[str]:
-    """The methods of `cls` that its holders' calls run (`held_runs`), directly or not."""
-    return set(_held_reach(ctx, cls, family, ()))
+def held_iterations(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
+    """Method name -> how many times the holders' calls run it per forward, each iteration of
+    a loop whose trip count depends on the input counted as one run (1 for FCOS's
+    `self.box_coder.decode(...)` per image and per level), for the methods of `cls` that its
+    holders' calls run (`held_runs`), directly or not."""
+    return _through_calls(ctx, cls, _kept(ctx, cls, family)[2])
 
 
 def _held_reach(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> dict[str, int]:
     """Method name -> how many times the holders' calls run it per forward."""
+    return _through_calls(ctx, cls, held_runs(ctx, cls, family, stack))
+
+
+def _through_calls(ctx: FileContext, cls: ClassInfo, held: dict[str, int]) -> dict[str, int]:
+    """Method name -> how many times the methods the holders call `held` times run it."""
     methods = cls.methods()
     found: dict[str, int] = {}
-    for name, times in held_runs(ctx, cls, family, stack).items():
+    for name, times in held.items():
         for inner, count in runs_per_call(ctx, cls, name).items():
             if count and inner != "__init__" and not unbound(methods[inner]):
                 found[inner] = min(found.get(inner, 0) + times * count, MANY)
@@ -72,7 +80,11 @@ def held_runs(
     return _kept(ctx, cls, family)[0]
 
 
-def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[dict[str, int], str]:
+_Held = tuple[dict[str, int], str, dict[str, int]]
+"""`held_runs`, why it is empty, and the counts of `held_iterations` of the methods held."""
+
+
+def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> _Held:
     return family.kept("held_runs", cls, lambda: _held_runs(ctx, cls, family, ()))
 
 
@@ -84,11 +96,11 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
     (worked out as that file's own analysis does), and when empty why; empty for a file the
     run leaves alone."""
     if cls.file is ctx.info:
-        return _kept(ctx, cls, family)
+        return _kept(ctx, cls, family)[:2]
     if ctx.project.processes(cls.file.path) is None:
         return {}, f"`{cls.name}` is {NOT_REWRITTEN}"
     other = _context_of(ctx, cls.file)
-    return _kept(other[0], cls, other[1]) if other is not None else ({}, "its file has no text")
+    return _kept(other[0], cls, other[1])[:2] if other is not None else ({}, "its file has no text")
 
 
 def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
@@ -130,9 +142,21 @@ def _stateless(ctx: FileContext, attr: object) -> bool:
 
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
+) -> _Held:
+    once: dict[str, int] = {}
+    counts, why = _holders_calls(ctx, cls, family, stack, once)
+    return counts, why, once if counts else {}
+
+
+def _holders_calls(
+    ctx: FileContext,
+    cls: ClassInfo,
+    family: Family,
+    stack: tuple[ClassInfo, ...],
+    once: dict[str, int],
 ) -> tuple[dict[str, int], str]:
     """`held_runs`, and when it is empty why (what the refused MIG115 at a holder's call
-    says)."""
+    says); `once` gets the counts of `held_iterations` of the methods held."""
     methods = cls.methods()
     names = {
         name
@@ -173,12 +197,13 @@ def _held_runs(
         there, kin, holders = places[index]
         for holder, attrs in holders.items():
             for attr in [a for a, qualname in attrs.items() if qualname == cls.qualname]:
-                per = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
-                if isinstance(per, str):
-                    return {}, per
+                found = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
+                if isinstance(found, str):
+                    return {}, found
                 held = True
-                for name, times in per.items():
+                for name, (times, iterations) in found.items():
                     counts[name] = max(counts.get(name, 0), times)
+                    once[name] = max(once.get(name, 0), iterations)
     elsewhere = places[1:]
     if not held or not counts:
         return {}, _NO_HOLDER
@@ -208,11 +233,12 @@ def _holder_counts(
     names: set[str],
     stack: tuple[ClassInfo, ...],
     counted: set[int],
-) -> dict[str, int] | str:
+) -> dict[str, tuple[int, int]] | str:
     """Method name -> how many times the forward path of `holder` calls it on `self.<attr>`
-    per forward (the calls added to `counted`); why not, when that is not known: `holder`
-    hands the instance on, may be subclassed, is shared, or calls such a method off its
-    forward path."""
+    per forward (the calls added to `counted`), and how many with each iteration of a loop
+    whose trip count depends on the input counted as one call (`_iterations`); why not, when
+    that is not known: `holder` hands the instance on, may be subclassed, is shared, or calls
+    such a method off its forward path."""
     if family.subclasses_in_file(holder) or any(
         set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder)
     ):
@@ -220,24 +246,54 @@ def _holder_counts(
     if _escapes(ctx, holder, attr):
         return f"`{holder.name}` hands `self.{attr}` on"
     runs = forward_runs(ctx, holder, family, stack)
-    per: dict[str, int] = {}
+    per: dict[str, tuple[int, int]] = {}
     for caller, method in holder.methods().items():
-        calls: dict[str, list[ast.Call]] = {}
-        repeated: set[str] = set()
+        calls: dict[str, list[tuple[ast.Call, Visit]]] = {}
         for node, visit in ctx.call_visits(method):
             func = node.func
             if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
-                calls.setdefault(func.attr, []).append(node)
-                repeated.update([func.attr] if visit.repeated else [])
+                calls.setdefault(func.attr, []).append((node, visit))
         for name, found in calls.items():
             if not runs.get(caller):
                 return f"`{holder.name}.{caller}`, off the forward path, calls `{name}`"
-            counted.update(id(call.func) for call in found)
-            times = MANY if name in repeated else runs[caller] * most_runs(method, [*found])
-            per[name] = min(per.get(name, 0) + times, MANY)
+            counted.update(id(call.func) for call, _ in found)
+            times = (
+                MANY
+                if any(visit.repeated for _, visit in found)
+                else runs[caller] * most_runs(method, [call for call, _ in found])
+            )
+            iterations = times
+            if times >= MANY:
+                iterations = _iterations(ctx, family, holder, method, runs[caller], found)
+            before = per.get(name, (0, 0))
+            per[name] = (min(before[0] + times, MANY), min(before[1] + iterations, MANY))
     if holder.qualname in _shared(ctx, family):
         return f"`{holder.name}` itself is handed to several modules"
     return per
+
+
+def _iterations(
+    ctx: FileContext,
+    family: Family,
+    holder: ClassInfo,
+    method: ast.FunctionDef,
+    times: int,
+    found: list[tuple[ast.Call, Visit]],
+) -> int:
+    """How many times the calls `found` in `method` of `holder` (which runs `times` per
+    forward) run per forward, each iteration of a loop whose trip count depends on the input
+    counted as one: `times` for one call that only such loops repeat (`LoopCopies.input_only`),
+    else many."""
+    from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
+    from migrator.rewrite.hyper import HyperParameters
+    from migrator.rewrite.loops import LoopCopies
+
+    if len(found) != 1:
+        return MANY
+    attributes = ClassAttributes(ctx, holder, family)
+    hyper = HyperParameters(ctx, attributes)
+    loops = LoopCopies(ctx, method, attributes, hyper, ctx.locals_of(method))
+    return times if loops.input_only(found[0][1]) else MANY
 
 
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")

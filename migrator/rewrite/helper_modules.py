@@ -255,6 +255,26 @@ class HelperModules:
                 return sub.name
         return None
 
+    def given_tensors(self, method: ast.FunctionDef) -> set[str]:
+        """The parameters of `method`, a helper's stand-in `forward`, that the one call of the
+        helper gives a proven tensor (`helpers.record_tensor_params`; torchvision's
+        `heatmaps_to_keypoints(xx, bb)`, `bb` an item of a `List[Tensor]`): a module-level
+        function of the file without a twin whose name the file reads once, as that call's
+        function, so its module has that one call site."""
+        function = self._stand_ins.get(id(method))
+        if function is None or function.name in self.twins:
+            return set()
+        info = self.ctx.info
+        if info.functions.get(function.name) is not function:
+            return set()
+        nodes = all_nodes(info.tree)
+        named = [n for n in nodes if isinstance(n, ast.Name) and n.id == function.name]
+        if len(named) != 1 or not any(
+            isinstance(n, ast.Call) and n.func is named[0] for n in nodes
+        ):
+            return set()
+        return set(self.ctx.tensor_params.get(id(function), set()))
+
     def follows_mode(self, method: ast.FunctionDef, value: ast.expr) -> bool:
         """Whether `value` in `method`, the `forward` of a helper's class, is a parameter that
         every call of the helper passes `self.training` (`mode_params`): in the helper's module
