@@ -12,6 +12,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
+from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.submodule_walks import WRITTEN, Walk, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
@@ -171,15 +172,20 @@ class ModuleCreator:
         """Refuse when a method going through the class's submodules may act on a new one of
         class `made` (qualified name; None: not known)."""
         if self._walks is None:
-            cls, family = self.attributes.cls, self.family
-            related = [
-                c
-                for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
-                + family.subclasses_elsewhere(cls)
-                if not c.qualname.startswith("torch.")  # containers: `_container`
-            ]
-            self._walks = submodule_walks(self.ctx, cls, [cls, *related])
+            self._walks = own_walks(self.ctx, self.family, self.attributes.cls)
         for walk in self._walks:
             why = walk.touches(made, self.names.taken)
             if why:
                 raise Refusal("MIG109", why)
+
+
+def own_walks(ctx: FileContext, family: Family, cls: ClassInfo) -> list[Walk]:
+    """The walks of an instance's own submodules by the methods of `cls`, its ancestors and
+    subclasses found in the project (torch's containers aside: `_container`)."""
+    related = [
+        c
+        for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
+        + family.subclasses_elsewhere(cls)
+        if not c.qualname.startswith("torch.")
+    ]
+    return submodule_walks(ctx, cls, [cls, *related])

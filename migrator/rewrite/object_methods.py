@@ -433,12 +433,14 @@ def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tu
     torch's) of what every assignment of `self.<attr>` in `cls`'s methods gives, a call of one,
     `copy.deepcopy(self.<other>)` or `self.<other>` of another such attribute (a copy or an alias
     of it, also swapped: `self.a, self.b = self.b, self.a`), or `None`; empty when one gives
-    anything else, or another store binds it."""
+    anything else, or another store binds it by its name (one by a name known at run time,
+    `setattr(self, name, v)` or `vars(self)`, may bind anything: the classes assigned are those
+    a report names)."""
     if attr in seen or len(seen) > 8:
         return ()
     seen.add(attr)
     values = self_assignments(cls).get(attr, [])
-    binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
+    binds = [s for s in stores_of(cls, attr) if s.kind == "bound" and s.attr == attr]
     if not values or len(binds) != len(values):
         return ()
     found: set[str] = set()
