@@ -280,10 +280,15 @@ class Scanner:
                     f".{func.attr}()",
                 )
             elif (op := catalog.by_inplace_method(func.attr)) is not None:
-                if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
-                    self._inplace(
-                        op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                if not (isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node):
+                    raise Refusal(
+                        "MIG108",
+                        f".{func.attr}() on `{self.ctx.text(func.value)}`: what it returns is "
+                        "used, and only an in-place op standing as a statement is rewritten",
                     )
+                self._inplace(
+                    op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                )
 
     def _ceiling(self, label: str, deps: set[str], copies: Copies | None) -> int | None:
         """The top-level `__init__` statement a module created for an op of this method must
