@@ -159,14 +159,7 @@ class ModuleCreator:
             )
 
     def _container(self) -> str | None:
-        """Why a new submodule would change behaviour: the class is a torch.nn container
-        (None: it is not)."""
-        cls = self.attributes.cls
-        for each in [cls, *self.family.ancestors(cls)]:
-            for base in each.bases:
-                if base in _CONTAINERS:
-                    return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
-        return None
+        return container_base(self.family, self.attributes.cls)
 
     def _walked_by(self, made: str | None) -> None:
         """Refuse when a method going through the class's submodules may act on a new one of
@@ -189,3 +182,13 @@ def own_walks(ctx: FileContext, family: Family, cls: ClassInfo) -> list[Walk]:
         if not c.qualname.startswith("torch.")
     ]
     return submodule_walks(ctx, cls, [cls, *related])
+
+
+def container_base(family: Family, cls: ClassInfo) -> str | None:
+    """Why a new submodule of `cls` would change behaviour: the class is a torch.nn container
+    (None: it is not)."""
+    for each in [cls, *family.ancestors(cls)]:
+        for base in each.bases:
+            if base in _CONTAINERS:
+                return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
+    return None

@@ -120,10 +120,22 @@ def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
 
 
 def _walked(ctx: FileContext, family: Family, holder: ClassInfo, attr: str, cls: ClassInfo) -> str:
-    """Why a walk of `holder`'s own submodules (`self.children()`, `self._modules`) may change
-    once `self.<attr>`, an instance of `cls`, is a module, or ''."""
-    from migrator.rewrite.creation import own_walks  # which reads the class analysis
+    """Why `holder` would change once `self.<attr>`, an instance of `cls`, is a module, or '':
+    a torch container runs or counts its submodules, a module cannot be assigned before
+    `super().__init__()`, a walk of its own submodules (`self.children()`, `self._modules`)
+    would meet it."""
+    from migrator.rewrite.attributes import ClassAttributes  # which read the class analysis
+    from migrator.rewrite.creation import container_base, own_walks
 
+    container = container_base(family, holder)
+    if container:
+        return f"`{holder.name}` holds it and {container[len('the class ') :]}"
+    attributes = ClassAttributes(ctx, holder, family)
+    made = attributes.attrs.get(attr)
+    if made is not None and (
+        attributes.super_index is None or made.top_index <= attributes.super_index
+    ):
+        return f"`{holder.name}.__init__` sets `self.{attr}` before `super().__init__()`"
     for walk in own_walks(ctx, family, holder):
         why = walk.touches(cls.qualname, lambda name: name != attr)
         if why:
