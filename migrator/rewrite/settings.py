@@ -135,15 +135,16 @@ class SubmoduleSettings:
         family or in the file's other code (`changed_after_init`): a call of it runs the
         function, as a direct call does. Not when `__init__` may leave it unset (`if c: self.f
         = fn`) or the class or a base defines the name at class level (a method the call would
-        run then, or a property storing the function elsewhere)."""
+        run then, or a property, also a subclass's, storing the function elsewhere)."""
         held = self.held_function(owner)
         if held is None or not held[2]:
             return None
         attributes = self.attributes
         if attributes.attrs[owner].nested and attributes.unsettled(owner):
             return None
-        lineage = [attributes.cls, *attributes.family.ancestors(attributes.cls)]
-        if any(owner in class_level_names(each.node) for each in lineage):
+        if any(
+            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
+        ):
             return None
         if changed_after_init(attributes.family, attributes.cls, owner) is not None:
             return None
