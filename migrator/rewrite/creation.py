@@ -8,6 +8,7 @@ import ast
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.defined import GIVEN
 from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
@@ -144,6 +145,12 @@ class ModuleCreator:
                 "MIG109", f"{container}: a new submodule would join the modules it goes through"
             )
         self._walked_by(made)
+        if self.names.taken(GIVEN):
+            raise Refusal(
+                "MIG109",
+                "the class sets an attribute by a name its caller gives (`setattr(self, name, "
+                "m)`): a new module's name may be that one",
+            )
         init, super_index = self.attributes.init, self.attributes.super_index
         if init is None:
             return

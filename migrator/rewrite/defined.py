@@ -139,10 +139,12 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bo
                 for named in _named_attributes(node):
                     if isinstance(named, ast.Constant) and isinstance(named.value, str):
                         names.add(named.value)
-                    elif isinstance(named, ast.JoinedStr) and _pattern(named).strip("*"):
+                    elif _pattern(named).strip("*"):
                         names.add(_pattern(named))
                     else:
                         dynamic = True
+                        if method and _given(cast(ast.FunctionDef, stmt), named, cls):
+                            names.add(GIVEN)
     if dynamic:  # a name may be any of the class's strings (`for n in self.layer_names`)
         names |= {
             n.value
@@ -232,9 +234,93 @@ def _named_attributes(node: ast.AST) -> list[ast.expr]:
     return named
 
 
-def _pattern(name: ast.JoinedStr) -> str:
-    """The names an f-string can make, as a glob pattern (`f"relu{i}"`: `relu*`)."""
-    return "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in name.values)
+def _pattern(name: ast.expr) -> str:
+    """The names an f-string or a sum of strings can make, as a glob pattern (`f"relu{i}"`,
+    `"relu" + str(i)`: `relu*`); `*` when no part is a string literal."""
+    if isinstance(name, ast.JoinedStr):
+        parts = name.values
+    elif isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add):
+        return _pattern(name.left) + _pattern(name.right)
+    else:
+        parts = [name]
+    return "".join(
+        v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*" for v in parts
+    )
+
+
+GIVEN = "<given>"
+"""Taken by a class that sets an attribute by a name its caller gives
+(`setattr(self, name, m)` with `name` a parameter, or read from one): any name may be."""
+
+
+def _given(method: ast.FunctionDef, named: ast.expr, cls: ast.ClassDef) -> bool:
+    """Whether the name `named`, in `method`, may come from a parameter of `method`, or from an
+    attribute some method of `cls` sets from one of its parameters: read directly, through the
+    method's local names and loop variables (`for n in self.names`), or through what those
+    iterate; an index or slice of a container only picks among its items."""
+    args = method.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    bound: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(method):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            bound.setdefault(node.target.id, []).append(node.iter)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+    todo, seen = [named], set()
+    while todo:
+        for read in _read(todo.pop()):
+            if isinstance(read, ast.Attribute):
+                if _set_from_parameters(cls, read.attr):
+                    return True
+            elif read.id in params:
+                return True
+            elif read.id not in seen:
+                seen.add(read.id)
+                todo += bound.get(read.id, [])
+    return False
+
+
+def _read(value: ast.expr) -> list[ast.Name | ast.Attribute]:
+    """The names and `self.<attr>` that `value` reads, but in indices and slices and in
+    `range(...)` and `len(...)`, which give numbers."""
+    found: list[ast.Name | ast.Attribute] = []
+    todo: list[ast.AST] = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            found.append(node)
+        elif isinstance(node, ast.Attribute) and _self_attr(node):
+            found.append(node)
+        elif isinstance(node, ast.Subscript):
+            todo.append(node.value)
+        elif not (  # numbers: a name made of digits is no identifier
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("range", "len")
+        ):
+            todo += ast.iter_child_nodes(node)
+    return found
+
+
+def _set_from_parameters(cls: ast.ClassDef, attr: str) -> bool:
+    """Whether a method of `cls` sets `self.<attr>` to a value reading one of its parameters."""
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef):
+            continue
+        args = method.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"}
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(
+                _self_attr(t) and t.attr == attr
+                for t in node.targets
+                if isinstance(t, ast.Attribute)
+            ):
+                if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(node.value)):
+                    return True
+    return False
 
 
 def class_level_names(cls: ast.ClassDef) -> set[str]:
