@@ -30,7 +30,7 @@ from migrator.rewrite.inplace import (
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
-from migrator.rewrite.outputs import OutputKinds, op_inplace
+from migrator.rewrite.outputs import OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -770,6 +770,11 @@ class Scanner:
         if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
             raise Refusal(
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
+            )
+        if any(k == "out" and not is_none(v) for k, v, _ in keywords):
+            raise Refusal(
+                "MIG107",
+                f"{label}: `out=` writes into the tensor given, a module returns a new one",
             )
         self._mode_kept(op, [v for v, _ in positional] + [v for _, v, _ in keywords], label)
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
