@@ -298,6 +298,7 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     assert isinstance(call.func, ast.Attribute)
     held = settings.held_function(call.func.attr)
     if held is None:
+        _report_held_lambda(ctx, call, settings)
         return
     info, function, only = held
     found = ops_from(ctx, [(None, info, function)])
@@ -312,6 +313,26 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
         f"`{ctx.text(call.func)}` {'holds' if only else 'may hold'} the function "
         f"`{function.name}`{where}, no module, which runs {len(found)} op(s) forward reaches "
         f"({labels}): they run outside any module; left as is",
+    )
+
+
+def _report_held_lambda(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
+    """Report a call `self.<attr>(...)` of a lambda that `__init__` stores in `self.<attr>`
+    (`self.gate = lambda x: torch.sigmoid(x)`), when it runs ops."""
+    from migrator.rewrite.hook_methods import as_function  # which reads `ops_from`
+
+    assert isinstance(call.func, ast.Attribute)
+    lambdas = [v for v in settings.init_values(call.func.attr) if isinstance(v, ast.Lambda)]
+    found = ops_from(ctx, [(None, ctx.info, as_function(each)) for each in lambdas])
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}` holds a lambda (line {lambdas[0].lineno}), no module, which "
+        f"runs {len(found)} op(s) forward reaches ({', '.join(sorted(set(found)))}): they run "
+        "outside any module; left as is",
     )
 
 
