@@ -8,10 +8,12 @@ import ast
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.defined import GIVEN
 from migrator.rewrite.family import Family
 from migrator.rewrite.loops import Copies
 from migrator.rewrite.order import Key
 from migrator.rewrite.placement import Registration
+from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.submodule_walks import MODULE_LIST, Walk, Written, submodule_walks
 from migrator.rewrite.taken import TakenNames
 
@@ -146,6 +148,12 @@ class ModuleCreator:
                 "MIG109", f"{container}: a new submodule would join the modules it goes through"
             )
         self._walked_by(made, listed)
+        if self.names.taken(GIVEN):
+            raise Refusal(
+                "MIG109",
+                "the class sets an attribute by a name its caller gives (`setattr(self, name, "
+                "m)`): a new module's name may be that one",
+            )
         init, super_index = self.attributes.init, self.attributes.super_index
         if init is None:
             return
@@ -161,30 +169,38 @@ class ModuleCreator:
             )
 
     def _container(self) -> str | None:
-        """Why a new submodule would change behaviour: the class is a torch.nn container
-        (None: it is not)."""
-        cls = self.attributes.cls
-        for each in [cls, *self.family.ancestors(cls)]:
-            for base in each.bases:
-                if base in _CONTAINERS:
-                    return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
-        return None
+        return container_base(self.family, self.attributes.cls)
 
     def _walked_by(self, made: str | Written | None, listed: bool) -> None:
         """Refuse when a method going through the class's submodules may act on a new one of
         class `made` (qualified name; None: not known), or on the nn.ModuleList of copies of it
         when `listed`."""
         if self._walks is None:
-            cls, family = self.attributes.cls, self.family
-            related = [
-                c
-                for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
-                + family.subclasses_elsewhere(cls)
-                if not c.qualname.startswith("torch.")  # containers: `_container`
-            ]
-            self._walks = submodule_walks(self.ctx, cls, [cls, *related])
+            self._walks = own_walks(self.ctx, self.family, self.attributes.cls)
         for walk in self._walks:
             for each in [made, MODULE_LIST] if listed else [made]:
                 why = walk.touches(each, self.names.taken)
                 if why:
                     raise Refusal("MIG109", why)
+
+
+def own_walks(ctx: FileContext, family: Family, cls: ClassInfo) -> list[Walk]:
+    """The walks of an instance's own submodules by the methods of `cls`, its ancestors and
+    subclasses found in the project (torch's containers aside: `_container`)."""
+    related = [
+        c
+        for c in [*family.ancestors(cls), *family.subclasses_in_file(cls)]
+        + family.subclasses_elsewhere(cls)
+        if not c.qualname.startswith("torch.")
+    ]
+    return submodule_walks(ctx, cls, [cls, *related])
+
+
+def container_base(family: Family, cls: ClassInfo) -> str | None:
+    """Why a new submodule of `cls` would change behaviour: the class is a torch.nn container
+    (None: it is not)."""
+    for each in [cls, *family.ancestors(cls)]:
+        for base in each.bases:
+            if base in _CONTAINERS:
+                return f"the class derives from `{base.replace('torch.nn.', 'nn.')}`"
+    return None

@@ -53,6 +53,11 @@ _BY_NAME_WORDS = (
     "getattr(",
     "hasattr(",
     "delattr(",
+    "setattr__(",
+    "getattr__(",
+    "getattribute__(",
+    "delattr__(",
+    "vars(",
     "add_module(",
     "register_",
     "get_submodule(",
@@ -131,15 +136,15 @@ def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bo
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 names.add(cast(ast.FunctionDef, node).name)
             elif by_name and (kind is ast.Call or kind is ast.Subscript) and _may_name(node):
-                named = _named_attribute(node)
-                if named is None:
-                    continue
-                if isinstance(named, ast.Constant) and isinstance(named.value, str):
-                    names.add(named.value)
-                elif isinstance(named, ast.JoinedStr) and _pattern(named).strip("*"):
-                    names.add(_pattern(named))
-                else:
-                    dynamic = True
+                for named in _named_attributes(node):
+                    if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                        names.add(named.value)
+                    elif _pattern(named).strip("*"):
+                        names.add(_pattern(named))
+                    else:
+                        dynamic = True
+                        if method and _given(cast(ast.FunctionDef, stmt), named, cls):
+                            names.add(GIVEN)
     if dynamic:  # a name may be any of the class's strings (`for n in self.layer_names`)
         names |= {
             n.value
@@ -153,42 +158,169 @@ _NAMING_FUNCTIONS = frozenset({"setattr", "getattr", "hasattr", "delattr"})
 _NAMING_METHODS = frozenset(
     {"add_module", "register_module", "register_buffer", "register_parameter", "get_submodule"}
 )
+_NAMING_DUNDERS = frozenset({"__setattr__", "__getattr__", "__getattribute__", "__delattr__"})
 _NAMING_DICTS = frozenset({"__dict__", "_modules", "_parameters", "_buffers"})
 
 
 def _may_name(node: ast.AST) -> bool:
-    """A quick test before `_named_attribute`: the call's or subscript's name may be one."""
+    """A quick test before `_named_attributes`: the call's or subscript's name may be one."""
     func = node.func if type(node) is ast.Call else node.value  # type: ignore[attr-defined]
     kind = type(func)
     if kind is ast.Name:
         return cast(ast.Name, func).id in _NAMING_FUNCTIONS
-    attr = cast(ast.Attribute, func).attr if kind is ast.Attribute else ""
-    return attr in _NAMING_METHODS or attr in _NAMING_DICTS
+    if kind is ast.Call:  # `vars(self)[<name>]`
+        return _naming_dict(func)
+    if kind is not ast.Attribute:
+        return False
+    attr = cast(ast.Attribute, func).attr
+    return (
+        attr in _NAMING_METHODS
+        or attr in _NAMING_DICTS
+        or attr in _NAMING_DUNDERS
+        or _naming_dict(cast(ast.Attribute, func).value)
+    )
 
 
-def _named_attribute(node: ast.AST) -> ast.expr | None:
-    """What names the attribute of `self` that `node` sets, reads or tests by name
-    (`setattr(self, <name>, m)`, `self.add_module(<name>, m)`, `self._modules[<name>]`);
-    None for another node."""
+def _naming_dict(node: ast.AST) -> bool:
+    """Whether `node` is a dict of `self`'s attributes: `self.__dict__`, `self._modules`,
+    `vars(self)`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in _NAMING_DICTS and _self_attr(node)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "vars"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+    )
+
+
+def _named_attributes(node: ast.AST) -> list[ast.expr]:
+    """What names the attributes of `self` that `node` sets, reads or tests by name
+    (`setattr(self, <name>, m)`, `object.__setattr__(self, <name>, m)`,
+    `self.add_module(<name>, m)`, `self._modules[<name>]`, `self.__dict__.update(<name>=m)`);
+    an expression other than a string (a dict, `**kw`) when they are not known; none for
+    another node."""
     if isinstance(node, ast.Subscript):
-        value = node.value
-        if isinstance(value, ast.Attribute) and _self_attr(value) and value.attr in _NAMING_DICTS:
-            return node.slice
-        return None
+        return [node.slice] if _naming_dict(node.value) else []
     assert isinstance(node, ast.Call)
     func, args = node.func, node.args
     if isinstance(func, ast.Name) and func.id in _NAMING_FUNCTIONS:
-        if len(args) >= 2 and isinstance(args[0], ast.Name) and args[0].id == "self":
-            return args[1]
-    elif isinstance(func, ast.Attribute) and _self_attr(func) and func.attr in _NAMING_METHODS:
-        if args:
-            return args[0]
-    return None
+        return args[1:2] if args and isinstance(args[0], ast.Name) and args[0].id == "self" else []
+    if not isinstance(func, ast.Attribute):
+        return []
+    if func.attr in _NAMING_METHODS:
+        return args[:1] if _self_attr(func) else []
+    if func.attr in _NAMING_DUNDERS:  # `self.__setattr__(n, m)`, `super().__setattr__(n, m)`
+        on_self = _self_attr(func) or (
+            isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        )
+        if on_self:
+            return args[:1]
+        return args[1:2] if args and isinstance(args[0], ast.Name) and args[0].id == "self" else []
+    if not _naming_dict(func.value):
+        return []
+    named: list[ast.expr] = [  # `.update(relu=m)`, `.update({"relu": m})`, `.pop("relu")`
+        ast.Constant(k.arg) if k.arg else k.value for k in node.keywords
+    ]
+    for arg in args[:1]:
+        if isinstance(arg, ast.Dict):
+            named += [k if k is not None else arg for k in arg.keys]
+        else:
+            named.append(arg)
+    return named
 
 
-def _pattern(name: ast.JoinedStr) -> str:
-    """The names an f-string can make, as a glob pattern (`f"relu{i}"`: `relu*`)."""
-    return "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in name.values)
+def _pattern(name: ast.expr) -> str:
+    """The names an f-string or a sum of strings can make, as a glob pattern (`f"relu{i}"`,
+    `"relu" + str(i)`: `relu*`); `*` when no part is a string literal."""
+    if isinstance(name, ast.JoinedStr):
+        parts = name.values
+    elif isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add):
+        return _pattern(name.left) + _pattern(name.right)
+    else:
+        parts = [name]
+    return "".join(
+        v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*" for v in parts
+    )
+
+
+GIVEN = "<given>"
+"""Taken by a class that sets an attribute by a name its caller gives
+(`setattr(self, name, m)` with `name` a parameter, or read from one): any name may be."""
+
+
+def _given(method: ast.FunctionDef, named: ast.expr, cls: ast.ClassDef) -> bool:
+    """Whether the name `named`, in `method`, may come from a parameter of `method`, or from an
+    attribute some method of `cls` sets from one of its parameters: read directly, through the
+    method's local names and loop variables (`for n in self.names`), or through what those
+    iterate; an index or slice of a container only picks among its items."""
+    args = method.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    bound: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(method):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            bound.setdefault(node.target.id, []).append(node.iter)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+    todo, seen = [named], set()
+    while todo:
+        for read in _read(todo.pop()):
+            if isinstance(read, ast.Attribute):
+                if _set_from_parameters(cls, read.attr):
+                    return True
+            elif read.id in params:
+                return True
+            elif read.id not in seen:
+                seen.add(read.id)
+                todo += bound.get(read.id, [])
+    return False
+
+
+def _read(value: ast.expr) -> list[ast.Name | ast.Attribute]:
+    """The names and `self.<attr>` that `value` reads, but in indices and slices and in
+    `range(...)` and `len(...)`, which give numbers."""
+    found: list[ast.Name | ast.Attribute] = []
+    todo: list[ast.AST] = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            found.append(node)
+        elif isinstance(node, ast.Attribute) and _self_attr(node):
+            found.append(node)
+        elif isinstance(node, ast.Subscript):
+            todo.append(node.value)
+        elif not (  # numbers: a name made of digits is no identifier
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("range", "len")
+        ):
+            todo += ast.iter_child_nodes(node)
+    return found
+
+
+def _set_from_parameters(cls: ast.ClassDef, attr: str) -> bool:
+    """Whether a method of `cls` sets `self.<attr>` to a value reading one of its parameters."""
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef):
+            continue
+        args = method.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self"}
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and any(
+                _self_attr(t) and t.attr == attr
+                for t in node.targets
+                if isinstance(t, ast.Attribute)
+            ):
+                if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(node.value)):
+                    return True
+    return False
 
 
 def class_level_names(cls: ast.ClassDef) -> set[str]:

@@ -29,7 +29,7 @@ from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
-from migrator.rewrite.walk import Visit, header_lines
+from migrator.rewrite.walk import Visit, all_nodes, header_lines
 
 
 def forward_runs(
@@ -125,10 +125,108 @@ def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
     made = attributes.module_attrs()
     if ctx.project.is_module(cls):  # a second run: the stateless modules the first made stay
         made = {attr for attr in made if not _stateless(ctx, attributes.attrs.get(attr))}
-    held = sorted(made | set(attributes.state))
+    held = sorted(made | set(attributes.state) | _unproven_plain(cls))
     if held:
         return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter"
     return ""
+
+
+def _walked(ctx: FileContext, family: Family, holder: ClassInfo, attr: str, cls: ClassInfo) -> str:
+    """Why `holder` would change once `self.<attr>`, an instance of `cls`, is a module, or '':
+    a torch container runs or counts its submodules, a module cannot be assigned before
+    `super().__init__()`, a walk of its own submodules (`self.children()`, `self._modules`)
+    would meet it."""
+    from migrator.rewrite.attributes import ClassAttributes  # which read the class analysis
+    from migrator.rewrite.creation import container_base, own_walks
+
+    container = container_base(family, holder)
+    if container:
+        return f"`{holder.name}` holds it and {container[len('the class ') :]}"
+    attributes = ClassAttributes(ctx, holder, family)
+    made = attributes.attrs.get(attr)
+    if made is not None and (
+        attributes.super_index is None or made.top_index <= attributes.super_index
+    ):
+        return f"`{holder.name}.__init__` sets `self.{attr}` before `super().__init__()`"
+    for walk in own_walks(ctx, family, holder):
+        why = walk.touches(cls.qualname, lambda name: name != attr)
+        if why:
+            return f"`{holder.name}.{why[1:]}"
+    return ""
+
+
+def _unproven_plain(cls: ClassInfo) -> set[str]:
+    """The attributes a method of `cls` sets to a value other than a call that is not built
+    from constants and parameters declared numbers or strings (`clip: float`, `scale=2.0`)
+    alone: `self.owner = owner` may be given a module, or the holder itself, and a module would
+    register it (its parameters would join the holder's `state_dict`, the holder would be its
+    own submodule)."""
+    found: set[str] = set()
+    for method in cls.methods().values():
+        args = method.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        defaults: list[ast.expr | None] = [None] * (
+            len(args.posonlyargs) + len(args.args) - len(args.defaults)
+        )
+        defaults += [*args.defaults, *args.kw_defaults]
+        plain = {
+            a.arg
+            for a, default in zip(params, defaults)
+            if (a.annotation is None and _number(default)) or _plain_annotation(a.annotation)
+        }
+        for node in all_nodes(method):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if isinstance(value, (ast.Call, ast.IfExp)):
+                continue  # `module_attrs`
+            for target in targets:
+                parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                stored = [t.attr for t in parts if self_attr(t)]
+                if stored and not _built_plain(value, plain):
+                    found.update(stored)
+    return found
+
+
+_PLAIN_TYPES = frozenset(
+    {"int", "float", "bool", "str", "None", "tuple", "Tuple", "list", "List", "Optional", "Union"}
+)
+
+
+def _plain_annotation(annotation: ast.expr | None) -> bool:
+    """Whether `annotation` declares numbers, strings or containers of them (no `Callable`,
+    which a module is)."""
+    if annotation is None:
+        return False
+    names = [n for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))]
+    return all(getattr(n, "id", getattr(n, "attr", "")) in _PLAIN_TYPES for n in names)
+
+
+def _number(node: ast.expr | None) -> bool:
+    """Whether `node` is a number, a string or a boolean literal."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str))
+
+
+def _built_plain(value: ast.expr, plain: set[str]) -> bool:
+    """Whether `value` holds constants and the `plain` names alone, combined by operators,
+    containers, subscripts and comparisons."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name):
+            if node.id not in plain:
+                return False
+        elif not isinstance(node, _PLAIN_NODES):
+            return False
+    return True
+
+
+_PLAIN_NODES = (
+    ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Tuple, ast.List,
+    ast.Subscript, ast.Slice, ast.Starred, ast.expr_context, ast.operator, ast.unaryop,
+    ast.boolop, ast.cmpop,
+)  # fmt: skip
 
 
 def _stateless(ctx: FileContext, attr: object) -> bool:
@@ -200,6 +298,8 @@ def _holders_calls(
                 found = _holder_counts(there, kin, holder, attr, names, (*stack, cls), counted)
                 if isinstance(found, str):
                     return {}, found
+                if walked := _walked(there, kin, holder, attr, cls):
+                    return {}, walked
                 held = True
                 for name, (times, iterations) in found.items():
                     counts[name] = max(counts.get(name, 0), times)

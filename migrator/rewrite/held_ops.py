@@ -26,7 +26,7 @@ def report_held_op(
         values = _bound(method if local else ctx.info.tree).get(func.id, [])
     else:
         return
-    branches = _branches(values)
+    branches = _branches(values, _bound(ctx.info.tree))
     held = [v for v in branches if _is_op(ctx, v)]
     if not held:
         return
@@ -61,16 +61,40 @@ def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
     return found
 
 
-def _branches(values: list[ast.expr]) -> list[ast.expr]:
-    """The values, each branch of a conditional expression apart."""
+def _branches(values: list[ast.expr], top: dict[str, list[ast.expr]]) -> list[ast.expr]:
+    """The values, each branch of a conditional expression apart, and for an item of a
+    container the file binds at its top (`ACTS[kind]`, `ACTS.get(kind, F.relu)`) each item it
+    may be; `top`: the file's top-level bindings."""
     found: list[ast.expr] = []
     todo = list(values)
-    while todo:
+    for _ in range(256):  # containers naming each other end
+        if not todo:
+            break
         value = todo.pop(0)
         if isinstance(value, ast.IfExp):
             todo[:0] = [value.body, value.orelse]
+        elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            todo[:0] = _items(top.get(value.value.id, [])) or [value]
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "get"
+            and isinstance(value.func.value, ast.Name)
+        ):
+            todo[:0] = (_items(top.get(value.func.value.id, [])) or [value]) + value.args[1:]
         else:
             found.append(value)
+    return found
+
+
+def _items(values: list[ast.expr]) -> list[ast.expr]:
+    """The items of the containers written out among `values` (a dict's values)."""
+    found: list[ast.expr] = []
+    for value in values:
+        if isinstance(value, ast.Dict):
+            found += value.values
+        elif isinstance(value, (ast.List, ast.Tuple)):
+            found += [e for e in value.elts if not isinstance(e, ast.Starred)]
     return found
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import FileContext
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import ClassInfo, FileInfo
 
@@ -89,8 +89,9 @@ def _hook(
     method: ast.FunctionDef,
     node: ast.Attribute | ast.Name,
 ) -> Found | None:
-    """The method or project function `node` names (`self._hook`, `_hook`), if any."""
-    if self_attr(node) and node.attr in methods:
+    """The method or project function `node` names (`self._hook`, `Block._hook`,
+    `type(self)._hook`, `_hook`), if any."""
+    if isinstance(node, ast.Attribute) and node.attr in methods and _own_class(cls, node.value):
         return cls, ctx.info, methods[node.attr]
     if not isinstance(node, ast.Name) or node.id in ctx.locals_of(method):
         return None
@@ -99,6 +100,22 @@ def _hook(
         return None
     found = ctx.project.find_function(qualname, ctx.info)
     return (None, *found) if found else None
+
+
+def _own_class(cls: ClassInfo, node: ast.expr) -> bool:
+    """Whether `node` is the instance or its class: `self`, `type(self)`, `self.__class__`, or
+    the class by its name."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", cls.name)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__" and _own_class(cls, node.value)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and _own_class(cls, node.args[0])
+    )
 
 
 def _report(

@@ -250,6 +250,8 @@ class LoopCopies:
                 raise self._unfixed(
                     loop.iter, f"`{shown}` is not `range(n)` nor `enumerate(x)`, which count from 0"
                 )
+            if isinstance(loop.iter, (ast.Tuple, ast.List)):
+                raise Refusal(None, f"no index picks a copy for each item of `{shown}`")
             raise self._unfixed(
                 loop.iter, f"the trip count of `{shown}` is not fixed at `__init__` time"
             )
@@ -601,6 +603,10 @@ class LoopCopies:
     def _from_input(self, value: ast.expr, counted: bool = False) -> _FromInput | None:
         """A refusal saying which argument of the method the trip count `value` depends on
         (run-time data: no copies can be counted), if it reads one."""
+        if isinstance(value, (ast.Tuple, ast.List)) and not any(
+            isinstance(e, ast.Starred) for e in value.elts
+        ):
+            return None  # `for t in (a, b)`: as many trips as items, whatever they hold
         inputs = self._arguments()
         name = next((name for name in _reads(value) if name in inputs), None)
         if name is None:

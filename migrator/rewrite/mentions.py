@@ -143,7 +143,29 @@ def _stores(text: str) -> tuple[set[str], set[str]]:
         if call and call.group(1) not in ("self", "cls") and text[at - 1 : at] != ".":
             others.add(call.group(2))
         at = text.find("setattr(", at + 1)
+    for word in _NAMING_WORDS:
+        at = text.find(word)
+        while at != -1:
+            named = _NAMED_ON.match(text, at - 1)
+            if named and not any(_ends_alone(text, at - 1, o) for o in ("self", "cls", "super()")):
+                others.add(named.group(1) or named.group(2))
+            elif (call := _SETATTR_ON.match(text, at - 1)) and call.group(1) not in ("self", "cls"):
+                others.add(call.group(2))
+            at = text.find(word, at + 1)
     return dotted, others
+
+
+_NAMING_WORDS = ("__setattr__(", "add_module(", "register_module(", "_modules[", "__dict__[")
+"""Where a name is stored on a receiver by a string (`_NAMED_ON`, `_SETATTR_ON`)."""
+_NAMED_ON = re.compile(
+    r"\.(?:__setattr__|add_module|register_module)\([^\S\n]*[\"']([A-Za-z_]\w*)[\"']"
+    r"|\.(?:_modules|__dict__)\[[^\S\n]*[\"']([A-Za-z_]\w*)[\"'][^\S\n]*\][^\S\n]*=(?!=)"
+)
+"""`<receiver>.add_module("<name>"`, `<receiver>._modules["<name>"] =` (matched from the dot)."""
+_SETATTR_ON = re.compile(
+    r"\.__setattr__\([^\S\n]*([^,\n]+?)[^\S\n]*,[^\S\n]*[\"']([A-Za-z_]\w*)[\"']"
+)
+"""`object.__setattr__(<receiver>, "<name>"` (matched from the dot)."""
 
 
 def _ends_alone(text: str, end: int, name: str) -> bool:

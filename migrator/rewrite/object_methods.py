@@ -298,6 +298,7 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     assert isinstance(call.func, ast.Attribute)
     held = settings.held_function(call.func.attr)
     if held is None:
+        _report_held_lambda(ctx, call, settings)
         return
     info, function, only = held
     found = ops_from(ctx, [(None, info, function)])
@@ -312,6 +313,26 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
         f"`{ctx.text(call.func)}` {'holds' if only else 'may hold'} the function "
         f"`{function.name}`{where}, no module, which runs {len(found)} op(s) forward reaches "
         f"({labels}): they run outside any module; left as is",
+    )
+
+
+def _report_held_lambda(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
+    """Report a call `self.<attr>(...)` of a lambda that `__init__` stores in `self.<attr>`
+    (`self.gate = lambda x: torch.sigmoid(x)`), when it runs ops."""
+    from migrator.rewrite.hook_methods import as_function  # which reads `ops_from`
+
+    assert isinstance(call.func, ast.Attribute)
+    lambdas = [v for v in settings.init_values(call.func.attr) if isinstance(v, ast.Lambda)]
+    found = ops_from(ctx, [(None, ctx.info, as_function(each)) for each in lambdas])
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(call.func)}` holds a lambda (line {lambdas[0].lineno}), no module, which "
+        f"runs {len(found)} op(s) forward reaches ({', '.join(sorted(set(found)))}): they run "
+        "outside any module; left as is",
     )
 
 
@@ -433,12 +454,14 @@ def _assigned(ctx: FileContext, cls: ClassInfo, attr: str, seen: set[str]) -> tu
     torch's) of what every assignment of `self.<attr>` in `cls`'s methods gives, a call of one,
     `copy.deepcopy(self.<other>)` or `self.<other>` of another such attribute (a copy or an alias
     of it, also swapped: `self.a, self.b = self.b, self.a`), or `None`; empty when one gives
-    anything else, or another store binds it."""
+    anything else, or another store binds it by its name (one by a name known at run time,
+    `setattr(self, name, v)` or `vars(self)`, may bind anything: the classes assigned are those
+    a report names)."""
     if attr in seen or len(seen) > 8:
         return ()
     seen.add(attr)
     values = self_assignments(cls).get(attr, [])
-    binds = [s for s in stores_of(cls, attr) if s.kind == "bound"]
+    binds = [s for s in stores_of(cls, attr) if s.kind == "bound" and s.attr == attr]
     if not values or len(binds) != len(values):
         return ()
     found: set[str] = set()

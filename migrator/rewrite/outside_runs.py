@@ -84,9 +84,37 @@ def _starts(
         if override is not None:
             how = f"overrides `nn.Module.__call__` (line {override.lineno}{where})"
             yield "__call__", how, False, False
-            if runs_per_call(ctx, owner, "__call__").get("forward", 0) > 1:
+            runs = runs_per_call(ctx, owner, "__call__").get("forward", 0)
+            if runs + _module_calls(ctx, override) > 1:
                 how = f"runs more than once per call of `__call__`, which {how}"
                 yield "forward", how, False, False
+
+
+_CALLS = frozenset({"__call__", "_call_impl", "_wrapped_call_impl"})
+"""`nn.Module`'s methods running forward (with its hooks)."""
+
+
+def _module_calls(ctx: FileContext, override: ast.FunctionDef) -> int:
+    """How many times `override` (a `__call__`) runs `nn.Module.__call__` on `self`
+    (`super().__call__(x)`, `nn.Module.__call__(self, x)`, `self._call_impl(x)`): 2 for many."""
+    found = 0
+    for call, visit in ctx.call_visits(override):
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _CALLS:
+            continue
+        owner = func.value
+        on_self = (
+            self_attr(func)
+            or (
+                isinstance(owner, ast.Call)
+                and isinstance(owner.func, ast.Name)
+                and owner.func.id == "super"
+            )
+            or bool(call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == "self")
+        )
+        if on_self:
+            found += 2 if visit.repeated else 1
+    return found
 
 
 def report_without_forward(ctx: FileContext, cls: ClassInfo, family: Family) -> None:
@@ -106,7 +134,7 @@ class _ClassStarts(NamedTuple):
     to registers on it (`add_hooks(self)`: `model.register_forward_hook(model._post)`)."""
     bound: list[ast.expr]
     """What the methods bind in forward's place: `self.forward = v`, `setattr(self,
-    "forward", v)`."""
+    "forward", v)`, and the class statement's `forward = v`."""
 
 
 _STARTS: weakref.WeakKeyDictionary[ClassInfo, _ClassStarts] = weakref.WeakKeyDictionary()
@@ -131,6 +159,12 @@ def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
         if self_attr(part)
     ]
     bound = list(self_assignments(owner).get("forward", [])) if binds else []
+    bound += [  # `forward = _impl` in the class statement
+        stmt.value
+        for stmt in owner.node.body
+        if isinstance(stmt, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "forward" for t in stmt.targets)
+    ]
     for method in methods:
         for call in ctx.calls_in(method):
             args = call.args
@@ -214,6 +248,10 @@ def report_outside(
                 found = (cls, ctx.info, as_function(node))
             elif self_attr(node) and node.attr in methods and node.attr not in reached:
                 found = (cls, ctx.info, methods[node.attr])
+            elif isinstance(node, ast.Name) and node.id in methods:  # `forward = _body`
+                found = (cls, ctx.info, methods[node.id]) if node.id not in reached else None
+                if found is None:
+                    continue
             elif isinstance(node, ast.Name) and (qualname := ctx.info.names.resolve(node)):
                 target = ctx.project.find_function(qualname, ctx.info)
                 found = (None, *target) if target else None

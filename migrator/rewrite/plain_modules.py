@@ -56,7 +56,10 @@ _OBJECT_DUNDERS = frozenset(
 )  # fmt: skip
 """What a module would define otherwise, or an object's behaviour that `nn.Module` changes."""
 
-_COPIES = re.compile(r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+)\s*\(")
+_COPIES = re.compile(
+    r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+|(?<![\w.])vars|(?<![\w.])dir)\s*\("
+    r"|\.__dict__\b"
+)
 
 
 def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
@@ -109,7 +112,8 @@ def _defined(node: ast.ClassDef) -> set[str]:
 @functools.lru_cache(maxsize=256)
 def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
     """Why the package's text keeps class `name` plain: an instantiation other than
-    `self.<attr> = [mod.]name(...)`, a subclass, or a file naming it that copies or pickles."""
+    `self.<attr> = [mod.]name(...)`, a subclass, or a file naming it that copies, pickles or
+    reads objects whole (`vars(x)`)."""
     mention = re.compile(rf"\b{re.escape(name)}\b")
     made = re.compile(rf"(?<![\w.])((?:\w+\.)*){re.escape(name)}\s*\(")
     stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
@@ -132,5 +136,5 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
                     f"`self.<attribute> = {name}(...)`"
                 )
         if _COPIES.search(text):
-            return f"{where} names `{name}` and copies or pickles objects"
+            return f"{where} names `{name}` and copies, pickles or reads whole objects"
     return ""

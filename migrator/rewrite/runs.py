@@ -32,7 +32,7 @@ def _reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, int]:
     most: dict[str, int] = {}
     overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
     for overrides in [{}, *overriding]:
-        for name, times in _counts(ctx, methods, overrides).items():
+        for name, times in _counts(ctx, methods, overrides, aliases=aliases(cls)).items():
             most[name] = max(most.get(name, 0), times)
     return {
         name: times
@@ -55,7 +55,9 @@ def once_an_iteration(
     most: dict[str, int] = {}
     overriding = [_overrides(cls, sub, family) for sub in family.subclasses_in_file(cls)]
     for overrides in [{}, *overriding]:
-        for name, count in _counts(ctx, methods, overrides, input_only).items():
+        for name, count in _counts(
+            ctx, methods, overrides, input_only, aliases=aliases(cls)
+        ).items():
             most[name] = max(most.get(name, 0), count)
     return {name for name, count in times.items() if count >= MANY and most.get(name) == 1}
 
@@ -72,9 +74,12 @@ def inherited_reach(
     for ancestor in reversed(family.ancestors(cls)):  # the nearest base's methods win
         methods.update(ancestor.methods())
     methods.update(own)
+    named: dict[str, str] = {}
+    for each in [*reversed(family.ancestors(cls)), cls]:
+        named.update(aliases(each))
     if "forward" not in methods:
         return {}, {}
-    counts = _counts(ctx, methods, {})
+    counts = _counts(ctx, methods, {}, aliases=named)
     return methods, {
         name: counts[name]
         for name, method in own.items()
@@ -84,7 +89,20 @@ def inherited_reach(
 
 def runs_per_call(ctx: FileContext, cls: ClassInfo, name: str) -> dict[str, int]:
     """How many times each method of `cls` runs per call of its method `name`."""
-    return _counts(ctx, cls.methods(), {}, start=name)
+    return _counts(ctx, cls.methods(), {}, start=name, aliases=aliases(cls))
+
+
+def aliases(cls: ClassInfo) -> dict[str, str]:
+    """Other names the class statement binds to its methods (`body = _body`): a call of one runs
+    the method."""
+    methods = cls.methods()
+    return {
+        target.id: stmt.value.id
+        for stmt in cls.node.body
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
+        for target in stmt.targets
+        if isinstance(target, ast.Name) and stmt.value.id in methods and target.id not in methods
+    }
 
 
 @dataclass(frozen=True)
@@ -159,16 +177,20 @@ def _counts(
     overrides: dict[str, ast.FunctionDef],
     once: Callable[[ast.FunctionDef, Visit], bool] | None = None,
     start: str = "forward",
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Run counts of a class's `methods` per call of `start` when `overrides` replace some of
-    them (a repeated call that `once` accepts counts as one)."""
+    them (a repeated call that `once` accepts counts as one); a call of one of `aliases` (other
+    names of methods, `body = _body`) runs the method it names."""
+    named = aliases or {}
 
     def target(name: str) -> tuple[str, str] | None:
         if name in overrides:
             return ("sub", name)
+        name = named.get(name, name)
         return ("own", name) if name in methods else None
 
-    names = set(methods) | set(overrides)
+    names = set(methods) | set(overrides) | set(named)
     functions = {("own", n): f for n, f in methods.items()}
     functions.update({("sub", n): f for n, f in overrides.items()})
     calls: dict[Method, dict[Method, tuple[list[ast.AST], bool]]] = {}

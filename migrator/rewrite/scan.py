@@ -29,7 +29,7 @@ from migrator.rewrite.inplace import (
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
-from migrator.rewrite.outputs import OutputKinds, op_inplace
+from migrator.rewrite.outputs import OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -279,10 +279,15 @@ class Scanner:
                     f".{func.attr}()",
                 )
             elif (op := catalog.by_inplace_method(func.attr)) is not None:
-                if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
-                    self._inplace(
-                        op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                if not (isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node):
+                    raise Refusal(
+                        "MIG108",
+                        f".{func.attr}() on `{self.ctx.text(func.value)}`: what it returns is "
+                        "used, and only an in-place op standing as a statement is rewritten",
                     )
+                self._inplace(
+                    op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                )
 
     def _ceiling(self, label: str, deps: set[str], copies: Copies | None) -> int | None:
         """The top-level `__init__` statement a module created for an op of this method must
@@ -773,6 +778,11 @@ class Scanner:
         if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
             raise Refusal(
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
+            )
+        if any(k == "out" and not is_none(v) for k, v, _ in keywords):
+            raise Refusal(
+                "MIG107",
+                f"{label}: `out=` writes into the tensor given, a module returns a new one",
             )
         self._mode_kept(op, [v for v, _ in positional] + [v for _, v, _ in keywords], label)
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}

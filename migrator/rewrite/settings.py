@@ -98,7 +98,8 @@ class SubmoduleSettings:
     def held_function(self, owner: str) -> tuple[FileInfo, ast.FunctionDef, bool] | None:
         """(its file, the function, whether it is all `self.<owner>` may hold) when an
         `__init__` assignment of `self.<owner>` gives a module-level function of the project
-        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` may hold `f`);
+        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` and
+        `functools.partial(f, ...)` may hold `f`);
         all it holds when every assignment of it, all in `__init__`, gives that function."""
         values = self.init_values(owner)
         if not values:
@@ -108,7 +109,13 @@ class SubmoduleSettings:
             for v in values
             for part in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))
         ]
-        names = {self.ctx.info.names.resolve(v) for v in parts if isinstance(v, NAMES)}
+        resolve = self.ctx.info.names.resolve
+        partial = [  # `functools.partial(f, ...)` runs `f`
+            v.args[0]
+            for v in parts
+            if isinstance(v, ast.Call) and v.args and resolve(v.func) == "functools.partial"
+        ]
+        names = {resolve(v) for v in parts + partial if isinstance(v, NAMES)}
         found = [
             f
             for qualname in sorted(n for n in names if n and n.split(".")[0] != "torch")
@@ -118,6 +125,7 @@ class SubmoduleSettings:
             return None
         only = (
             len(names) == 1
+            and not partial
             and all(isinstance(v, NAMES) for v in values)
             and owner not in self.attributes.assigned_elsewhere
         )
@@ -133,11 +141,20 @@ class SubmoduleSettings:
         """(its file, the function) when `self.<owner>` holds that project function and
         nothing else (`held_function`), and nothing changes it after `__init__`, here, in the
         family or in the file's other code (`changed_after_init`): a call of it runs the
-        function, as a direct call does."""
+        function, as a direct call does. Not when `__init__` may leave it unset (`if c: self.f
+        = fn`) or the class or a base defines the name at class level (a method the call would
+        run then, or a property, also a subclass's, storing the function elsewhere)."""
         held = self.held_function(owner)
         if held is None or not held[2]:
             return None
-        if changed_after_init(self.attributes.family, self.attributes.cls, owner) is not None:
+        attributes = self.attributes
+        if attributes.attrs[owner].nested and attributes.unsettled(owner):
+            return None
+        if any(
+            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
+        ):
+            return None
+        if changed_after_init(attributes.family, attributes.cls, owner) is not None:
             return None
         return held[0], held[1]
 

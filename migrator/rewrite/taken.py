@@ -10,7 +10,7 @@ from typing import Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.defined import names_by_name, names_defined
+from migrator.rewrite.defined import GIVEN, names_by_name, names_defined
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.mentions import attributes_stored_on_others
 from migrator.rewrite.family import Family
@@ -59,7 +59,10 @@ class TakenNames:
                     f"`self.{clash[0]}` is also the name of the module migrator creates "
                     f"in base class `{cls.name}`; rename this attribute",
                 )
-            taken |= self._class_names(cls)
+            names = self._class_names(cls)
+            if cls.qualname.startswith("torch."):  # torch sets the names of its own state
+                names -= {GIVEN}
+            taken |= names
         taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
         path = self.ctx.info.path
         return taken | attributes_stored_on_others(path, self.ctx.source)
