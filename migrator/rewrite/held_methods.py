@@ -29,7 +29,7 @@ from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
-from migrator.rewrite.walk import header_lines
+from migrator.rewrite.walk import all_nodes, header_lines
 
 
 def forward_runs(
@@ -268,12 +268,19 @@ class _FileFacts:
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
+        self._reads: tuple[dict[str, list[ast.AST]], set[int]] | None = None
         self._package_called: frozenset[str] | None = None
         self._top: tuple[Path, bool] | None = None
         self.shared_known = True
         """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
         self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
         """The analysis state of other files of the package, as their holders are read."""
+
+    def reads(self, ctx: FileContext) -> tuple[dict[str, list[ast.AST]], set[int]]:
+        """`_reads_of` the file's tree."""
+        if self._reads is None:
+            self._reads = _reads_of(ctx.info.tree)
+        return self._reads
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
@@ -502,25 +509,19 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
     for index, init in enumerate(inits):
         for visit in ctx.visits(init):
             inside[id(visit.node)] = index
-    source = ctx.source
-    lines = {
-        source.count("\n", 0, found.start()) + 1
-        for found in re.finditer(rf"\b{re.escape(cls.name)}\b", source)
-    }
+    lines = _word_lines(ctx.source, cls.name)
     spans = [range(init.lineno, (init.end_lineno or init.lineno) + 1) for init in inits]
+    reads, declared = _file_facts(ctx).reads(ctx)
     if lines <= {cls.node.lineno} | {line for span in spans for line in span}:
         nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
     else:  # only the whole tree tells whether the other lines (docstrings) name the class
-        nodes = ast.walk(ctx.info.tree)
-    declared = _declared(ctx.info.tree)
+        nodes = reads.get(cls.name, ())
     seen: list[int] = []
     for node in nodes:
-        if id(node) in declared:
-            continue
         if (
             isinstance(node, (ast.Name, ast.Attribute))
-            and isinstance(node.ctx, ast.Load)
-            and (node.id if isinstance(node, ast.Name) else node.attr) == cls.name
+            and _read_name(node) == cls.name
+            and id(node) not in declared
             and resolve(node) == cls.qualname
         ):
             if id(node) not in inside:
@@ -529,11 +530,50 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
     return len(seen) != len(set(seen))
 
 
-def _declared(tree: ast.Module) -> set[int]:
+def _word_lines(source: str, word: str) -> set[int]:
+    """The lines of `source` holding `word` as a word, `\\b<word>\\b`: the pattern is tried only
+    where `str.find` finds the word (one starting with `\\b` is tried at every position)."""
+    pattern = re.compile(rf"\b{re.escape(word)}\b")
+    lines: set[int] = set()
+    line, last = 1, 0
+    at = source.find(word)
+    while at != -1:
+        found = pattern.match(source, at)
+        if found is not None:
+            line += source.count("\n", last, at)
+            last = at
+            lines.add(line)
+        at = source.find(word, found.end() if found is not None else at + 1)
+    return lines
+
+
+def _read_name(node: ast.Name | ast.Attribute) -> str | None:
+    """The name `node` reads (None: it stores or deletes)."""
+    if not isinstance(node.ctx, ast.Load):
+        return None
+    return node.id if isinstance(node, ast.Name) else node.attr
+
+
+def _reads_of(tree: ast.Module) -> tuple[dict[str, list[ast.AST]], set[int]]:
+    """The nodes of `tree` reading a name or attribute, by the name read, but those of
+    `_declared`; and `_declared`."""
+    nodes = all_nodes(tree)
+    declared = _declared(nodes)
+    reads: dict[str, list[ast.AST]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _read_name(node)
+            if name is not None and id(node) not in declared:
+                reads.setdefault(name, []).append(node)
+    return reads, declared
+
+
+def _declared(nodes: list[ast.AST]) -> set[int]:
     """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
-    `box_coder: BoxCoder`), which name a class without making or using an instance."""
+    `box_coder: BoxCoder`) among `nodes` (a whole tree's), which name a class without making
+    or using an instance."""
     found: set[int] = set()
-    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+    for cls in (node for node in nodes if isinstance(node, ast.ClassDef)):
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
                 found.update(id(n) for n in ast.walk(stmt.annotation))
