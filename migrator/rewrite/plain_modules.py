@@ -18,6 +18,7 @@ import functools
 import re
 
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo
+from migrator.rewrite.walk import all_nodes
 
 NN_MODULE_NAMES = frozenset(
     {
@@ -78,7 +79,7 @@ def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
     if clash:
         return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
     if TORCH_MODULE not in cls.bases and any(
-        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in ast.walk(node)
+        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in all_nodes(node)
     ):  # a second `nn.Module.__init__` would drop the modules made before it
         return f"`{cls.name}` calls an `__init__`"
     return _package_why(cls.name, texts)
@@ -92,8 +93,8 @@ def _defined(node: ast.ClassDef) -> set[str]:
             found.add(stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-    for sub in ast.walk(node):
+            found.update(n.id for t in targets for n in all_nodes(t) if isinstance(n, ast.Name))
+    for sub in all_nodes(node):
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.value, ast.Name)
