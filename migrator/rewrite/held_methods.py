@@ -27,6 +27,7 @@ from migrator.rewrite.paths import most_runs
 from migrator.rewrite.plain_modules import why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
+from migrator.rewrite.real_paths import resolved
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import all_nodes, header_lines
@@ -96,9 +97,10 @@ def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     the files of its package ('' when it may)."""
     info = cls.file
     path = info.path
-    texts = _package_texts(_package_top(path)) if path is not None and path.is_file() else ()
-    own = path.resolve() if path is not None else Path("<stdin>")
-    if all(file != own for file, _ in texts):  # stdin, or a file its package does not list
+    top = _package_top(path) if path is not None and path.is_file() else None
+    texts = _package_texts(top) if top is not None else ()
+    own = resolved(path) if path is not None else Path("<stdin>")
+    if top is None or own not in _package_text_of(top):  # stdin, or a file it does not list
         source = info.source if info.source is not None else info.text
         texts = ((own, source or ""), *texts)
     return why_plain(cls, texts)
@@ -189,7 +191,7 @@ def _held_runs(
             return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
         if _other_calls(there, set(counts), counted, holders, cls):
             return {}, f"{name} calls a method of that name on another object"
-    read = {Path(there.path).resolve() for there, _, _ in elsewhere}
+    read = {resolved(Path(there.path)) for there, _, _ in elsewhere}
     why = _called_elsewhere(ctx, family, cls, set(counts), read)
     return ({}, why) if why else (counts, "")
 
@@ -317,7 +319,7 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         return []
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
-    files = sorted({file for name in names for file in calls.get(name, ())} - {path.resolve()})
+    files = sorted({file for name in names for file in calls.get(name, ())} - {resolved(path)})
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
     candidates = [
@@ -636,7 +638,7 @@ def _called_elsewhere(
     if family.subclasses_elsewhere(cls):
         return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
-    own = path.resolve()
+    own = resolved(path)
     texts = _package_texts(_package_top(path))
     reaching = _reaching(cls, texts) if "forward" not in cls.methods() else None
     for file, text in texts:
@@ -710,8 +712,8 @@ def _package_top(path: Path) -> tuple[Path, bool]:
     package."""
     module, _, root = module_name(path)
     if "." in module:
-        return (root / module.split(".")[0]).resolve(), True
-    return path.parent.resolve(), False
+        return resolved(root / module.split(".")[0]), True
+    return resolved(path.parent), False
 
 
 _RECEIVED_CALL = re.compile(r"self\.(\w++)\.(\w++)\s*+\(")
