@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
@@ -533,19 +534,13 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
 
 
 def _word_lines(source: str, word: str) -> set[int]:
-    """The lines of `source` holding `word` as a word, `\\b<word>\\b`: the pattern is tried only
-    where `str.find` finds the word (one starting with `\\b` is tried at every position)."""
-    pattern = re.compile(rf"\b{re.escape(word)}\b")
+    """The lines of `source` holding `word` as a word, `\\b<word>\\b`."""
     lines: set[int] = set()
     line, last = 1, 0
-    at = source.find(word)
-    while at != -1:
-        found = pattern.match(source, at)
-        if found is not None:
-            line += source.count("\n", last, at)
-            last = at
-            lines.add(line)
-        at = source.find(word, found.end() if found is not None else at + 1)
+    for found in anchored_matches(re.compile(rf"\b{re.escape(word)}\b"), source, [(word, 0)]):
+        line += source.count("\n", last, found.start())
+        last = found.start()
+        lines.add(line)
     return lines
 
 

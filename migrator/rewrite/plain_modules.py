@@ -17,6 +17,7 @@ import ast
 import functools
 import re
 
+from migrator.rewrite.defined import anchored_matches, occurrences
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo
 from migrator.rewrite.walk import all_nodes
 
@@ -58,6 +59,8 @@ _OBJECT_DUNDERS = frozenset(
 """What a module would define otherwise, or an object's behaviour that `nn.Module` changes."""
 
 _COPIES = re.compile(r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+)\s*\(")
+_COPIES_AT = (("copy", 0), ("copy", len("deep")), ("pickle", 0))
+"""Where a match of `_COPIES` starts: at `copy`, at `deep` before it, or at `pickle`."""
 
 
 def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
@@ -114,14 +117,15 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
     mention = re.compile(rf"\b{re.escape(name)}\b")
     made = re.compile(rf"(?<![\w.])((?:\w+\.)*){re.escape(name)}\s*\(")
     stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
-    sub = re.compile(rf"^\s*class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", re.MULTILINE)
+    sub = re.compile(rf"class\s+\w+\s*\([^)]*\b{re.escape(name)}\b")
     for file, text in texts:
-        if name not in text or not mention.search(text):  # the literal first: a `\b` first
-            continue  # is tried at every position
+        if next(anchored_matches(mention, text, [(name, 0)]), None) is None:
+            continue
         where = getattr(file, "name", file)
-        if sub.search(text):
+        if any(sub.match(text, at) for at in _line_heads(text, "class")):
             return f"{where} subclasses `{name}`"
-        for found in made.finditer(text):
+        first = text.rfind("\n", 0, text.find(name)) + 1  # no match starts on a line before
+        for found in made.finditer(text, first):
             start = text.rfind("\n", 0, found.start()) + 1
             head = text[start : found.end()]
             if head.lstrip().startswith(("class ", "def ", "#")):
@@ -132,6 +136,15 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
                     f"{where}:{line} makes a `{name}` otherwise than as "
                     f"`self.<attribute> = {name}(...)`"
                 )
-        if _COPIES.search(text):
+        if next(anchored_matches(_COPIES, text, _COPIES_AT), None) is not None:
             return f"{where} names `{name}` and copies or pickles objects"
     return ""
+
+
+def _line_heads(text: str, word: str) -> list[int]:
+    """Where `word` starts a line of `text` but for blanks (where `^\\s*` can reach it)."""
+    return [
+        at
+        for at in occurrences(text, word)
+        if not (before := text[text.rfind("\n", 0, at) + 1 : at]) or before.isspace()
+    ]
