@@ -94,9 +94,7 @@ class ClassAttributes:
     def _collect(self) -> None:
         resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
-            for node in (v.node for v in self.ctx.visits(method)):
-                if type(node) not in _SETTING:
-                    continue
+            for node in (v.node for v in self.ctx.visits_of(method, _SETTING)):
                 targets: list[ast.expr] = []
                 value = None
                 if isinstance(node, ast.Assign):

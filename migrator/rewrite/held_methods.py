@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
@@ -443,7 +443,7 @@ def _holders(ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
             continue
         stores: dict[str, int] = {}
         for method in holder.methods().values():
-            for visit in ctx.visits(method):
+            for visit in ctx.visits_of(method, ATTRIBUTES):
                 node = visit.node
                 if (
                     isinstance(node, ast.Attribute)
@@ -481,18 +481,21 @@ def _reads(node: ast.expr, attr: str) -> bool:
     return self_attr(node) and node.attr == attr
 
 
+_ATTRIBUTES_AND_CALLS = frozenset({ast.Attribute, ast.Call})
+
+
 def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
     """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it or reading
     an attribute of it (handing it on, binding it to a name, returning it)."""
     for method in holder.methods().values():
         used: set[int] = set()
-        for visit in ctx.visits(method):
+        for visit in ctx.visits_of(method, _ATTRIBUTES_AND_CALLS):
             node = visit.node
             if isinstance(node, ast.Attribute) and _reads(node.value, attr):
                 used.add(id(node.value))
             elif isinstance(node, ast.Call) and _reads(node.func, attr):
                 used.add(id(node.func))
-        for visit in ctx.visits(method):
+        for visit in ctx.visits_of(method, ATTRIBUTES):
             node = visit.node
             if (
                 _reads(node, attr)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from migrator.rewrite.context import MANY, FileContext, named_attribute, self_attr
+from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
@@ -243,10 +243,8 @@ def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribu
     called = {id(node.func) for node, _ in call_visits}
     holding = {  # the statements holding an uncalled `self.<name>`: the others hand on none
         id(visit.stmt): visit.stmt
-        for visit in ctx.visits(function)
-        if type(visit.node) is ast.Attribute
-        and self_attr(visit.node)
-        and id(visit.node) not in called
+        for visit in ctx.visits_of(function, ATTRIBUTES)
+        if self_attr(visit.node) and id(visit.node) not in called
     }
     if not holding:
         return named

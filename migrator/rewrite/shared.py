@@ -18,6 +18,9 @@ from migrator.rewrite.runs import reach
 from migrator.rewrite.walk import all_nodes
 
 
+_ASSIGNS_AND_CALLS = frozenset({ast.Assign, ast.Call})
+
+
 def find_shared(ctx: FileContext, family: Family) -> None:
     """Record in `ctx.shared` why each class of this file is shared (by qualified name), and
     report an instance of a class of another file handed around here (MIG117 at the hand-over:
@@ -30,7 +33,7 @@ def find_shared(ctx: FileContext, family: Family) -> None:
         values: dict[str, ast.Call] = {}
         passed: dict[str, list[tuple[ast.Attribute, str]]] = {}
         """Attribute -> where it is handed on, each with how it repeats there ('': it does not)."""
-        for visit in ctx.visits(init):
+        for visit in ctx.visits_of(init, _ASSIGNS_AND_CALLS):
             node = visit.node
             if (
                 isinstance(node, ast.Assign)
