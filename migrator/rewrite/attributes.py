@@ -94,9 +94,7 @@ class ClassAttributes:
     def _collect(self) -> None:
         resolve = self.ctx.info.names.resolve
         for name, method in self.methods.items():
-            for node in (v.node for v in self.ctx.visits(method)):
-                if type(node) not in _SETTING:
-                    continue
+            for node in (v.node for v in self.ctx.visits_of(method, _SETTING)):
                 targets: list[ast.expr] = []
                 value = None
                 if isinstance(node, ast.Assign):
@@ -142,7 +140,7 @@ class ClassAttributes:
         return any(
             isinstance(node, ast.Call) and _value_kind(node, self.ctx.info.names.resolve) != "plain"
             for item in items
-            for node in ast.walk(item)
+            for node in all_nodes(item)
         )
 
     def _record_init_attr(self, attr: str, stmt: ast.stmt, value: ast.expr) -> None:
@@ -203,13 +201,13 @@ class ClassAttributes:
         top = self.init.body[info.top_index]
         found = sum(
             1
-            for node in ast.walk(top)
+            for node in all_nodes(top)
             if isinstance(node, ast.Assign)
             and any(self_attr(t) and t.attr == attr for t in node.targets)
         )
         if found != info.count:
             return "is assigned by several statements of `__init__`"
-        if any(isinstance(n, ast.Return) for n in ast.walk(top)):
+        if any(isinstance(n, ast.Return) for n in all_nodes(top)):
             return "is assigned in a statement of `__init__` that may `return`"
         return _once_on_every_path([top], attr)
 

@@ -54,9 +54,15 @@ _CALL_VISITS: weakref.WeakKeyDictionary[ast.AST, list[tuple[ast.Call, Visit]]] =
 )
 _POSITIONS: weakref.WeakKeyDictionary[ast.AST, dict[int, int]] = weakref.WeakKeyDictionary()
 _LOCALS: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
-"""What `calls_in`, `call_visits`, `positions_of` and `locals_of` found for a function, kept a
-process while the function is alive (as its walk, `walk.walked`): they depend on the function
-alone, and the files of a run read the same bases and siblings. Shared: never changed."""
+_OF_KINDS: weakref.WeakKeyDictionary[ast.AST, dict[frozenset[type], list[Visit]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""What `calls_in`, `call_visits`, `visits_of`, `positions_of` and `locals_of` found for a
+function, kept a process while the function is alive (as its walk, `walk.walked`): they depend
+on the function alone, and the files of a run read the same bases and siblings. Shared: never
+changed."""
+ATTRIBUTES = frozenset({ast.Attribute})
+"""The node classes of `visits_of` attributes."""
 
 
 def _once(
@@ -159,6 +165,18 @@ class FileContext:
             ):
                 found[node.targets[0].id] = attr
         return {name: attr for name, attr in found.items() if bound.get(name) == 1}
+
+    def visits_of(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, kinds: frozenset[type]
+    ) -> list[Visit]:
+        """The visits of `func` (`visits`) whose node is of one of the node classes `kinds`, in
+        their order, found once per function and `kinds`: the passes reading a few classes of
+        nodes (assignments, attributes) need not go over every node again."""
+        visits = self.visits(func)
+        found = _OF_KINDS.setdefault(func, {})
+        if kinds not in found:
+            found[kinds] = [v for v in visits if v.node.__class__ in kinds]
+        return found[kinds]
 
     def call_visits(self, func: ast.FunctionDef) -> list[tuple[ast.Call, Visit]]:
         """(call, its visit) of each call in `func`'s body (in the order of `visits`), found

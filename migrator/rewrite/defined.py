@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple, cast
 
 from migrator.rewrite.walk import all_nodes
@@ -102,12 +103,7 @@ def view_word_lines(text: str) -> tuple[int, ...] | None:
 
 def lines_spelling(text: str, words: Sequence[str]) -> list[int]:
     """The numbers of the lines of `text` holding one of `words`, in order, each once."""
-    starts: list[int] = []
-    for word in words:  # `str.find` runs faster than a pattern of alternatives
-        at = text.find(word)
-        while at != -1:
-            starts.append(at)
-            at = text.find(word, at + 1)
+    starts = [at for word in words for at in occurrences(text, word)]
     lines: list[int] = []
     line, last = 1, 0
     for start in sorted(starts):
@@ -116,6 +112,30 @@ def lines_spelling(text: str, words: Sequence[str]) -> list[int]:
         if not lines or lines[-1] != line:
             lines.append(line)
     return lines
+
+
+def occurrences(text: str, literal: str) -> Iterator[int]:
+    """Where `literal` starts in `text`, in order, overlapping ones too (`str.find` runs faster
+    than a pattern of alternatives, or one not starting with a literal)."""
+    at = text.find(literal)
+    while at != -1:
+        yield at
+        at = text.find(literal, at + 1)
+
+
+def anchored_matches(
+    pattern: re.Pattern[str], text: str, anchors: Sequence[tuple[str, int]]
+) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(text)` for a pattern that never matches empty and whose every match
+    starts `back` characters before an occurrence of `literal`, for one of its (`literal`,
+    `back`) `anchors`: tried only there, where `str.find` finds them (a pattern starting with
+    `\\b`, a lookbehind or alternatives is tried at every position of the text)."""
+    starts = {at - back for literal, back in anchors for at in occurrences(text, literal)}
+    end = 0
+    for start in sorted(starts):
+        if 0 <= start and start >= end and (found := pattern.match(text, start)) is not None:
+            yield found
+            end = found.end()
 
 
 def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bool = True) -> bool:

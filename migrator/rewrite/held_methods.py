@@ -20,13 +20,15 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from migrator.rewrite.context import MANY, FileContext, self_attr
+from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
+from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.plain_modules import why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
+from migrator.rewrite.real_paths import resolved
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
 from migrator.rewrite.walk import Visit, all_nodes, header_lines
@@ -108,9 +110,10 @@ def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     the files of its package ('' when it may)."""
     info = cls.file
     path = info.path
-    texts = _package_texts(_package_top(path)) if path is not None and path.is_file() else ()
-    own = path.resolve() if path is not None else Path("<stdin>")
-    if all(file != own for file, _ in texts):  # stdin, or a file its package does not list
+    top = _package_top(path) if path is not None and path.is_file() else None
+    texts = _package_texts(top) if top is not None else ()
+    own = resolved(path) if path is not None else Path("<stdin>")
+    if top is None or own not in _package_text_of(top):  # stdin, or a file it does not list
         source = info.source if info.source is not None else info.text
         texts = ((own, source or ""), *texts)
     return why_plain(cls, texts)
@@ -314,7 +317,7 @@ def _holders_calls(
             return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
         if _other_calls(there, set(counts), counted, holders, cls):
             return {}, f"{name} calls a method of that name on another object"
-    read = {Path(there.path).resolve() for there, _, _ in elsewhere}
+    read = {resolved(Path(there.path)) for there, _, _ in elsewhere}
     why = _called_elsewhere(ctx, family, cls, set(counts), read)
     return ({}, why) if why else (counts, "")
 
@@ -424,12 +427,19 @@ class _FileFacts:
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
+        self._reads: tuple[dict[str, list[ast.AST]], set[int]] | None = None
         self._package_called: frozenset[str] | None = None
         self._top: tuple[Path, bool] | None = None
         self.shared_known = True
         """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
         self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
         """The analysis state of other files of the package, as their holders are read."""
+
+    def reads(self, ctx: FileContext) -> tuple[dict[str, list[ast.AST]], set[int]]:
+        """`_reads_of` the file's tree."""
+        if self._reads is None:
+            self._reads = _reads_of(ctx.info.tree)
+        return self._reads
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
@@ -466,7 +476,7 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         return []
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
-    files = sorted({file for name in names for file in calls.get(name, ())} - {path.resolve()})
+    files = sorted({file for name in names for file in calls.get(name, ())} - {resolved(path)})
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
     candidates = [
@@ -589,7 +599,7 @@ def _holders(ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
             continue
         stores: dict[str, int] = {}
         for method in holder.methods().values():
-            for visit in ctx.visits(method):
+            for visit in ctx.visits_of(method, ATTRIBUTES):
                 node = visit.node
                 if (
                     isinstance(node, ast.Attribute)
@@ -627,18 +637,21 @@ def _reads(node: ast.expr, attr: str) -> bool:
     return self_attr(node) and node.attr == attr
 
 
+_ATTRIBUTES_AND_CALLS = frozenset({ast.Attribute, ast.Call})
+
+
 def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
     """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it or reading
     an attribute of it (handing it on, binding it to a name, returning it)."""
     for method in holder.methods().values():
         used: set[int] = set()
-        for visit in ctx.visits(method):
+        for visit in ctx.visits_of(method, _ATTRIBUTES_AND_CALLS):
             node = visit.node
             if isinstance(node, ast.Attribute) and _reads(node.value, attr):
                 used.add(id(node.value))
             elif isinstance(node, ast.Call) and _reads(node.func, attr):
                 used.add(id(node.func))
-        for visit in ctx.visits(method):
+        for visit in ctx.visits_of(method, ATTRIBUTES):
             node = visit.node
             if (
                 _reads(node, attr)  # type: ignore[arg-type]
@@ -658,25 +671,19 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
     for index, init in enumerate(inits):
         for visit in ctx.visits(init):
             inside[id(visit.node)] = index
-    source = ctx.source
-    lines = {
-        source.count("\n", 0, found.start()) + 1
-        for found in re.finditer(rf"\b{re.escape(cls.name)}\b", source)
-    }
+    lines = _word_lines(ctx.source, cls.name)
     spans = [range(init.lineno, (init.end_lineno or init.lineno) + 1) for init in inits]
+    reads, declared = _file_facts(ctx).reads(ctx)
     if lines <= {cls.node.lineno} | {line for span in spans for line in span}:
         nodes: Iterable[ast.AST] = [visit.node for init in inits for visit in ctx.visits(init)]
     else:  # only the whole tree tells whether the other lines (docstrings) name the class
-        nodes = ast.walk(ctx.info.tree)
-    declared = _declared(ctx.info.tree)
+        nodes = reads.get(cls.name, ())
     seen: list[int] = []
     for node in nodes:
-        if id(node) in declared:
-            continue
         if (
             isinstance(node, (ast.Name, ast.Attribute))
-            and isinstance(node.ctx, ast.Load)
-            and (node.id if isinstance(node, ast.Name) else node.attr) == cls.name
+            and _read_name(node) == cls.name
+            and id(node) not in declared
             and resolve(node) == cls.qualname
         ):
             if id(node) not in inside:
@@ -685,11 +692,44 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
     return len(seen) != len(set(seen))
 
 
-def _declared(tree: ast.Module) -> set[int]:
+def _word_lines(source: str, word: str) -> set[int]:
+    """The lines of `source` holding `word` as a word, `\\b<word>\\b`."""
+    lines: set[int] = set()
+    line, last = 1, 0
+    for found in anchored_matches(re.compile(rf"\b{re.escape(word)}\b"), source, [(word, 0)]):
+        line += source.count("\n", last, found.start())
+        last = found.start()
+        lines.add(line)
+    return lines
+
+
+def _read_name(node: ast.Name | ast.Attribute) -> str | None:
+    """The name `node` reads (None: it stores or deletes)."""
+    if not isinstance(node.ctx, ast.Load):
+        return None
+    return node.id if isinstance(node, ast.Name) else node.attr
+
+
+def _reads_of(tree: ast.Module) -> tuple[dict[str, list[ast.AST]], set[int]]:
+    """The nodes of `tree` reading a name or attribute, by the name read, but those of
+    `_declared`; and `_declared`."""
+    nodes = all_nodes(tree)
+    declared = _declared(nodes)
+    reads: dict[str, list[ast.AST]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _read_name(node)
+            if name is not None and id(node) not in declared:
+                reads.setdefault(name, []).append(node)
+    return reads, declared
+
+
+def _declared(nodes: list[ast.AST]) -> set[int]:
     """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
-    `box_coder: BoxCoder`), which name a class without making or using an instance."""
+    `box_coder: BoxCoder`) among `nodes` (a whole tree's), which name a class without making
+    or using an instance."""
     found: set[int] = set()
-    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+    for cls in (node for node in nodes if isinstance(node, ast.ClassDef)):
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
                 found.update(id(n) for n in ast.walk(stmt.annotation))
@@ -752,7 +792,7 @@ def _called_elsewhere(
     if family.subclasses_elsewhere(cls):
         return f"`{cls.name}` has a subclass in another file"
     calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(names)))})\b")
-    own = path.resolve()
+    own = resolved(path)
     texts = _package_texts(_package_top(path))
     reaching = _reaching(cls, texts) if "forward" not in cls.methods() else None
     for file, text in texts:
@@ -826,8 +866,8 @@ def _package_top(path: Path) -> tuple[Path, bool]:
     package."""
     module, _, root = module_name(path)
     if "." in module:
-        return (root / module.split(".")[0]).resolve(), True
-    return path.parent.resolve(), False
+        return resolved(root / module.split(".")[0]), True
+    return resolved(path.parent), False
 
 
 _RECEIVED_CALL = re.compile(r"self\.(\w++)\.(\w++)\s*+\(")

@@ -11,6 +11,7 @@ import weakref
 from migrator import catalog
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.settings import SubmoduleSettings
+from migrator.rewrite.walk import all_nodes
 
 
 def report_held_op(
@@ -49,7 +50,7 @@ def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
     level of a module; worked out once a scope."""
     found = _BOUND.get(scope)
     if found is None:
-        statements = ast.walk(scope) if isinstance(scope, ast.FunctionDef) else scope.body
+        statements = all_nodes(scope) if isinstance(scope, ast.FunctionDef) else scope.body
         found = _BOUND[scope] = {}
         for stmt in statements:
             if (

@@ -18,6 +18,7 @@ from migrator.rewrite.context import FileContext
 from migrator.rewrite.helpers import imported_root
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import FileInfo
+from migrator.rewrite.walk import all_nodes
 
 
 def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.FunctionDef]) -> None:
@@ -163,7 +164,7 @@ def _calls_parameter(function: ast.FunctionDef, position: int | str | None) -> b
     if function not in _CALLED_NAMES:
         _CALLED_NAMES[function] = frozenset(
             n.func.id
-            for n in ast.walk(function)
+            for n in all_nodes(function)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
         )
     return named.arg in _CALLED_NAMES[function]
@@ -245,7 +246,7 @@ def _bound_once(method: ast.FunctionDef) -> dict[str, ast.expr]:
     where the value is a name or dotted name (`mix3 = mix`), to that value."""
     counts: dict[str, int] = {}
     found: dict[str, ast.expr] = {}
-    for node in ast.walk(method):
+    for node in all_nodes(method):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             counts[node.id] = counts.get(node.id, 0) + 1
         elif isinstance(node, ast.arg):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from migrator.rewrite.walk import parents_of
+from migrator.rewrite.walk import all_nodes, parents_of
 
 # Reading these from a tensor does not share it.
 _BENIGN_ATTRIBUTES = frozenset("shape dtype device ndim size dim numel is_contiguous".split())
@@ -172,16 +172,16 @@ def _read_after(
                 <= (current.end_lineno or 0, current.end_col_offset or 0)
             ):
                 return "a loop around it passes on again"
-            loops.append({id(n) for n in ast.walk(current)})
+            loops.append({id(n) for n in all_nodes(current)})
     at = _place(stmt)
     nested = {
         id(n)
-        for scope in ast.walk(method)
+        for scope in all_nodes(method)
         if scope is not method
         and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
-        for n in ast.walk(scope)
+        for n in all_nodes(scope)
     }
-    for node in ast.walk(method):
+    for node in all_nodes(method):
         if not isinstance(node, ast.Name) or node.id != passed.id or node is passed:
             continue
         if id(node) in nested:
@@ -206,7 +206,7 @@ def _assigns(stmt: ast.stmt, name: str) -> bool:
 def block_parents(func: ast.FunctionDef) -> Parents:
     """Each statement (and `except` handler) below `func`: the node and block holding it."""
     parents: Parents = {}
-    for node in ast.walk(func):
+    for node in all_nodes(func):
         for part in ("body", "orelse", "finalbody", "handlers"):
             body = getattr(node, part, None)
             if isinstance(body, list):
@@ -241,7 +241,7 @@ def _shares(stmt: ast.AST, name: str, headers_only: bool = False) -> bool:
             nodes += value if isinstance(value, list) else [] if value is None else [value]
     for root in nodes:
         parents = parents_of(root)
-        for node in ast.walk(root):
+        for node in all_nodes(root):
             if name in unnamed_binds(node):
                 return True
             if isinstance(node, ast.Name) and node.id == name:
@@ -276,10 +276,10 @@ def _used_elsewhere(
     """Whether the body of `loop`, which carries the value of `name` from one iteration to
     the next, uses `name` anywhere but in `stmt` (the in-place op, if given) and to look at
     its shape."""
-    own = {id(n) for n in ast.walk(stmt)} if stmt is not None else set()
+    own = {id(n) for n in all_nodes(stmt)} if stmt is not None else set()
     for part in loop.body:
         parents = parents_of(part)
-        for node in ast.walk(part):
+        for node in all_nodes(part):
             if id(node) not in own and name in unnamed_binds(node):
                 return True
             if id(node) in own or not (isinstance(node, ast.Name) and node.id == name):

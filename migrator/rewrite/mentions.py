@@ -23,6 +23,7 @@ import os
 import re
 from pathlib import Path
 
+from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name
 from migrator.rewrite.real_paths import resolved
@@ -77,7 +78,8 @@ class PackageCalls:
             (
                 path
                 for path, text in _training_stores(_package_top(self.own))
-                if path != self.own and named.search(text)
+                if path != self.own
+                and next(anchored_matches(named, text, [(name, 0)]), None) is not None
             ),
             None,
         )

@@ -111,7 +111,7 @@ def collect(
 
     _visit(tree.body, names, assigned)
     if may_declare_global(text):  # also in a function defined in an `if`, `try` or `with`
-        for node in ast.walk(tree):
+        for node in all_nodes(tree):
             if isinstance(node, ast.Global):
                 for name in node.names:
                     assigned.setdefault(name, []).append(None)
@@ -331,7 +331,7 @@ def _visit(
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = None if isinstance(stmt, ast.AugAssign) else stmt.value
             for target in targets:
-                for node in ast.walk(target):
+                for node in all_nodes(target):
                     if isinstance(node, ast.Name):
                         assigned.setdefault(node.id, []).append(
                             value if isinstance(target, ast.Name) else None
@@ -342,7 +342,7 @@ def _visit(
             for handler in getattr(stmt, "handlers", []):
                 _visit(handler.body, names, assigned)
         elif isinstance(stmt, (ast.For, ast.While)):
-            for node in ast.walk(stmt):
+            for node in all_nodes(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     assigned.setdefault(node.id, []).append(None)
 

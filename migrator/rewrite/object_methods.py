@@ -20,6 +20,7 @@ from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import stores_of
+from migrator.rewrite.walk import all_nodes
 
 
 def report_object_methods(
@@ -142,7 +143,7 @@ def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
         self_attr(c.func) and c.func.attr in ("children", "modules") for c in ctx.calls_in(method)
     ):
         return found
-    for node in ast.walk(method):
+    for node in all_nodes(method):
         if isinstance(node, (ast.For, ast.comprehension)) and (
             isinstance(node.iter, ast.Call)
             and self_attr(node.iter.func)
@@ -250,7 +251,7 @@ def _parameter_class(ctx: FileContext, method: ast.FunctionDef, name: str) -> Cl
         return None
     if any(
         isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-        for n in ast.walk(method)
+        for n in all_nodes(method)
     ):
         return None
     annotation = arg.annotation
@@ -492,7 +493,7 @@ def _built(ctx: FileContext, cls: ClassInfo, attr: str) -> ClassInfo | None:
     init = cls.methods().get("__init__")
     values = [
         node.value
-        for node in (ast.walk(init) if init is not None else ())
+        for node in (all_nodes(init) if init is not None else ())
         if isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and self_attr(node.targets[0])

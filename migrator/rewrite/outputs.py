@@ -13,7 +13,7 @@ from migrator.rewrite.context import self_attr
 from migrator.rewrite.inplace import _BENIGN_ATTRIBUTES, unnamed_binds
 from migrator.rewrite.names import literal
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo, FileInfo, Project
-from migrator.rewrite.walk import parents_of
+from migrator.rewrite.walk import all_nodes, parents_of
 
 FRESH, INPUT = "fresh", "input"
 
@@ -298,7 +298,7 @@ def _hooked(cls: ClassInfo) -> bool:
         targets = getattr(statement, "targets", [getattr(statement, "target", None)])
         if any(isinstance(t, ast.Name) and t.id in _BOUND for t in targets):
             return True
-    for node in ast.walk(cls.node):
+    for node in all_nodes(cls.node):
         if isinstance(node, ast.Attribute) and (
             node.attr in _UNSEEN
             or (

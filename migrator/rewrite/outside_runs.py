@@ -23,6 +23,7 @@ from migrator.rewrite.hook_methods import Found, as_function, registrations
 from migrator.rewrite.object_methods import ops_from, self_assignments
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.runs import runs_per_call
+from migrator.rewrite.walk import all_nodes
 
 
 class Outside(NamedTuple):
@@ -77,7 +78,7 @@ def _starts(
             yield name, f"{how} (line {call.lineno}{where})", False, owner is not cls or not direct
         for value in starts.bound:
             how = f"is bound as `self.forward` (line {value.lineno}{where})"
-            for part in ast.walk(value):
+            for part in all_nodes(value):
                 if self_attr(part):
                     yield part.attr, how, True, False
         override = owner.methods().get("__call__")
@@ -155,7 +156,7 @@ def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
     hooks = [
         (part.attr, call, True)
         for _, call, node in (registrations(ctx, methods) if hooked else ())
-        for part in ast.walk(node)
+        for part in all_nodes(node)
         if self_attr(part)
     ]
     bound = list(self_assignments(owner).get("forward", [])) if binds else []
@@ -216,7 +217,7 @@ def _helper_hooks(
     return [
         part.attr
         for _, _, node in registrations(ctx, [found[1]])
-        for part in ast.walk(node)
+        for part in all_nodes(node)
         if isinstance(part, ast.Attribute)
         and isinstance(part.value, ast.Name)
         and part.value.id in named

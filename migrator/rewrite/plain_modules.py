@@ -17,7 +17,9 @@ import ast
 import functools
 import re
 
+from migrator.rewrite.defined import anchored_matches, occurrences
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo
+from migrator.rewrite.walk import all_nodes
 
 NN_MODULE_NAMES = frozenset(
     {
@@ -60,6 +62,16 @@ _COPIES = re.compile(
     r"(?:\bcopy\.copy|\bdeepcopy|(?<![\w.])copy|\bpickle\.\w+|(?<![\w.])vars|(?<![\w.])dir)\s*\("
     r"|\.__dict__\b"
 )
+_COPIES_AT = (
+    ("copy", 0),
+    ("copy", len("deep")),
+    ("pickle", 0),
+    ("vars", 0),
+    ("dir", 0),
+    (".__dict__", 0),
+)
+"""Where a match of `_COPIES` starts: at `copy`, at `deep` before it, at `pickle`, `vars`,
+`dir`, or at the dot of `.__dict__`."""
 
 
 def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
@@ -81,7 +93,7 @@ def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
     if clash:
         return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
     if TORCH_MODULE not in cls.bases and any(
-        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in ast.walk(node)
+        isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in all_nodes(node)
     ):  # a second `nn.Module.__init__` would drop the modules made before it
         return f"`{cls.name}` calls an `__init__`"
     return _package_why(cls.name, texts)
@@ -95,8 +107,8 @@ def _defined(node: ast.ClassDef) -> set[str]:
             found.add(stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-    for sub in ast.walk(node):
+            found.update(n.id for t in targets for n in all_nodes(t) if isinstance(n, ast.Name))
+    for sub in all_nodes(node):
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.value, ast.Name)
@@ -117,14 +129,15 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
     mention = re.compile(rf"\b{re.escape(name)}\b")
     made = re.compile(rf"(?<![\w.])((?:\w+\.)*){re.escape(name)}\s*\(")
     stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
-    sub = re.compile(rf"^\s*class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", re.MULTILINE)
+    sub = re.compile(rf"class\s+\w+\s*\([^)]*\b{re.escape(name)}\b")
     for file, text in texts:
-        if name not in text or not mention.search(text):  # the literal first: a `\b` first
-            continue  # is tried at every position
+        if next(anchored_matches(mention, text, [(name, 0)]), None) is None:
+            continue
         where = getattr(file, "name", file)
-        if sub.search(text):
+        if any(sub.match(text, at) for at in _line_heads(text, "class")):
             return f"{where} subclasses `{name}`"
-        for found in made.finditer(text):
+        first = text.rfind("\n", 0, text.find(name)) + 1  # no match starts on a line before
+        for found in made.finditer(text, first):
             start = text.rfind("\n", 0, found.start()) + 1
             head = text[start : found.end()]
             if head.lstrip().startswith(("class ", "def ", "#")):
@@ -135,6 +148,15 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
                     f"{where}:{line} makes a `{name}` otherwise than as "
                     f"`self.<attribute> = {name}(...)`"
                 )
-        if _COPIES.search(text):
+        if next(anchored_matches(_COPIES, text, _COPIES_AT), None) is not None:
             return f"{where} names `{name}` and copies, pickles or reads whole objects"
     return ""
+
+
+def _line_heads(text: str, word: str) -> list[int]:
+    """Where `word` starts a line of `text` but for blanks (where `^\\s*` can reach it)."""
+    return [
+        at
+        for at in occurrences(text, word)
+        if not (before := text[text.rfind("\n", 0, at) + 1 : at]) or before.isspace()
+    ]

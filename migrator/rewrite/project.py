@@ -209,7 +209,7 @@ def _rebound(tree: ast.Module, text: str | None) -> frozenset[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
             if declared:
-                names += [g for n in ast.walk(node) if isinstance(n, ast.Global) for g in n.names]
+                names += [g for n in all_nodes(node) if isinstance(n, ast.Global) for g in n.names]
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names = [node.id]
         elif isinstance(node, ast.alias):
@@ -807,7 +807,7 @@ class Project:
         verdicts = [self.stateless(base, cls.file) for base in cls.bases]
         for method in cls.methods().values():
             plain = _plain_parameters(method)
-            for node in ast.walk(method):
+            for node in all_nodes(method):
                 if isinstance(node, ast.Call):
                     func = node.func
                     if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:

@@ -23,6 +23,7 @@ from migrator.rewrite.stores import (
     subclasses_below,
 )
 from migrator.rewrite.plan import Replace
+from migrator.rewrite.walk import all_nodes
 
 
 class ReusedModules:
@@ -315,7 +316,7 @@ def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:
         return None
     found = [
         stmt
-        for stmt in ast.walk(init)
+        for stmt in all_nodes(init)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _assigns_in(stmt, attr)
     ]
     if len(found) != 1 or found[0] not in init.body:
@@ -328,7 +329,7 @@ def _created_once(base: ClassInfo, attr: str) -> ast.expr | None:
 
 def _assigns_in(scope: ast.AST, attr: str) -> bool:
     """Whether `scope` stores into `self.<attr>` or into something of it (`self.<attr>.p =`)."""
-    for node in ast.walk(scope):
+    for node in all_nodes(scope):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             while isinstance(node, (ast.Attribute, ast.Subscript)):
                 if (

@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from migrator.rewrite.context import MANY, FileContext, named_attribute, self_attr
+from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
@@ -264,11 +264,9 @@ def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribu
     ]
     called = {id(node.func) for node, _ in call_visits}
     holding = {  # the statements holding an uncalled `self.<name>`: the others hand on none
-        id(visit.stmt)
-        for visit in ctx.visits(function)
-        if type(visit.node) is ast.Attribute
-        and self_attr(visit.node)
-        and id(visit.node) not in called
+        id(visit.stmt): visit.stmt
+        for visit in ctx.visits_of(function, ATTRIBUTES)
+        if self_attr(visit.node) and id(visit.node) not in called
     }
     if not holding:
         return named
@@ -278,19 +276,11 @@ def _self_reads(ctx: FileContext, function: ast.FunctionDef) -> list[ast.Attribu
         if id(visit.stmt) in holding
         for v in [*node.args, *(k.value for k in node.keywords)]
     ]
-    todo: list[ast.stmt] = list(function.body)
-    while todo:
-        stmt = todo.pop()
-        if (
-            isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return))
-            and stmt.value is not None
-            and id(stmt) in holding
-        ):
-            values.append(stmt.value)
-        for field in ("body", "orelse", "finalbody"):
-            todo += [s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt)]
-        todo += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
-        todo += [s for c in getattr(stmt, "cases", ()) for s in c.body]
+    values += [  # what is found does not depend on the order (nor do the run counts)
+        stmt.value
+        for stmt in holding.values()
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) and stmt.value is not None
+    ]
     found: list[ast.Attribute] = []
     seen: set[int] = set()  # a call's arguments hold the calls whose arguments are read too
     for value in values:

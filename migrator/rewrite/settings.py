@@ -185,7 +185,7 @@ class SubmoduleSettings:
     def _init_assignments(self) -> dict[str, list[ast.expr | None]]:
         """`_assignments` of `__init__` (which `_made_by` has)."""
         assert self.attributes.init is not None  # `_made_by` returns first without one
-        return _assignments([v.node for v in self.ctx.visits(self.attributes.init)])
+        return _assignments([v.node for v in self.ctx.visits_of(self.attributes.init, _ASSIGNING)])
 
     def _related(self) -> list[ClassInfo]:
         """The other classes of the family: ancestors, subclasses in this file and elsewhere in

@@ -15,6 +15,10 @@ from migrator.rewrite.helpers import op_labels
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.runs import reach
+from migrator.rewrite.walk import all_nodes
+
+
+_ASSIGNS_AND_CALLS = frozenset({ast.Assign, ast.Call})
 
 
 def find_shared(ctx: FileContext, family: Family) -> None:
@@ -29,7 +33,7 @@ def find_shared(ctx: FileContext, family: Family) -> None:
         values: dict[str, ast.Call] = {}
         passed: dict[str, list[tuple[ast.Attribute, str]]] = {}
         """Attribute -> where it is handed on, each with how it repeats there ('': it does not)."""
-        for visit in ctx.visits(init):
+        for visit in ctx.visits_of(init, _ASSIGNS_AND_CALLS):
             node = visit.node
             if (
                 isinstance(node, ast.Assign)
@@ -96,7 +100,7 @@ def _share_held(ctx: FileContext) -> None:
         init = holder.methods().get("__init__") if holder is not None else None
         if holder is None or init is None:
             continue
-        for node in ast.walk(init):
+        for node in all_nodes(init):
             qualname = ctx.info.names.resolve(node.func) if isinstance(node, ast.Call) else None
             if (
                 qualname
@@ -248,7 +252,7 @@ def _has_ops(ctx: FileContext, cls: ClassInfo | None, depth: int = 0) -> bool:
         and (qualname := cls.file.names.resolve(node.func))
         and not qualname.startswith("torch.")
         and _has_ops(ctx, ctx.project.find_class(qualname, cls.file), depth + 1)
-        for node in ast.walk(init)
+        for node in all_nodes(init)
     )
 
 

@@ -14,6 +14,7 @@ from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.defined import VIEWS, reads_views, view_word_lines
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.walk import all_nodes
 
 _NAMED = frozenset({"named_children", "named_modules"})
 
@@ -256,14 +257,14 @@ def _filtered_loop(
     bound = {target.id, name.id if name else target.id}
     inside = {  # the nodes of this loop and of loops binding the same names again
         id(n)
-        for each in ast.walk(method)
+        for each in all_nodes(method)
         if each is loop
         or isinstance(each, ast.For)
-        and bound & {t.id for t in ast.walk(each.target) if isinstance(t, ast.Name)}
-        for n in ast.walk(each)
+        and bound & {t.id for t in all_nodes(each.target) if isinstance(t, ast.Name)}
+        for n in all_nodes(each)
     }
     if any(
-        isinstance(n, ast.Name) and n.id in bound and id(n) not in inside for n in ast.walk(method)
+        isinstance(n, ast.Name) and n.id in bound and id(n) not in inside for n in all_nodes(method)
     ):
         return None  # the last submodule the loop took is read after it
     tests = _guarded(ctx, file, method, loop.body, target.id, name)
