@@ -873,14 +873,19 @@ def silent(run: ZooRun, near: int = 2) -> list[str]:
     """What `prepare_model` still converts or splits in the migrated models, in the migrated
     folders, although no finding of the second `fix` stands at (or within `near` lines after)
     any of its source lines, nor (for a line in a module-level function) a MIG115 at a call of
-    that function: the ops and reuses migrator skipped in silence. One line each,
-    `model: what at path:line`."""
+    that function, nor (for a line in a method) a MIG115 in its class naming the method (one
+    a hook or `self.forward = ...` runs): the ops and reuses migrator skipped in silence. One
+    line each, `model: what at path:line`."""
     lines: dict[str, set[int]] = {}
     helpers: set[tuple[str, str]] = set()
+    methods: set[tuple[Path, str, str]] = set()
     for finding in run.second.fixed + run.second.left:
-        lines.setdefault(str(Path(finding.path).resolve()), set()).add(finding.line)
+        path = Path(finding.path).resolve()
+        lines.setdefault(str(path), set()).add(finding.line)
         if finding.code == "MIG115" and (called := _CALLED.match(finding.message)):
             helpers.add((called["module"], called["name"].rpartition(".")[2]))
+        elif finding.code == "MIG115" and finding.op:
+            methods.add((path, _method_at(path, finding.line)[0], finding.op))
     helpers = _with_callees(helpers, run.package)
     folders = [(run.package / sub).resolve() for sub in ZOOS[run.zoo]]
     found = []
@@ -895,6 +900,7 @@ def silent(run: ZooRun, near: int = 2) -> list[str]:
             if places and not any(
                 any(line - k in lines.get(str(path), ()) for k in range(near + 1))
                 or (_module(path, run.package), _function_at(path, line)) in helpers
+                or (path, *_method_at(path, line)) in methods
                 for path, line in places
             ):
                 found.append(
@@ -956,6 +962,22 @@ def _function_at(path: Path, line: int) -> str:
         ),
         "",
     )
+
+
+def _method_at(path: Path, line: int) -> tuple[str, str]:
+    """The module-level class and its method whose lines hold `line` ('' for either if none)."""
+    for node in _parsed(path).body:
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= node.end_lineno:
+            method = next(
+                (
+                    m.name
+                    for m in node.body
+                    if isinstance(m, ast.FunctionDef) and m.lineno <= line <= m.end_lineno
+                ),
+                "",
+            )
+            return node.name, method
+    return "", ""
 
 
 @lru_cache(maxsize=None)
