@@ -15,7 +15,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders, plain_why
-from migrator.rewrite.held_ops import report_held_op
+from migrator.rewrite.held_ops import report_held_op, report_named_op
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -53,6 +53,9 @@ def report_object_methods(
                     _report_held_function(ctx, call, attr, settings)  # `f = self.sim; f(x)`
             if isinstance(func, ast.Name) and id(call) not in ctx.helpers_seen:
                 report_held_op(ctx, method, call, settings)
+            if func is not call.func and id(call) not in ctx.helpers_seen:
+                assert isinstance(func, ast.Attribute)
+                report_named_op(ctx, call, func)  # `getattr(torch, "exp")(y)`
             if id(call) not in ctx.helpers_seen:
                 _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):
@@ -159,9 +162,18 @@ def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
 
 
 def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
-    """`<x>.<name>` for a method `getattr(<x>, "<name>")` names (`<x>` not `self`: its
-    methods are the class's own), read as that attribute (`getattr(self.head, "loss")(y)`:
-    `object_method_getattr.py`)."""
+    """`<x>.<name>` for a method `getattr(<x>, "<name>")` or `<x>.__dict__["<name>"]` names
+    (`<x>` not `self`: its methods are the class's own), read as that attribute
+    (`getattr(self.head, "loss")(y)`: `object_method_getattr.py`; `F.__dict__["elu"]`)."""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+        and not self_attr(func.value)
+        and isinstance(func.slice, ast.Constant)
+        and isinstance(func.slice.value, str)
+    ):
+        return ast.copy_location(ast.Attribute(func.value.value, func.slice.value), func)
     if not (
         isinstance(func, ast.Call)
         and isinstance(func.func, ast.Name)
