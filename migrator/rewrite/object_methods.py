@@ -320,6 +320,7 @@ def _report_held_function(
         _report_held_lambda(ctx, call, attr, settings)
         return
     info, function, only = held
+    only = only and settings.settled(attr)  # `if c: self.sim = iou` may leave it unset
     found = ops_from(ctx, [(None, info, function)])
     if not found:
         return

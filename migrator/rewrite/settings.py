@@ -151,18 +151,21 @@ class SubmoduleSettings:
         = fn`) or the class or a base defines the name at class level (a method the call would
         run then, or a property, also a subclass's, storing the function elsewhere)."""
         held = self.held_function(owner)
-        if held is None or not held[2]:
+        if held is None or not held[2] or not self.settled(owner):
             return None
-        attributes = self.attributes
-        if attributes.attrs[owner].nested and attributes.unsettled(owner):
-            return None
-        if any(
-            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
-        ):
-            return None
-        if changed_after_init(attributes.family, attributes.cls, owner) is not None:
+        if changed_after_init(self.attributes.family, self.attributes.cls, owner) is not None:
             return None
         return held[0], held[1]
+
+    def settled(self, owner: str) -> bool:
+        """Whether `__init__` sets `self.<owner>` on every path (`if c: self.f = fn` may leave
+        it unset) and neither the class nor a relative defines the name at class level."""
+        attributes = self.attributes
+        if attributes.attrs[owner].nested and attributes.unsettled(owner):
+            return False
+        return not any(
+            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
+        )
 
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
