@@ -23,8 +23,10 @@ def report_held_op(
     if self_attr(func):
         values = settings.init_values(func.attr)
     elif isinstance(func, ast.Name):
-        local = func.id in ctx.locals_of(method)
-        values = _bound(method if local else ctx.info.tree).get(func.id, [])
+        local = func.id in ctx.locals_of(method)  # or a comprehension's: `_bound` has it
+        values = _bound(method).get(func.id) or (
+            [] if local else _bound(ctx.info.tree).get(func.id, [])
+        )
     else:
         return
     top = _bound(ctx.info.tree)
@@ -66,8 +68,8 @@ _BOUND: weakref.WeakKeyDictionary[ast.AST, dict[str, list[ast.expr]]] = weakref.
 
 def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
     """Name -> the values a plain assignment binds to it, or a loop over a container (an item
-    of it: `for fn in self.acts`): anywhere in a method, at the top level of a module; worked
-    out once a scope."""
+    of it: `for fn in self.acts`, also in a comprehension): anywhere in a method, at the top
+    level of a module; worked out once a scope."""
     found = _BOUND.get(scope)
     if found is None:
         statements = ast.walk(scope) if isinstance(scope, ast.FunctionDef) else scope.body
@@ -79,7 +81,9 @@ def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
                 and isinstance(stmt.targets[0], ast.Name)
             ):
                 found.setdefault(stmt.targets[0].id, []).append(stmt.value)
-            elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+            elif isinstance(stmt, (ast.For, ast.comprehension)) and isinstance(
+                stmt.target, ast.Name
+            ):
                 item = ast.Subscript(stmt.iter, ast.Constant(0), ast.Load())
                 found.setdefault(stmt.target.id, []).append(ast.copy_location(item, stmt.iter))
     return found
