@@ -546,6 +546,7 @@ def _build() -> tuple[Op, ...]:
             (_x(),),
             (F + "sigmoid", "torch.sigmoid"),
             ("sigmoid",),
+            inplace_methods=("sigmoid_",),
             observed=UNIT_RANGE,
         )
     )
@@ -556,6 +557,7 @@ def _build() -> tuple[Op, ...]:
             (_x(),),
             (F + "tanh", "torch.tanh"),
             ("tanh",),
+            inplace_methods=("tanh_",),
             observed=SYMMETRIC_RANGE,
         )
     )

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterable, Iterator
 
 from migrator.rewrite.context import FileContext
+from migrator.rewrite.helpers import ops_in
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import ClassInfo, FileInfo
 
@@ -125,11 +126,17 @@ def _report(
     node: ast.Attribute | ast.Name | ast.Lambda,
     found: Found,
 ) -> None:
+    function = found[2]
     labels = ops_from(ctx, [found])
+    proven = bool(labels)
+    if not proven:  # what torch hands the hook after the module is a tensor, or may be one
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        given = frozenset(p for p in params if p != "self")
+        module = next((p for p in params if p != "self"), None)
+        labels = [label for label, _ in ops_in(found[1], function, tensor_params=given - {module})]
     if not labels or id(node) in ctx.helpers_seen:
         return
     ctx.helpers_seen.add(id(node))
-    function = found[2]
     named = (
         "a lambda"
         if isinstance(node, ast.Lambda)
@@ -140,7 +147,8 @@ def _report(
         "MIG115",
         f"{named} is registered as a hook by `{ctx.text(call.func)}(...)`"
         + (f" in `{owner}`" if owner else "")
-        + f" and runs {len(labels)} op(s) ({', '.join(sorted(set(labels)))}): torch calls it on "
+        + f" and {'runs' if proven else 'may run'} {len(labels)} op(s) "
+        + f"({', '.join(sorted(set(labels)))}): torch calls it on "
         + ("each forward of that module" if owner else "each forward of every module")
         + ", where its calls cannot be counted; left as is",
         op=function.name,

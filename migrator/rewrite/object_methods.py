@@ -15,7 +15,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
 from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders, plain_why
-from migrator.rewrite.held_ops import report_held_op
+from migrator.rewrite.held_ops import report_held_op, report_named_op
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
@@ -41,14 +41,22 @@ def report_object_methods(
         for call in ctx.calls_in(method):
             func = _named_by_getattr(call.func) or call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
-                _report_held_function(ctx, call, settings)
+                _report_held_function(ctx, call, func.attr, settings)
                 if id(call) not in ctx.helpers_seen:
                     report_held_op(ctx, method, call, settings)
                 if id(call) not in ctx.helpers_seen:
                     _report_called_object(ctx, owner, call, settings)
                 continue
             if isinstance(func, ast.Name) and id(call) not in ctx.helpers_seen:
+                if not aliases and func.id in ctx.locals_of(method):
+                    aliases.append(_aliases(ctx, method))
+                if (attr := (aliases[0] if aliases else {}).get(func.id)) is not None:
+                    _report_held_function(ctx, call, attr, settings)  # `f = self.sim; f(x)`
+            if isinstance(func, ast.Name) and id(call) not in ctx.helpers_seen:
                 report_held_op(ctx, method, call, settings)
+            if func is not call.func and id(call) not in ctx.helpers_seen:
+                assert isinstance(func, ast.Attribute)
+                report_named_op(ctx, call, func)  # `getattr(torch, "exp")(y)`
             if id(call) not in ctx.helpers_seen:
                 _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):
@@ -155,9 +163,18 @@ def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
 
 
 def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
-    """`<x>.<name>` for a method `getattr(<x>, "<name>")` names (`<x>` not `self`: its
-    methods are the class's own), read as that attribute (`getattr(self.head, "loss")(y)`:
-    `object_method_getattr.py`)."""
+    """`<x>.<name>` for a method `getattr(<x>, "<name>")` or `<x>.__dict__["<name>"]` names
+    (`<x>` not `self`: its methods are the class's own), read as that attribute
+    (`getattr(self.head, "loss")(y)`: `object_method_getattr.py`; `F.__dict__["elu"]`)."""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+        and not self_attr(func.value)
+        and isinstance(func.slice, ast.Constant)
+        and isinstance(func.slice.value, str)
+    ):
+        return ast.copy_location(ast.Attribute(func.value.value, func.slice.value), func)
     if not (
         isinstance(func, ast.Call)
         and isinstance(func.func, ast.Name)
@@ -293,15 +310,18 @@ def _aliases(ctx: FileContext, method: ast.FunctionDef) -> dict[str, str]:
     return ctx.aliases(method, lambda value: _held(value, {}))
 
 
-def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
-    """Report a call `self.<attr>(...)` of a module-level function that `__init__` stores in
-    `self.<attr>` (torchvision's `self.box_similarity = box_ops.box_iou`), when it runs ops."""
-    assert isinstance(call.func, ast.Attribute)
-    held = settings.held_function(call.func.attr)
+def _report_held_function(
+    ctx: FileContext, call: ast.Call, attr: str, settings: SubmoduleSettings
+) -> None:
+    """Report a call of `self.<attr>` (or of a local name bound to it) holding a module-level
+    function that `__init__` stores there (torchvision's `self.box_similarity =
+    box_ops.box_iou`), when it runs ops."""
+    held = settings.held_function(attr)
     if held is None:
-        _report_held_lambda(ctx, call, settings)
+        _report_held_lambda(ctx, call, attr, settings)
         return
     info, function, only = held
+    only = only and settings.settled(attr)  # `if c: self.sim = iou` may leave it unset
     found = ops_from(ctx, [(None, info, function)])
     if not found:
         return
@@ -311,19 +331,26 @@ def _report_held_function(ctx: FileContext, call: ast.Call, settings: SubmoduleS
     ctx.report(
         call,
         "MIG115",
-        f"`{ctx.text(call.func)}` {'holds' if only else 'may hold'} the function "
+        f"{_holder(ctx, call, attr)} {'holds' if only else 'may hold'} the function "
         f"`{function.name}`{where}, no module, which runs {len(found)} op(s) forward reaches "
         f"({labels}): they run outside any module; left as is",
     )
 
 
-def _report_held_lambda(ctx: FileContext, call: ast.Call, settings: SubmoduleSettings) -> None:
-    """Report a call `self.<attr>(...)` of a lambda that `__init__` stores in `self.<attr>`
+def _holder(ctx: FileContext, call: ast.Call, attr: str) -> str:
+    """What the finding of a call of a held function names: `self.sim`, `f` (`self.sim`)."""
+    shown = f"`{ctx.text(call.func)}`"
+    return f"{shown} (`self.{attr}`)" if isinstance(call.func, ast.Name) else shown
+
+
+def _report_held_lambda(
+    ctx: FileContext, call: ast.Call, attr: str, settings: SubmoduleSettings
+) -> None:
+    """Report a call of `self.<attr>` holding a lambda that `__init__` stores there
     (`self.gate = lambda x: torch.sigmoid(x)`), when it runs ops."""
     from migrator.rewrite.hook_methods import as_function  # which reads `ops_from`
 
-    assert isinstance(call.func, ast.Attribute)
-    lambdas = [v for v in settings.init_values(call.func.attr) if isinstance(v, ast.Lambda)]
+    lambdas = [v for v in settings.init_values(attr) if isinstance(v, ast.Lambda)]
     found = ops_from(ctx, [(None, ctx.info, as_function(each)) for each in lambdas])
     if not found:
         return
@@ -331,7 +358,7 @@ def _report_held_lambda(ctx: FileContext, call: ast.Call, settings: SubmoduleSet
     ctx.report(
         call,
         "MIG115",
-        f"`{ctx.text(call.func)}` holds a lambda (line {lambdas[0].lineno}), no module, which "
+        f"{_holder(ctx, call, attr)} holds a lambda (line {lambdas[0].lineno}), no module, which "
         f"runs {len(found)} op(s) forward reaches ({', '.join(sorted(set(found)))}): they run "
         "outside any module; left as is",
     )

@@ -79,8 +79,8 @@ def _starts(
         for value in starts.bound:
             how = f"is bound as `self.forward` (line {value.lineno}{where})"
             for part in all_nodes(value):
-                if self_attr(part):
-                    yield part.attr, how, True, False
+                if (attr := _on_class(part, owner.name)) is not None:
+                    yield attr, how, True, False
         override = owner.methods().get("__call__")
         if override is not None:
             how = f"overrides `nn.Module.__call__` (line {override.lineno}{where})"
@@ -166,6 +166,7 @@ def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
         if isinstance(stmt, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == "forward" for t in stmt.targets)
     ]
+    bound += _bound_outside(owner)
     for method in methods:
         for call in ctx.calls_in(method):
             args = call.args
@@ -186,6 +187,41 @@ def _read_starts(ctx: FileContext, owner: ClassInfo) -> _ClassStarts:
                 continue
             hooks += [(name, call, False) for name in _helper_hooks(ctx, owner, call, given)]
     return _ClassStarts(hooks, bound)
+
+
+def _bound_outside(owner: ClassInfo) -> list[ast.expr]:
+    """What the class's file binds in forward's place from outside the class statement:
+    `Model.forward = v`, `setattr(Model, "forward", v)`."""
+    text = owner.file.source or owner.file.text
+    name = owner.name
+    if text is not None and f"{name}.forward" not in text and f"setattr({name}" not in text:
+        return []
+    found: list[ast.expr] = []
+    for node in all_nodes(owner.file.tree):
+        if isinstance(node, ast.Assign) and any(
+            _on_class(t, name) == "forward" for t in node.targets
+        ):
+            found.append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) == 3
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == name
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == "forward"
+        ):
+            found.append(node.args[2])
+    return found
+
+
+def _on_class(node: ast.AST, name: str) -> str | None:
+    """`<attr>` of `node`, `self.<attr>` or `<name>.<attr>` (the class named `name`), else
+    None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id in ("self", name) else None
+    return None
 
 
 _BINDS = re.compile(r"self\.forward[ \t]*=(?!=)")
@@ -247,8 +283,8 @@ def report_outside(
             found: Found | None = None
             if isinstance(node, ast.Lambda):
                 found = (cls, ctx.info, as_function(node))
-            elif self_attr(node) and node.attr in methods and node.attr not in reached:
-                found = (cls, ctx.info, methods[node.attr])
+            elif (attr := _on_class(node, cls.name)) in methods and attr not in reached:
+                found = (cls, ctx.info, methods[attr])
             elif isinstance(node, ast.Name) and node.id in methods:  # `forward = _body`
                 found = (cls, ctx.info, methods[node.id]) if node.id not in reached else None
                 if found is None:

@@ -259,6 +259,12 @@ class Scanner:
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
+        if qualname in ("torch.max", "torch.min"):
+            self._pairwise(node, qualname[6:], [], visit, "MIG001", self.ctx.text(func))
+            return
+        if isinstance(func, ast.Attribute) and func.attr in ("max", "min"):
+            receiver = [(func.value, InputRef("receiver"))]
+            self._pairwise(node, func.attr, receiver, visit, "MIG002", f".{func.attr}()")
         if (
             isinstance(func, ast.Attribute)
             and self.tensors.unknown(func.value)
@@ -288,6 +294,31 @@ class Scanner:
                 self._inplace(
                     op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
                 )
+
+    def _pairwise(
+        self,
+        node: ast.Call,
+        name: str,
+        receiver: list[tuple[ast.expr, InputRef]],
+        visit: Visit,
+        code: str,
+        label: str,
+    ) -> None:
+        """`torch.max(a, b)` / `a.max(b)` given two tensors is `torch.maximum(a, b)` (`min`:
+        `minimum`); given a dim it reduces (a named tuple), given one tensor, to a scalar tensor,
+        neither of which it becomes. Operands not proven either way are reported (MIG114)."""
+        positional, keywords = _arguments(node)
+        positional = receiver + positional
+        operands = [v for v, _ in positional] + [v for k, v, _ in keywords if k == "other"]
+        if len(operands) != 2 or any(k in ("dim", "keepdim") for k, _, _ in keywords):
+            return
+        if not all(self.tensors.is_tensor(o) for o in operands):
+            if not any(self.tensors.is_plain(o) for o in operands):
+                self._unproven(label, *operands)
+            return
+        op = catalog.by_function(f"torch.{name}imum")
+        assert op is not None
+        self._convert(op, node, positional, keywords, visit, code, label)
 
     def _ceiling(self, label: str, deps: set[str], copies: Copies | None) -> int | None:
         """The top-level `__init__` statement a module created for an op of this method must
@@ -784,6 +815,8 @@ class Scanner:
                 "MIG107",
                 f"{label}: `out=` writes into the tensor given, a module returns a new one",
             )
+        if op.arg("out") is None:  # `out=None` is the op's default, whether listed or not
+            keywords = [(k, v, ref) for k, v, ref in keywords if k != "out"]
         self._mode_kept(op, [v for v, _ in positional] + [v for _, v, _ in keywords], label)
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
         hyper: dict[int, tuple[str, set[str]]] = {}

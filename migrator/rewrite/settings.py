@@ -95,12 +95,15 @@ class SubmoduleSettings:
                 found[attr] = kind
         return found
 
-    def held_function(self, owner: str) -> tuple[FileInfo, ast.FunctionDef, bool] | None:
+    def held_function(
+        self, owner: str, seen: frozenset[str] = frozenset()
+    ) -> tuple[FileInfo, ast.FunctionDef, bool] | None:
         """(its file, the function, whether it is all `self.<owner>` may hold) when an
         `__init__` assignment of `self.<owner>` gives a module-level function of the project
-        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()` and
-        `functools.partial(f, ...)` may hold `f`);
-        all it holds when every assignment of it, all in `__init__`, gives that function."""
+        (`self.box_similarity = box_ops.box_iou`; `f if c else nn.Identity()`,
+        `functools.partial(f, ...)` and `self.<other>` holding `f` may hold `f`);
+        all it holds when every assignment of it, all in `__init__`, gives that function
+        (`seen`: the attributes of an alias's chain, each followed once)."""
         values = self.init_values(owner)
         if not values:
             return None
@@ -122,7 +125,10 @@ class SubmoduleSettings:
             if (f := self.ctx.project.find_function(qualname, self.ctx.info))
         ]
         if not found:
-            return None
+            seen = seen | {owner}
+            aliased = (v.attr for v in parts if self_attr(v) and v.attr not in seen)
+            held = next(filter(None, (self.held_function(a, seen) for a in aliased)), None)
+            return held and (held[0], held[1], False)  # `self.sim2 = self.sim`
         only = (
             len(names) == 1
             and not partial
@@ -145,18 +151,21 @@ class SubmoduleSettings:
         = fn`) or the class or a base defines the name at class level (a method the call would
         run then, or a property, also a subclass's, storing the function elsewhere)."""
         held = self.held_function(owner)
-        if held is None or not held[2]:
+        if held is None or not held[2] or not self.settled(owner):
             return None
-        attributes = self.attributes
-        if attributes.attrs[owner].nested and attributes.unsettled(owner):
-            return None
-        if any(
-            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
-        ):
-            return None
-        if changed_after_init(attributes.family, attributes.cls, owner) is not None:
+        if changed_after_init(self.attributes.family, self.attributes.cls, owner) is not None:
             return None
         return held[0], held[1]
+
+    def settled(self, owner: str) -> bool:
+        """Whether `__init__` sets `self.<owner>` on every path (`if c: self.f = fn` may leave
+        it unset) and neither the class nor a relative defines the name at class level."""
+        attributes = self.attributes
+        if attributes.attrs[owner].nested and attributes.unsettled(owner):
+            return False
+        return not any(
+            owner in class_level_names(each.node) for each in [attributes.cls, *self._related()]
+        )
 
     def _made_by(self, owner: str) -> tuple[str, ...]:
         init = self.attributes.init
