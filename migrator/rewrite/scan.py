@@ -272,7 +272,24 @@ class Scanner:
         ):
             self._unproven(f".{func.attr}()", func.value)
         if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
-            op = catalog.by_method(func.attr)
+            op, note = catalog.by_method(func.attr), ""
+            inplace = catalog.by_inplace_method(func.attr) if op is None else None
+            standing = isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node
+            if inplace is not None and standing:
+                self._inplace(
+                    inplace, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                )
+                return
+            if inplace is not None and self._temporary(func.value):
+                op = inplace
+                note = "; its receiver is a new tensor nothing else holds"
+                note += self._fresh_note(func.value)
+            elif inplace is not None:
+                raise Refusal(
+                    "MIG108",
+                    f".{func.attr}() on `{self.ctx.text(func.value)}`: what it returns is "
+                    "used, and only an in-place op standing as a statement is rewritten",
+                )
             if op is not None:
                 positional, keywords = _arguments(node)
                 self._convert(
@@ -283,16 +300,7 @@ class Scanner:
                     visit,
                     "MIG002",
                     f".{func.attr}()",
-                )
-            elif (op := catalog.by_inplace_method(func.attr)) is not None:
-                if not (isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node):
-                    raise Refusal(
-                        "MIG108",
-                        f".{func.attr}() on `{self.ctx.text(func.value)}`: what it returns is "
-                        "used, and only an in-place op standing as a statement is rewritten",
-                    )
-                self._inplace(
-                    op, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
+                    note=note,
                 )
 
     def _pairwise(
@@ -579,6 +587,26 @@ class Scanner:
             kind="augassign" if augmented else "inplace",
             note=self._fresh_note(target),
         )
+
+    def _temporary(self, value: ast.expr) -> bool:
+        """Whether `value`, the receiver of an in-place op whose result is used, is a new tensor
+        nothing else holds: an operator expression, a call `_made` proves fresh (not one that
+        may return its input: `.to()`, a view), or an in-place op of the catalog on such a
+        tensor (`t.mul_(2)` in `t.mul_(2).add_(1)`). Changing it in place or not then differs
+        in nothing anyone sees."""
+        self._fresh_proof, self._passed_proof = [], False
+        if isinstance(value, ast.BinOp):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if (
+            isinstance(func, ast.Attribute)
+            and catalog.by_inplace_method(func.attr)
+            and self.tensors.is_tensor(func.value)
+        ):
+            return self._temporary(func.value)
+        return self._made(value) is True
 
     def _kept(self, target: ast.expr, values: list[ast.expr]) -> str | None:
         """Why a call in the operands of an in-place op on `target` may keep the tensor it is
