@@ -78,3 +78,27 @@ def test_a_method_called_elsewhere_keeps_the_class_plain_only_if_it_may_be_an_in
     out = capsys.readouterr().out
     assert "model.py:18:16: MIG115 `self.box_coder.decode`" in out
     assert "peek.py:2 calls `model.box_coder.decode`" in out
+
+
+def test_a_number_default_declares_a_number_only_where_every_construction_passes_one(
+    tmp_path, capsys
+):
+    """`normalize=True` without annotation: `LinearCoder` becomes a module while every
+    construction passes a literal (its holder's `__annotations__` naming it makes none), and
+    stays plain, the parameter and the construction named, once one passes anything else."""
+    for side in ("literal", "passed"):  # a package's files are read once a process
+        pkg = _tree(tmp_path / side)
+        coders = pkg / "coders.py"
+        coders.write_text(coders.read_text().replace("normalize: bool = True", "normalize=True"))
+    main(["check", str(tmp_path / "literal")])
+    assert "MIG005 `LinearCoder` becomes an `nn.Module`" in capsys.readouterr().out
+    model = pkg / "model.py"
+    model.write_text(model.read_text().replace("(normalize=True)", "(normalize=bool(1))"))
+    main(["check", str(pkg)])
+    out = capsys.readouterr().out
+    assert "MIG005" not in out
+    assert (
+        "`LinearCoder` sets `self.normalize` to what may be a module or a parameter: its "
+        "parameter `normalize` is a number by its default alone, and model.py:15 passes "
+        "`bool(1)`" in out
+    )

@@ -25,7 +25,7 @@ from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.plain_modules import why_plain
+from migrator.rewrite.plain_modules import passed_otherwise, why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.real_paths import resolved
@@ -108,6 +108,12 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
 def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
     the files of its package ('' when it may)."""
+    return why_plain(cls, _texts_with(cls))
+
+
+def _texts_with(cls: ClassInfo) -> tuple[tuple[Path, str], ...]:
+    """The files of the package of `cls`, with their text, its own file (or stdin) among
+    them."""
     info = cls.file
     path = info.path
     top = _package_top(path) if path is not None and path.is_file() else None
@@ -116,7 +122,7 @@ def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     if top is None or own not in _package_text_of(top):  # stdin, or a file it does not list
         source = info.source if info.source is not None else info.text
         texts = ((own, source or ""), *texts)
-    return why_plain(cls, texts)
+    return texts
 
 
 def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
@@ -128,9 +134,13 @@ def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
     made = attributes.module_attrs()
     if ctx.project.is_module(cls):  # a second run: the stateless modules the first made stay
         made = {attr for attr in made if not _stateless(ctx, attributes.attrs.get(attr))}
-    held = sorted(made | set(attributes.state) | _unproven_plain(cls))
+    unproven = _unproven_plain(cls)
+    held = sorted(made | set(attributes.state) | set(unproven))
     if held:
-        return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter"
+        why = unproven.get(held[0])
+        return f"`{cls.name}` sets `self.{held[0]}` to what may be a module or a parameter" + (
+            f": {why}" if why else ""
+        )
     return ""
 
 
@@ -158,13 +168,16 @@ def _walked(ctx: FileContext, family: Family, holder: ClassInfo, attr: str, cls:
     return ""
 
 
-def _unproven_plain(cls: ClassInfo) -> set[str]:
+def _unproven_plain(cls: ClassInfo) -> dict[str, str]:
     """The attributes a method of `cls` sets to a value other than a call that is not built
-    from constants and parameters declared numbers or strings (`clip: float`, `scale=2.0`)
-    alone: `self.owner = owner` may be given a module, or the holder itself, and a module would
-    register it (its parameters would join the holder's `state_dict`, the holder would be its
-    own submodule)."""
-    found: set[str] = set()
+    from constants and parameters declared numbers or strings (`clip: float`) alone, or numbers
+    by their default alone (`scale=2.0`) where nothing may pass them another value (parameters
+    of `__init__` that every construction of `cls` passes a literal or nothing:
+    `passed_otherwise`), each with what may pass such a parameter something else ('' for
+    another value): `self.owner = owner` may be given a module, or the holder itself, and a
+    module would register it (its parameters would join the holder's `state_dict`, the
+    holder would be its own submodule)."""
+    found: dict[str, str] = {}
     for method in cls.methods().values():
         args = method.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -172,11 +185,19 @@ def _unproven_plain(cls: ClassInfo) -> set[str]:
             len(args.posonlyargs) + len(args.args) - len(args.defaults)
         )
         defaults += [*args.defaults, *args.kw_defaults]
-        plain = {
+        declared = {a.arg for a in params if _plain_annotation(a.annotation)}
+        by_default = [
             a.arg
             for a, default in zip(params, defaults)
-            if (a.annotation is None and _number(default)) or _plain_annotation(a.annotation)
-        }
+            if a.annotation is None and _number(default)
+        ]
+        if method.name != "__init__":
+            unproven = {p: f"the calls of `{method.name}` may pass anything" for p in by_default}
+        elif by_default:
+            unproven = passed_otherwise(cls, by_default, _texts_with(cls))
+        else:
+            unproven = {}
+        plain = declared | set(by_default) - set(unproven)
         for node in all_nodes(method):
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value
@@ -190,8 +211,18 @@ def _unproven_plain(cls: ClassInfo) -> set[str]:
                 parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
                 stored = [t.attr for t in parts if self_attr(t)]
                 if stored and not _built_plain(value, plain):
-                    found.update(stored)
+                    why = _unproven_why(value, plain, unproven)
+                    found.update({attr: found.get(attr) or why for attr in stored})
     return found
+
+
+def _unproven_why(value: ast.expr, plain: set[str], unproven: dict[str, str]) -> str:
+    """What may pass a parameter that `value` holds, declared a number by its default alone,
+    something else, when `value` would be built from numbers were it one ('' otherwise)."""
+    if not _built_plain(value, plain | set(unproven)):
+        return ""
+    param = next(n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in unproven)
+    return f"its parameter `{param}` is a number by its default alone, and {unproven[param]}"
 
 
 _PLAIN_TYPES = frozenset(

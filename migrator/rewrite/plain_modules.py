@@ -17,8 +17,11 @@ import ast
 import functools
 import re
 
+from collections.abc import Sequence
+
 from migrator.rewrite.defined import anchored_matches, occurrences
-from migrator.rewrite.project import TORCH_MODULE, ClassInfo
+from migrator.rewrite.names import literal
+from migrator.rewrite.project import TORCH_MODULE, ClassInfo, parse_cached
 from migrator.rewrite.walk import all_nodes
 
 NN_MODULE_NAMES = frozenset(
@@ -151,6 +154,95 @@ def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
         if next(anchored_matches(_COPIES, text, _COPIES_AT), None) is not None:
             return f"{where} names `{name}` and copies, pickles or reads whole objects"
     return ""
+
+
+def passed_otherwise(
+    cls: ClassInfo, params: Sequence[str], texts: tuple[tuple[object, str], ...]
+) -> dict[str, str]:
+    """Parameter of `cls.__init__` among `params` -> where an instance may be made with
+    something but a literal for it (a default declares nothing of what callers pass): a call
+    of the class in the package's `texts` passing another value (`Coder(scale=nn.Linear(2,
+    2))`) or unpacked arguments, the class named otherwise than called or in an annotation
+    (`make = Coder`, whose calls are not seen), or made by its own methods (`cls(...)`)."""
+    init = cls.methods()["__init__"]
+    positional = tuple(a.arg for a in (*init.args.posonlyargs, *init.args.args))[1:]
+    found = dict(_passed_in_package(cls.name, positional, tuple(params), texts))
+    if any(isinstance(n, ast.Call) and _makes_own(n.func) for n in all_nodes(cls.node)):
+        for name in params:
+            found.setdefault(name, f"`{cls.name}` makes instances of itself")
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _passed_in_package(
+    name: str,
+    positional: tuple[str, ...],
+    params: tuple[str, ...],
+    texts: tuple[tuple[object, str], ...],
+) -> tuple[tuple[str, str], ...]:
+    """`passed_otherwise` of the class `name` (whose `__init__` takes `positional` after
+    `self`), read from the package's `texts`: each parameter with its first such place."""
+    found: dict[str, str] = {}
+    mention = re.compile(rf"\b{re.escape(name)}\b")
+    for file, text in texts:
+        if next(anchored_matches(mention, text, [(name, 0)]), None) is None:
+            continue
+        where = getattr(file, "name", file)
+        try:
+            nodes = all_nodes(parse_cached(text))
+        except SyntaxError:
+            found = {p: f"{where} does not parse" for p in params} | found
+            continue
+        calls = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}
+        annotations = {id(n) for a in map(_annotation, nodes) if a for n in all_nodes(a)}
+        for node in nodes:
+            if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in annotations:
+                continue
+            if (node.id if isinstance(node, ast.Name) else node.attr) != name:
+                continue
+            at = f"{where}:{node.lineno}"
+            call = calls.get(id(node))
+            if call is None:
+                why = f"{at} names `{name}` otherwise than in a call, whose arguments are not seen"
+                found = {p: why for p in params} | found
+                continue
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                found = {p: f"{at} passes unpacked arguments" for p in params} | found
+                continue
+            passed = dict(zip(positional, call.args)) | {k.arg: k.value for k in call.keywords}
+            for param in params:
+                value = passed.get(param)
+                if value is not None and not literal(value):
+                    found.setdefault(param, f"{at} passes `{ast.unparse(value)}`")
+    return tuple(found.items())
+
+
+def _annotation(node: ast.AST) -> ast.expr | None:
+    """The annotation `node` holds: a parameter's, an annotated assignment's, a function's
+    return annotation, the values of `__annotations__ = {...}`."""
+    if isinstance(node, (ast.arg, ast.AnnAssign)):
+        return node.annotation
+    if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__annotations__" for t in node.targets
+    ):
+        return node.value
+    return node.returns if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _makes_own(func: ast.expr) -> bool:
+    """Whether a call of `func` in a class's methods may make an instance of the class:
+    `cls(...)`, `type(self)(...)`, `self.__class__(...)`."""
+    return (
+        (isinstance(func, ast.Name) and func.id == "cls")
+        or (isinstance(func, ast.Attribute) and func.attr == "__class__")
+        or (
+            isinstance(func, ast.Call)
+            and isinstance(func.func, ast.Name)
+            and func.func.id == "type"
+        )
+    )
 
 
 def _line_heads(text: str, word: str) -> list[int]:
