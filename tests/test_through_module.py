@@ -101,3 +101,50 @@ def test_an_instance_serving_every_iteration_is_not_reported_shared_by_the_next_
     again = {o.path.name: o for o in run([str(pkg)], Settings(), rewrite=True)}
     assert not any(o.changed for o in again.values())
     assert [f.code for f in again["net.py"].findings if f.code == "MIG117"] == []
+
+
+SAME_NAMED = TREE.parent / "same_named_module"
+
+
+def test_a_module_of_the_same_file_name_in_another_folder_is_another_module(tmp_path):
+    """`from . import _utils` in `pkg/detection/net.py` imports `pkg.detection._utils`: the
+    `self.cat(...)` the first `fix` made there is no call of `pkg.ops._utils._cat`, which a
+    second `fix` leaves without a module (it gave it one, changing `ops/_utils.py`)."""
+    from migrator.config import Settings
+    from migrator.runner import run
+
+    pkg = tree_copy(SAME_NAMED, tmp_path, "after") / "pkg"  # a fresh copy: read afresh
+    again = {o.path.relative_to(pkg): o for o in run([str(pkg)], Settings(), rewrite=True)}
+    assert not [str(path) for path, o in again.items() if o.changed]
+    assert "class Cat" not in (pkg / "ops" / "_utils.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("where", "imports", "module"),
+    [
+        ("detection/net.py", "from . import _utils as u", "detection/_utils.py"),
+        ("detection/net.py", "from .. import _utils as u", "_utils.py"),
+        ("detection/net.py", "from ..ops import _utils as u", "ops/_utils.py"),
+        ("detection/net.py", "from pkg.ops import _utils as u", "ops/_utils.py"),
+        ("detection/net.py", "import pkg.ops._utils as u", "ops/_utils.py"),
+        ("detection/__init__.py", "from . import _utils as u", "detection/_utils.py"),
+        ("net.py", "from .ops import _utils as u", "ops/_utils.py"),
+    ],
+)
+def test_a_call_through_a_module_is_of_the_module_its_import_resolves_to(
+    tmp_path, where, imports, module
+):
+    """`u._cat(...)` in a method calls the `_cat` of the module `u` is bound to, relative
+    imports resolved against the importing file's package; of no other `_utils.py`."""
+    from migrator.rewrite.mentions import PackageCalls
+
+    pkg = tmp_path / "pkg"
+    helpers = ["_utils.py", "ops/_utils.py", "detection/_utils.py"]
+    for path in ["__init__.py", "ops/__init__.py", "detection/__init__.py", *helpers]:
+        (pkg / path).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / path).write_text("def _cat(x, y):\n    return x\n" if path in helpers else "")
+    (pkg / where).write_text(
+        f"{imports}\n\n\nclass Net:\n    def forward(self, x):\n        return u._cat(x, x)\n"
+    )
+    called = {path for path in helpers if PackageCalls(pkg / path).through_module("_cat")}
+    assert called == {module}

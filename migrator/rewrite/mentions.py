@@ -8,12 +8,14 @@ call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in th
 `fix` adds do not count, nor calls whose line shows they pass no first argument a module could
 take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
 finds, and `fix` never makes them). A call through the function's module counts too
-(`through_module`): `q.name(...)` in a file importing that module as `q` (`from . import boxes
-as box_ops`, `from . import layers`), and, in a file importing the module, the
-`self.<name without leading or trailing _>(...)` that `fix` makes of it. So the answer does not
-change while `fix` rewrites the package file by file. The file holding the function is never
-counted. Methods are found from the text, by indentation (no parse), and each file is read
-once a process.
+(`through_module`): `q.name(...)` in a file whose top level imports that module as `q` (`from .
+import boxes as box_ops`, `from . import layers`), and, in a file importing the module, the
+`self.<name without leading or trailing _>(...)` that `fix` makes of it; imports are resolved
+against the importing file's package, so a module of the same file name in another folder
+(`from . import _utils` in `detection/`, not `ops/_utils.py`) is another module. So the answer
+does not change while `fix` rewrites the package file by file. The file holding the function is
+never counted. Methods are found from the text, by indentation (no parse; the imports of a file
+making such a call, from its parse), and each file is read once a process.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.plan import TWIN_DOC
-from migrator.rewrite.project import module_name
+from migrator.rewrite.project import module_name, summarized
 from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
@@ -56,11 +58,12 @@ class PackageCalls:
         module, `q.name(...)` where that file imports the module as `q`, or calls the
         `self.<name without leading or trailing _>(...)` that `fix` makes of such a call in a
         file that imports the module."""
-        stem = self.own.parent.name if self.own.name == "__init__.py" else self.own.stem
+        module = module_name(self.own, resolved=True)[0]
         return any(
-            path != self.own and _imports(path, stem, q) for path, q in self.qualified.get(name, ())
+            path != self.own and _imported_modules(path).get(q) == module
+            for path, q in self.qualified.get(name, ())
         ) or any(
-            path != self.own and _imports(path, stem, None)
+            path != self.own and module in _imported_modules(path).values()
             for path in self.index.get(name.strip("_") or "helper", ())
         )
 
@@ -257,17 +260,16 @@ def _index(
 
 
 @functools.lru_cache(maxsize=64)
-def _imports(path: Path, stem: str, q: str | None) -> bool:
-    """Whether the text of `path` imports a module named `stem` (`import a.stem`, `from . import
-    stem`), as `q` when given (`stem as q`, or `stem` itself when `q` is `stem`)."""
-    text = _read(path)
-    if q is not None and q != stem:
-        return re.search(rf"(?<!\w){re.escape(stem)}(?:\s|\\)+as(?:\s|\\)+{q}\b", text) is not None
-    named = rf"(?<!\w){re.escape(stem)}\b(?![^\S\n]*\.)"
-    return (
-        re.search(rf"\bimport[^\S\n]+[^\n;]*{named}|\bimport[^\S\n]*\([^)]*{named}", text)
-        is not None
-    )
+def _imported_modules(path: Path) -> dict[str, str]:
+    """The names the top level of `path` binds by imports alone -> the qualified names they
+    bind (`from . import _utils as det_utils` in `pkg/detection/rpn.py`:
+    `pkg.detection._utils`), relative imports resolved against its package (`names.collect`);
+    empty when it does not parse."""
+    module, is_package, _ = module_name(path)
+    try:
+        return summarized(_read(path), module, is_package, facts=False)[0].names.imports
+    except SyntaxError:
+        return {}
 
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
