@@ -108,8 +108,9 @@ SAME_NAMED = TREE.parent / "same_named_module"
 
 def test_a_module_of_the_same_file_name_in_another_folder_is_another_module(tmp_path):
     """`from . import _utils` in `pkg/detection/net.py` imports `pkg.detection._utils`: the
-    `self.cat(...)` the first `fix` made there is no call of `pkg.ops._utils._cat`, which a
-    second `fix` leaves without a module (it gave it one, changing `ops/_utils.py`)."""
+    `self.cat(...)` the first `fix` made there is no call of `pkg.ops._utils._cat`, nor, in a
+    file importing nothing of `pkg.ops.misc`, of its public `cat`; a second `fix` leaves both
+    without a module (it gave each one, changing `ops/`)."""
     from migrator.config import Settings
     from migrator.runner import run
 
@@ -117,6 +118,7 @@ def test_a_module_of_the_same_file_name_in_another_folder_is_another_module(tmp_
     again = {o.path.relative_to(pkg): o for o in run([str(pkg)], Settings(), rewrite=True)}
     assert not [str(path) for path, o in again.items() if o.changed]
     assert "class Cat" not in (pkg / "ops" / "_utils.py").read_text()
+    assert "class Cat" not in (pkg / "ops" / "misc.py").read_text()
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,9 @@ function's own file and for its callers alike, whether `fix` gives it a module t
 
 A call counts when it is `name(...)` in a method of a class that sets nothing up (not
 `__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
-call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it; calls in the twin classes
+call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it in a file importing the
+function's module or anything of it (not the `self.cat(...)` made of `torch.cat` in a file
+that never imports a `cat` of the package); calls in the twin classes
 `fix` adds do not count, nor calls whose line shows they pass no first argument a module could
 take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
 finds, and `fix` never makes them). A call through the function's module counts too
@@ -23,9 +25,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from migrator.rewrite.defined import anchored_matches
+from migrator.rewrite.names import ModuleNames
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import module_name, summarized
 from migrator.rewrite.real_paths import resolved
@@ -45,12 +49,15 @@ class PackageCalls:
 
     def __init__(self, path: Path) -> None:
         self.own = resolved(path)
+        self.module = module_name(self.own, resolved=True)[0]
         self.index, self.qualified = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` (see above)."""
-        return any(path != self.own for path in self.index.get(name, ())) or (
-            self.through_module(name)
+        return (
+            any(path != self.own for path in self.index.get(name, ()))
+            or self._through_self(name, _imports_from)
+            or self.through_module(name)
         )
 
     def through_module(self, name: str) -> bool:
@@ -58,13 +65,19 @@ class PackageCalls:
         module, `q.name(...)` where that file imports the module as `q`, or calls the
         `self.<name without leading or trailing _>(...)` that `fix` makes of such a call in a
         file that imports the module."""
-        module = module_name(self.own, resolved=True)[0]
         return any(
-            path != self.own and _imported_modules(path).get(q) == module
+            path != self.own and q != "self" and _names(path).imports.get(q) == self.module
             for path, q in self.qualified.get(name, ())
-        ) or any(
-            path != self.own and module in _imported_modules(path).values()
-            for path in self.index.get(name.strip("_") or "helper", ())
+        ) or self._through_self(
+            name.strip("_") or "helper", lambda names, module: module in names.imports.values()
+        )
+
+    def _through_self(self, attr: str, imports: Callable[[ModuleNames, str], bool]) -> bool:
+        """Whether a method in another file of the package, whose imports of this file's
+        module pass `imports`, calls `self.<attr>(...)` or `self.<attr>_<n>(...)`."""
+        return any(
+            path != self.own and q == "self" and imports(_names(path), self.module)
+            for path, q in self.qualified.get(attr, ())
         )
 
     def renamed(self, name: str) -> bool:
@@ -242,8 +255,8 @@ def _package_top(path: Path) -> Path | None:
 def _index(
     top: Path | None,
 ) -> tuple[dict[str, tuple[Path, ...]], dict[str, tuple[tuple[Path, str], ...]]]:
-    """Name -> the files under `top` whose methods call it (`_calls_in_methods`), and name ->
-    (file, `q`) of its methods' calls `q.name(...)`, listed and read once a process (as
+    """Name -> the files under `top` whose methods call it alone (`_calls_in_methods`), and
+    name -> (file, `q`) of its methods' calls `q.name(...)`, listed and read once a process (as
     `subclasses` indexes a package)."""
     found: dict[str, list[Path]] = {}
     qualified: dict[str, list[tuple[Path, str]]] = {}
@@ -260,16 +273,23 @@ def _index(
 
 
 @functools.lru_cache(maxsize=64)
-def _imported_modules(path: Path) -> dict[str, str]:
-    """The names the top level of `path` binds by imports alone -> the qualified names they
-    bind (`from . import _utils as det_utils` in `pkg/detection/rpn.py`:
-    `pkg.detection._utils`), relative imports resolved against its package (`names.collect`);
-    empty when it does not parse."""
+def _names(path: Path) -> ModuleNames:
+    """The top-level bindings of `path`, its imports resolved against its package (`from .
+    import _utils as det_utils` in `pkg/detection/rpn.py` binds `pkg.detection._utils`);
+    none when it does not parse."""
     module, is_package, _ = module_name(path)
     try:
-        return summarized(_read(path), module, is_package, facts=False)[0].names.imports
+        return summarized(_read(path), module, is_package, facts=False)[0].names
     except SyntaxError:
-        return {}
+        return ModuleNames(module, is_package)
+
+
+def _imports_from(names: ModuleNames, module: str) -> bool:
+    """Whether `names` import the module `module`, or anything of it (`from .layers import
+    mix`, or the twin `fix` imports in its place, `from pkg.layers import Mix`)."""
+    return module in names.stars or any(
+        value == module or value.startswith(f"{module}.") for value in names.imports.values()
+    )
 
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")
@@ -339,8 +359,9 @@ _TWIN_DOC = TWIN_DOC.split("`")[-1]
 def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
     """The names called on the lines of method bodies, found from the text by indentation:
     a line counts when the nearest `def` or `class` line above it that is indented less is a
-    `def` directly in a class that is no twin (and sets nothing up); and the (`q`, name) of
-    their calls `q.name(...)`."""
+    `def` directly in a class that is no twin (and sets nothing up): the names called alone
+    (`name(...)`), and the (`q`, name) of their calls `q.name(...)` (`self.name_<n>(...)` as
+    `self.name(...)`)."""
     counted: list[str] = []
     headers: list[tuple[int, bool | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
@@ -366,8 +387,10 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
                 break
     lines = "\n".join(counted)  # one search of the lines that count, never read across
     calls = [found for found in set(_CALL_IN_LINE.findall(lines)) if _takes(*found[2:])]
-    direct = frozenset(_SUFFIX.sub("", c) for q, c, *_ in calls if q in ("", "self"))
-    return direct, frozenset((q, c) for q, c, *_ in calls if q not in ("", "self"))
+    direct = frozenset(c for q, c, *_ in calls if not q)
+    return direct, frozenset(
+        (q, _SUFFIX.sub("", c) if q == "self" else c) for q, c, *_ in calls if q
+    )
 
 
 def _two_lines_after(text: str, end: int) -> str:
