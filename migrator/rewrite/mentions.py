@@ -3,13 +3,14 @@ function's own file and for its callers alike, whether `fix` gives it a module t
 (`helper_modules`).
 
 A call counts when it is `name(...)` in a method of a class that sets nothing up (not
-`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or the
-call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of it in a file importing the
-function's module or anything of it (not the `self.cat(...)` made of `torch.cat` in a file
-that never imports a `cat` of the package); calls in the twin classes
-`fix` adds do not count, nor calls whose line shows they pass no first argument a module could
-take (`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it
-finds, and `fix` never makes them). A call through the function's module counts too
+`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), in a file
+importing that name (from any module: a package may re-export it) or `*` (not a function of
+its own of that name), or the call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of
+it in a file importing the function's module or anything of it (not the `self.cat(...)` made
+of `torch.cat` in a file importing nothing of that module); calls in the twin classes `fix`
+adds do not count, nor calls whose line shows they pass no first argument a module could take
+(`name()`, `name(*args)`, `name(flow=...)`: the caller refuses those whatever else it finds,
+and `fix` never makes them). A call through the function's module counts too
 (`through_module`): `q.name(...)` in a file whose top level imports that module as `q` (`from .
 import boxes as box_ops`, `from . import layers`), and, in a file importing the module, the
 `self.<name without leading or trailing _>(...)` that `fix` makes of it; imports are resolved
@@ -55,7 +56,10 @@ class PackageCalls:
     def from_methods(self, name: str) -> bool:
         """Whether a method in another file of the package calls `name` (see above)."""
         return (
-            any(path != self.own for path in self.index.get(name, ()))
+            any(
+                path != self.own and _imports_name(_names(path), name)
+                for path in self.index.get(name, ())
+            )
             or self._through_self(name, _imports_from)
             or self.through_module(name)
         )
@@ -282,6 +286,13 @@ def _names(path: Path) -> ModuleNames:
         return summarized(_read(path), module, is_package, facts=False)[0].names
     except SyntaxError:
         return ModuleNames(module, is_package)
+
+
+def _imports_name(names: ModuleNames, name: str) -> bool:
+    """Whether `names` bind `name` by an import alone (`from .layers import mix`, or through a
+    module re-exporting it), or import `*`: a call of a function of a file's own (`def mix`,
+    `mix = ...`) is no call of another file's."""
+    return name in names.imports or bool(names.stars)
 
 
 def _imports_from(names: ModuleNames, module: str) -> bool:
