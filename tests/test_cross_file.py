@@ -206,7 +206,8 @@ def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
     """What decides a helper's twin: calls in a method body (also `self.mix_1(...)`, which
     `fix` makes of `mix(...)`), not in a module-level function, `__init__`, `init_weights`,
     a function nested in a method, a class body, another object's method or a twin class;
-    calls through another name, `other.g(...)`, are listed apart."""
+    calls through another name, `other.g(...)`, `pkg.layers.g(...)`, `self.mix_1(...)` (as
+    `self.mix(...)`), are listed apart, not after a call (`f(x).k(...)`)."""
     from migrator.rewrite.mentions import _calls_in_methods
 
     source = tmp_path / "net.py"
@@ -219,15 +220,15 @@ def test_only_calls_in_methods_that_run_the_module_count_for_a_twin(tmp_path):
         "    def init_weights(self):\n        d(self.w)\n\n"
         "    def forward(self, x):\n"
         "        def inner(z):\n            return e(z)\n"
-        "        x = self.mix_1(x) + other.g(x)\n"
+        "        x = self.mix_1(x) + other.g(x) + pkg.layers.g(x) + f(x).k(x)\n"
         "        return f(inner(x))\n\n\n"
         "class Mix(nn.Module):\n"
         '    """`mix` as a module: its ops are submodules."""\n\n'
         "    def forward(self, x):\n        return h(x)\n"
     )
     names, through_module = _calls_in_methods(source)
-    assert sorted(names) == ["f", "inner", "mix"]
-    assert through_module == {("other", "g")}  # `q.name(...)`: `through_module` reads `q`
+    assert sorted(names) == ["f", "inner"]
+    assert through_module == {("other", "g"), ("pkg.layers", "g"), ("self", "mix")}
 
 
 def _failing_helper_file(monkeypatch, how: str) -> None:

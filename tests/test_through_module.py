@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from equivalence import assert_bit_exact
 from fixture_cases import tree_copy
-from packages import assert_fixed_alike_in_any_order, load_tree_sides
+from packages import assert_fixed_alike_in_any_order, load_sides, load_tree_sides
 
 from migrator.cli import main
 
@@ -150,3 +150,20 @@ def test_a_call_through_a_module_is_of_the_module_its_import_resolves_to(
     )
     called = {path for path in helpers if PackageCalls(pkg / path).through_module("_cat")}
     assert called == {module}
+
+
+def test_a_call_through_a_dotted_module_name_is_a_call_of_another_file(tmp_path):
+    """`pkg.a.drop(h, False)` in `c.py` calls `drop` from another file: its helper's module
+    keeps its `training` parameter (it followed its own mode, and `Model` dropped in train
+    mode), and a second `fix` changes nothing."""
+    pytest.importorskip("torch")
+    from migrator.config import Settings
+    from migrator.runner import run
+
+    tree = TREE.parent / "helper_dotted_call"
+    original, fixed = tree_copy(tree, tmp_path / "before"), tree_copy(tree, tmp_path / "fixed")
+    assert main(["fix", str(fixed / "pkg")]) == 1
+    before, after = load_sides(original, fixed, "c")
+    assert_bit_exact(before.Model, after.Model, before.example_inputs)
+    pkg = tree_copy(tree, tmp_path / "again", "after") / "pkg"
+    assert not [o.path for o in run([str(pkg)], Settings(), rewrite=True) if o.changed]

@@ -23,6 +23,7 @@ making such a call, from its parse), and each file is read once a process.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -36,11 +37,12 @@ from migrator.rewrite.project import module_name, summarized
 from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
-    r"(?<![\w.])(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)[^\S\n]*\("
+    r"(?<![\w.])(?:((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\.)?([A-Za-z_]\w*)[^\S\n]*\("
     r"(?=[^\S\n]*(\S?)(\w*[^\S\n]*=?=?))"
 )
-"""`name(` or `q.name(` (`q` a plain name: `self`, or another name read apart), not
-`a.q.name(`; then what the arguments start with on its line."""
+"""`name(` or `q.name(` (`q` a name or dotted name: `self`, `box_ops`, `pkg.layers`, read
+apart), not after a call or subscript (`f(x).name(`); then what the arguments start with on
+its line."""
 _SUFFIX = re.compile(r"_\d+$")
 _SKIPPED = frozenset({"__pycache__", "node_modules"})
 
@@ -70,10 +72,11 @@ class PackageCalls:
         `self.<name without leading or trailing _>(...)` that `fix` makes of such a call in a
         file that imports the module."""
         return any(
-            path != self.own and q != "self" and _names(path).imports.get(q) == self.module
+            path != self.own and q != "self" and _names(path).resolve(_dotted(q)) == self.module
             for path, q in self.qualified.get(name, ())
         ) or self._through_self(
-            name.strip("_") or "helper", lambda names, module: module in names.imports.values()
+            name.strip("_") or "helper",
+            lambda names, module: module in names.imports.values() or module in names.dotted,
         )
 
     def _through_self(self, attr: str, imports: Callable[[ModuleNames, str], bool]) -> bool:
@@ -297,10 +300,21 @@ def _imports_name(names: ModuleNames, name: str) -> bool:
 
 def _imports_from(names: ModuleNames, module: str) -> bool:
     """Whether `names` import the module `module`, or anything of it (`from .layers import
-    mix`, or the twin `fix` imports in its place, `from pkg.layers import Mix`)."""
+    mix`, or the twin `fix` imports in its place, `from pkg.layers import Mix`; `import
+    pkg.layers`, through which `fix` names it, `pkg.layers.Mix()`)."""
     return module in names.stars or any(
-        value == module or value.startswith(f"{module}.") for value in names.imports.values()
+        value == module or value.startswith(f"{module}.")
+        for value in (*names.imports.values(), *names.dotted)
     )
+
+
+def _dotted(name: str) -> ast.expr:
+    """The expression of the dotted name `name` (`pkg.layers`), for `ModuleNames.resolve`."""
+    head, *rest = name.split(".")
+    node: ast.expr = ast.Name(head)
+    for part in rest:
+        node = ast.Attribute(node, part)
+    return node
 
 
 _RENAMED = re.compile(r"(?<![\w.])(\w+)(?:\s|\\)+as(?:\s|\\)+\w")

@@ -32,6 +32,9 @@ class ModuleNames:
     """Module-level names assigned exactly once, to a literal."""
     stars: list[str] = field(default_factory=list)
     """Modules imported with `from <module> import *`."""
+    dotted: set[str] = field(default_factory=set)
+    """Modules imported whole by `import a.b.c` (binding `a`, through which `a.b.c` reaches
+    them)."""
     unknown: set[str] = field(default_factory=set)
     """Module-level names an assignment may bind to a tensor (`_TABLE = torch.arange(4)`):
     a value other than literals, strings, containers and arithmetic of them, or a name or
@@ -308,6 +311,7 @@ def _visit(
                 else:
                     top = alias.name.split(".")[0]
                     names.imports[top] = top
+                    names.dotted.add(alias.name)
                 if names.module and alias.name.split(".")[0] == names.module.split(".")[0]:
                     names.unknown.add((alias.asname or alias.name).split(".")[0])
         elif isinstance(stmt, ast.ImportFrom):
