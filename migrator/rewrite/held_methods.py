@@ -25,7 +25,7 @@ from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.plain_modules import why_plain
+from migrator.rewrite.plain_modules import call_subclasses, super_calls, why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.real_paths import resolved
@@ -108,7 +108,11 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
 def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
     the files of its package ('' when it may)."""
-    info = cls.file
+    return why_plain(cls, _texts_with(cls.file))
+
+
+def _texts_with(info: FileInfo) -> tuple[tuple[Path, str], ...]:
+    """The files of the package of `info` with their texts, its own among them."""
     path = info.path
     top = _package_top(path) if path is not None and path.is_file() else None
     texts = _package_texts(top) if top is not None else ()
@@ -116,7 +120,80 @@ def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     if top is None or own not in _package_text_of(top):  # stdin, or a file it does not list
         source = info.source if info.source is not None else info.text
         texts = ((own, source or ""), *texts)
-    return why_plain(cls, texts)
+    return texts
+
+
+def callable_why(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    """Why `cls`, a plain class defining `__call__`, may not become a module whose `forward`
+    is its `__call__` (with the subclasses of its file: `call_subclasses`), read from the files
+    of its package ('' when it may): `plain_why`; it or a subclass may hold state; no module of
+    the package holds one (`self.<attr> = [mod.]Cls(...)`, read as text); or a holder would
+    change (`_walked`). Its file decides; a holder's file reads the same (`called_as_module`)."""
+    return family.kept("callable_why", cls, lambda: _callable_why(ctx, cls, family))
+
+
+def _callable_why(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    subs = call_subclasses(cls)
+    init = cls.methods().get("__init__")
+    if init is not None and init.body[0].lineno == init.lineno:
+        return f"`{cls.name}.__init__` is one line: no room for `super().__init__()`"
+    if super_calls(cls):  # `object` has no `__call__`; `nn.Module`'s would run `forward`
+        return f"`{cls.name}` calls `super().__call__`"
+    why = plain_why(ctx, cls)
+    for each in [cls, *subs]:
+        why = why or _may_hold_state(ctx, each, family)
+    if why:
+        return why
+    path = ctx.info.path
+    if path is None:
+        return f"`{cls.name}` is read from stdin: its holders are not known"
+    from migrator.rewrite.object_methods import ops_from  # which reads `held_runs`
+
+    entries = [
+        (c, c.file, c.methods()["__call__"]) for c in [cls, *subs] if "__call__" in c.methods()
+    ]
+    if not ops_from(ctx, list(entries)):
+        return f"`{cls.name}.__call__` runs no op"
+    names = {c.name for c in [cls, *subs]}
+    qualnames = {c.qualname for c in [cls, *subs]}
+    files = [
+        file
+        for file, text in _texts_with(ctx.info)
+        if any(names & called for called in _assigned_calls(text)[0].values())
+    ]
+    if not files:
+        return f"no module of its package holds a `{cls.name}`"
+    for file in files:
+        place = (ctx, family, _file_facts(ctx).holders(ctx)) if file == resolved(path) else None
+        place = place or _place(ctx, file)
+        if place is None:
+            return f"{file.name}, which holds one, cannot be read"
+        there, kin, holders = place
+        for holder, attrs in holders.items():
+            for attr in [a for a, qualname in attrs.items() if qualname in qualnames]:
+                if walked := _walked(there, kin, holder, attr, cls):
+                    return walked
+    return ""
+
+
+def called_as_module(ctx: FileContext, cls: ClassInfo) -> bool:
+    """Whether `cls`, a plain class defining `__call__` of this file or of another that this
+    run processes, becomes a module whose `forward` is its `__call__` (`callable_why`, as its
+    file decides), or derives from one of its file that does."""
+    if ctx.project.is_module(cls):
+        return False
+    if cls.file is not ctx.info:
+        if ctx.project.processes(cls.file.path) is None:
+            return False
+        other = _context_of(ctx, cls.file)
+        return other is not None and called_as_module(other[0], cls)
+    root = next((c for c in ctx.info.classes.values() if cls in call_subclasses(c)), cls)
+    if "__call__" not in root.methods():
+        return False
+    facts = _file_facts(ctx)
+    if root not in facts.callable:
+        facts.callable[root] = not callable_why(ctx, root, Family(ctx.project, ctx.info))
+    return facts.callable[root]
 
 
 def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
@@ -432,6 +509,8 @@ class _FileFacts:
         self._top: tuple[Path, bool] | None = None
         self.shared_known = True
         """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
+        self.callable: dict[ClassInfo, bool] = {}
+        """`called_as_module` of the plain classes defining `__call__` of the file."""
         self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
         """The analysis state of other files of the package, as their holders are read."""
 
