@@ -23,7 +23,8 @@ from pathlib import Path
 from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import unbound
+from migrator.rewrite.helper_modules import existing_twins
+from migrator.rewrite.helpers import target_of, unbound
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.plain_modules import call_subclasses, super_calls, why_plain
 from migrator.rewrite.plan import Positions
@@ -423,24 +424,34 @@ def _holder_counts(
         set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder)
     ):
         return f"`{holder.name}` has a subclass, which may call it otherwise"
-    if _escapes(ctx, holder, attr):
+    handed = _hand_overs(ctx, holder, attr)
+    if handed is None:
         return f"`{holder.name}` hands `self.{attr}` on"
     runs = forward_runs(ctx, holder, family, stack)
     per: dict[str, tuple[int, int]] = {}
     for caller, method in holder.methods().items():
         calls: dict[str, list[tuple[ast.Call, Visit]]] = {}
+        weights: dict[str, dict[int, int]] = {}
+        """Method name -> id of a call handing `self.<attr>` to a helper -> how many times the
+        helper calls that method per call."""
         for node, visit in ctx.call_visits(method):
             func = node.func
             if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
                 calls.setdefault(func.attr, []).append((node, visit))
+            helper, made, every = handed.get(id(node), (method, {}, {}))
+            for name in set(made) & names:
+                calls.setdefault(name, []).append((node, visit))
+                weights.setdefault(name, {})[id(node)] = _helper_runs(ctx, helper, made[name])
+                counted.update(id(each.func) for each in every[name])
         for name, found in calls.items():
             if not runs.get(caller):
                 return f"`{holder.name}.{caller}`, off the forward path, calls `{name}`"
             counted.update(id(call.func) for call, _ in found)
+            weight = weights.get(name, {})
             times = (
                 MANY
                 if any(visit.repeated for _, visit in found)
-                else runs[caller] * most_runs(method, [call for call, _ in found])
+                else runs[caller] * most_runs(method, [call for call, _ in found], weight)
             )
             iterations = times
             if times >= MANY:
@@ -719,9 +730,123 @@ def _reads(node: ast.expr, attr: str) -> bool:
 _ATTRIBUTES_AND_CALLS = frozenset({ast.Attribute, ast.Call})
 
 
-def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
-    """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it or reading
-    an attribute of it (handing it on, binding it to a name, returning it)."""
+_Handed = dict[int, tuple[ast.FunctionDef, dict[str, list[ast.Call]], dict[str, list[ast.Call]]]]
+"""Id of a call handing an attribute to a helper -> the helper that runs, its calls of the
+object's methods by name, and those of its other form (the helper and the class `fix` made
+of it: the latter runs, the former stays and calls them too)."""
+
+
+def _twin_of(
+    ctx: FileContext, holder: ClassInfo, call: ast.Call
+) -> list[tuple[ast.FunctionDef, int]]:
+    """For a call of `self.<attr>` holding an instance that `holder.__init__` makes of a class
+    an earlier run made of a helper function (`existing_twins`): its `forward` and the function,
+    each with how many parameters come before the call's arguments."""
+    init = holder.methods().get("__init__")
+    func = call.func
+    if not self_attr(func) or init is None:
+        return []
+    values = [
+        n.value
+        for n in all_nodes(init)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(target := n.targets[0], ast.Attribute)
+        and self_attr(target)
+        and target.attr == func.attr
+    ]
+    if len(values) != 1 or not isinstance(values[0], ast.Call):
+        return []
+    cls = ctx.project.find_class(ctx.info.names.resolve(values[0].func), ctx.info)
+    made = {c: f for f, c in existing_twins(cls.file).items()} if cls is not None else {}
+    forward = cls.methods().get("forward") if cls is not None else None
+    if cls is None or forward is None or cls.name not in made:
+        return []
+    return [(forward, 1), (cls.file.functions[made[cls.name]], 0)]
+
+
+def _hand_overs(ctx: FileContext, holder: ClassInfo, attr: str) -> _Handed | None:
+    """The calls in the methods of `holder` handing `self.<attr>` to a module-level function of
+    the project that only calls methods of it (`_box_loss(kind, self.box_coder, ...)` calling
+    `box_coder.encode_single(...)`), by id, each with those calls by method name; None when a
+    method uses `self.<attr>` otherwise than by calling it, reading an attribute of it or so
+    handing it on (binding it to a name, returning it, handing it to anything else)."""
+    found: _Handed = {}
+    methods = holder.methods()
+    for method in methods.values():
+        for call in ctx.calls_in(method):
+            given = [a for a in call.args if _reads(a, attr)]
+            given += [k.value for k in call.keywords if k.arg and _reads(k.value, attr)]
+            if not given:
+                continue
+            target = target_of(ctx, ctx.info, call, method, methods)
+            helpers = [(target[1], 0)] if target is not None else _twin_of(ctx, holder, call)
+            made = [_param_calls(call, helper, attr, skip) for helper, skip in helpers]
+            if not helpers or any(each is None for each in made):
+                return None
+            merged: dict[str, list[ast.Call]] = {}
+            for each in made:
+                for name, calls in (each or {}).items():
+                    merged.setdefault(name, []).extend(calls)
+            first = made[0] or {}
+            found[id(call)] = (helpers[0][0], {n: first.get(n, []) for n in merged}, merged)
+    return None if _escapes(ctx, holder, attr, set(found)) else found
+
+
+def _param_calls(
+    call: ast.Call, helper: ast.FunctionDef, attr: str, skip: int
+) -> dict[str, list[ast.Call]] | None:
+    """The calls of methods of the parameter of `helper` that `call` gives `self.<attr>`, by
+    method name, when that parameter is used for nothing else and never bound again (None
+    otherwise, or when which parameter takes it is not known: `*args`, `**kwargs`)."""
+    args = helper.args
+    if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    positional = [*args.posonlyargs, *args.args][skip:]
+    names = [
+        positional[i].arg if i < len(positional) else ""
+        for i, a in enumerate(call.args)
+        if _reads(a, attr)
+    ]
+    names += [k.arg or "" for k in call.keywords if _reads(k.value, attr)]
+    if len(names) != 1 or not names[0]:
+        return None
+    param = names[0]
+    calls = {
+        id(n.func.value): n
+        for n in all_nodes(helper)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == param
+    }
+    made: dict[str, list[ast.Call]] = {}
+    for node in all_nodes(helper):
+        if isinstance(node, ast.Name) and node.id == param:
+            if id(node) not in calls:
+                return None
+            found = calls[id(node)]
+            assert isinstance(found.func, ast.Attribute)
+            made.setdefault(found.func.attr, []).append(found)
+        elif isinstance(node, (ast.Global, ast.Nonlocal, ast.Lambda, ast.FunctionDef)) and (
+            node is not helper
+        ):
+            return None  # a closure or a declaration may reach the name otherwise
+    return made
+
+
+def _helper_runs(ctx: FileContext, helper: ast.FunctionDef, made: list[ast.Call]) -> int:
+    """How many times a `helper`'s calls `made` of one method of the object it is given run
+    per call of the helper, at most (`MANY` in a loop)."""
+    if any(visit.repeated for node, visit in ctx.call_visits(helper) if node in made):
+        return MANY
+    return most_runs(helper, list(made))
+
+
+def _escapes(ctx: FileContext, holder: ClassInfo, attr: str, handed: set[int]) -> bool:
+    """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it, reading
+    an attribute of it or handing it to one of the `handed` calls (binding it to a name,
+    returning it)."""
     for method in holder.methods().values():
         used: set[int] = set()
         for visit in ctx.visits_of(method, _ATTRIBUTES_AND_CALLS):
@@ -730,6 +855,8 @@ def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
                 used.add(id(node.value))
             elif isinstance(node, ast.Call) and _reads(node.func, attr):
                 used.add(id(node.func))
+            elif isinstance(node, ast.Call) and id(node) in handed:
+                used.update(id(a) for a in [*node.args, *(k.value for k in node.keywords)])
         for visit in ctx.visits_of(method, ATTRIBUTES):
             node = visit.node
             if (
@@ -805,9 +932,15 @@ def _reads_of(tree: ast.Module) -> tuple[dict[str, list[ast.AST]], set[int]]:
 
 def _declared(nodes: list[ast.AST]) -> set[int]:
     """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
-    `box_coder: BoxCoder`) among `nodes` (a whole tree's), which name a class without making
-    or using an instance."""
+    `box_coder: BoxCoder`) and of functions' annotations (`_box_loss(type: str, box_coder:
+    BoxCoder, ...)`) among `nodes` (a whole tree's), which name a class without making or
+    using an instance."""
     found: set[int] = set()
+    for function in (node for node in nodes if isinstance(node, ast.FunctionDef)):
+        args = function.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        annotations = [a.annotation for a in every if a is not None] + [function.returns]
+        found.update(id(n) for each in annotations if each is not None for n in ast.walk(each))
     for cls in (node for node in nodes if isinstance(node, ast.ClassDef)):
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
@@ -846,7 +979,9 @@ def _other_calls(
                     continue
                 return True
     return any(
-        isinstance(visit.node, ast.Attribute) and visit.node.attr in names
+        isinstance(visit.node, ast.Attribute)
+        and visit.node.attr in names
+        and id(visit.node) not in counted
         for function in ctx.info.functions.values()
         for visit in ctx.visits(function)
     )

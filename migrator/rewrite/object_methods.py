@@ -254,6 +254,8 @@ def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.C
         name == "__call__" and (ctx.project.is_module(cls) or called_as_module(ctx, cls))
     ):
         return
+    if name != "__call__" and name in held_by_holders(ctx, cls, Family(ctx.project, ctx.info))[0]:
+        return  # a hand-over its holders' counts take in: the class's own rewrite covers it
     found = _ops_of(ctx, cls, name)
     if not found:
         return
