@@ -26,7 +26,7 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import existing_twins
 from migrator.rewrite.helpers import target_of, unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.plain_modules import call_subclasses, super_calls, why_plain
+from migrator.rewrite.plain_modules import call_subclasses, stored_once, super_calls, why_plain
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.real_paths import resolved
@@ -51,14 +51,15 @@ def held_iterations(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[st
     a loop whose trip count depends on the input counted as one run (1 for FCOS's
     `self.box_coder.decode(...)` per image and per level), for the methods of `cls` that its
     holders' calls run (`held_runs`), directly or not."""
-    return _through_calls(ctx, cls, _kept(ctx, cls, family)[2])
+    return _kept(ctx, cls, family)[3]
 
 
 def _held_reach(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> dict[str, int]:
-    """Method name -> how many times the holders' calls run it per forward."""
-    return _through_calls(ctx, cls, held_runs(ctx, cls, family, stack))
+    """Method name -> how many times the holders' calls run it per forward, directly or not
+    (the most over the instances)."""
+    return (_held_runs(ctx, cls, family, stack) if stack else _kept(ctx, cls, family))[2]
 
 
 def _through_calls(ctx: FileContext, cls: ClassInfo, held: dict[str, int]) -> dict[str, int]:
@@ -83,8 +84,11 @@ def held_runs(
     return _kept(ctx, cls, family)[0]
 
 
-_Held = tuple[dict[str, int], str, dict[str, int]]
-"""`held_runs`, why it is empty, and the counts of `held_iterations` of the methods held."""
+_Held = tuple[dict[str, int], str, dict[str, int], dict[str, int]]
+"""`held_runs`, why it is empty, and for each method the held ones run, directly or not, how
+many times per forward (`_held_reach`) and so with each iteration of an input-dependent loop
+counted once (`held_iterations`), the most over the instances: one holder's calls of two
+methods that run a third add up, two holders' do not."""
 
 
 def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> _Held:
@@ -322,9 +326,9 @@ def _stateless(ctx: FileContext, attr: object) -> bool:
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> _Held:
-    once: dict[str, int] = {}
-    counts, why = _holders_calls(ctx, cls, family, stack, once)
-    return counts, why, once if counts else {}
+    through: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    counts, why = _holders_calls(ctx, cls, family, stack, through)
+    return (counts, why, *through) if counts else ({}, why, {}, {})
 
 
 def _holders_calls(
@@ -332,10 +336,10 @@ def _holders_calls(
     cls: ClassInfo,
     family: Family,
     stack: tuple[ClassInfo, ...],
-    once: dict[str, int],
+    through: tuple[dict[str, int], dict[str, int]],
 ) -> tuple[dict[str, int], str]:
     """`held_runs`, and when it is empty why (what the refused MIG115 at a holder's call
-    says); `once` gets the counts of `held_iterations` of the methods held."""
+    says); `through` gets the counts of `_held_reach` and `held_iterations`."""
     methods = cls.methods()
     names = {
         name
@@ -343,7 +347,8 @@ def _holders_calls(
         if name != "forward" and not name.startswith("__") and not unbound(method)
     }
     file = _file_facts(ctx)
-    if not (names & file.called or names & file.package_called(ctx)):
+    here = names & file.called or names & file.handed(ctx)
+    if not (here or names & file.package_called(ctx)):
         return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
     if "forward" not in methods:
         why = plain_why(ctx, cls) or _may_hold_state(ctx, cls, family)
@@ -359,9 +364,9 @@ def _holders_calls(
     if family.subclasses_in_file(cls):
         return {}, f"`{cls.name}` has a subclass"
     files = _candidates(ctx, cls, names)
-    if not files and not names & file.called:
+    if not files and not here:
         return {}, _NO_HOLDER
-    mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
+    mine = file.holders(ctx) if here else {}  # no call here: no holder
     made = {h: attrs for h, attrs in mine.items() if h is not cls}
     places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
@@ -382,9 +387,12 @@ def _holders_calls(
                 if walked := _walked(there, kin, holder, attr, cls):
                     return {}, walked
                 held = True
-                for name, (times, iterations) in found.items():
+                for name, (times, _) in found.items():
                     counts[name] = max(counts.get(name, 0), times)
-                    once[name] = max(once.get(name, 0), iterations)
+                for index, into in enumerate(through):
+                    ran = _through_calls(ctx, cls, {n: each[index] for n, each in found.items()})
+                    for inner, times in ran.items():
+                        into[inner] = max(into.get(inner, 0), times)
     elsewhere = places[1:]
     if not held or not counts:
         return {}, _NO_HOLDER
@@ -393,7 +401,8 @@ def _holders_calls(
         name = Path(there.path).name
         if (held_by or there is ctx) and _made_elsewhere(there, cls, held_by):
             return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
-        if _other_calls(there, set(counts), counted, holders, cls):
+        every = _file_facts(there).holders(there)  # `cls` among them: its own attributes
+        if _other_calls(there, set(counts), counted, every, cls):
             return {}, f"{name} calls a method of that name on another object"
     read = {resolved(Path(there.path)) for there, _, _ in elsewhere}
     why = _called_elsewhere(ctx, family, cls, set(counts), read)
@@ -439,7 +448,7 @@ def _holder_counts(
             if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
                 calls.setdefault(func.attr, []).append((node, visit))
             helper, made, every = handed.get(id(node), (method, {}, {}))
-            for name in set(made) & names:
+            for name in sorted(set(made) & names):
                 calls.setdefault(name, []).append((node, visit))
                 weights.setdefault(name, {})[id(node)] = _helper_runs(ctx, helper, made[name])
                 counted.update(id(each.func) for each in every[name])
@@ -487,6 +496,8 @@ def _iterations(
     return times if loops.input_only(found[0][1]) else MANY
 
 
+_GIVEN = re.compile(r"[(,=]\s*self\.\w+\s*[,)]")
+_NAMED_CALL = re.compile(r"(?<![\w.])(?!self\.)[A-Za-z_]\w*\.(\w+)\s*\(")
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
 _FROM_SELF = re.compile(r"self\.\w+\.(\w+)\s*\(")
 """`_ATTRIBUTE_CALL` but its `\\b`: searched for as the word `self` (a pattern starting with
@@ -514,6 +525,7 @@ class _FileFacts:
         self.called = _called_on_attributes(ctx.source)
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
+        self._handed: frozenset[str] | None = None
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
         self._reads: tuple[dict[str, list[ast.AST]], set[int]] | None = None
         self._package_called: frozenset[str] | None = None
@@ -530,6 +542,15 @@ class _FileFacts:
         if self._reads is None:
             self._reads = _reads_of(ctx.info.tree)
         return self._reads
+
+    def handed(self, ctx: FileContext) -> frozenset[str]:
+        """The names of the methods called on a name other than `self` (`coder.encode(x)`),
+        when the file hands an attribute of `self` to a call (`f(self.coder)`): a helper given
+        an instance may call them for its holder (`_hand_overs`); read from the text."""
+        if self._handed is None:
+            given = _GIVEN.search(ctx.source) is not None
+            self._handed = frozenset(_NAMED_CALL.findall(ctx.source) if given else ())
+        return self._handed
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
@@ -566,7 +587,10 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         return []
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
-    files = sorted({file for name in names for file in calls.get(name, ())} - {resolved(path)})
+    given = _package_given(top)  # a holder may hand its instance to a helper calling them
+    files = sorted(
+        ({file for name in names for file in calls.get(name, ())} | set(given)) - {resolved(path)}
+    )
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
     candidates = [
@@ -575,11 +599,17 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         if _may_hold(
             texts.get(file, ""),
             cls,
-            {attr for name in names for attr in calls.get(name, {}).get(file, ())},
+            {attr for name in names for attr in calls.get(name, {}).get(file, ())}
+            | given.get(file, frozenset()),
             seen.get(str(file), set()),
         )
     ]
-    called = {name for name in names for file in candidates if file in calls.get(name, {})}
+    called = {
+        name
+        for name in names
+        for file in candidates
+        if file in calls.get(name, {}) or file in given
+    }
     if not candidates or not _runs_ops(ctx, cls, called):
         return []  # nothing for other files to convert: their calls are read as text
     return candidates
@@ -893,9 +923,81 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
             and resolve(node) == cls.qualname
         ):
             if id(node) not in inside:
+                if _built_for_holder(ctx, cls, node, holders):
+                    continue
                 return True
             seen.append(inside[id(node)])
     return len(seen) != len(set(seen))
+
+
+def _built_for_holder(
+    ctx: FileContext, cls: ClassInfo, node: ast.AST, holders: list[ClassInfo]
+) -> bool:
+    """Whether `node`, naming `cls`, is the class called in a module-level function to bind a
+    name that the function only hands to a call of one of the `holders` (and sets attributes
+    of to constants: retinanet's `head.regression_head._loss_type = "giou"`), whose `__init__`
+    stores that argument in the attribute holding `cls` (`stored_once`): torchvision's
+    `retinanet_resnet50_fpn_v2` making a `RetinaNetHead` for `RetinaNet(..., head=head)`."""
+    for function in ctx.info.functions.values():
+        if not function.lineno <= getattr(node, "lineno", 0) <= (function.end_lineno or 0):
+            continue
+        nodes = all_nodes(function)
+        made = [
+            n.targets[0].id
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+            and n.value.func is node
+        ]
+        if len(made) != 1:
+            return False
+        name = made[0]
+        uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
+        set_on = {
+            id(root)
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant)
+            and all(isinstance(t, ast.Attribute) for t in n.targets)
+            for root in map(_root, n.targets)
+        }
+        handed = [
+            (call, index, keyword)
+            for call in nodes
+            if isinstance(call, ast.Call)
+            for index, keyword, value in [
+                *((i, None, a) for i, a in enumerate(call.args)),
+                *((None, k.arg, k.value) for k in call.keywords),
+            ]
+            if isinstance(value, ast.Name) and value.id == name
+        ]
+        loads = [n for n in uses if isinstance(n.ctx, ast.Load) and id(n) not in set_on]
+        if len([n for n in uses if not isinstance(n.ctx, ast.Load)]) != 1 or len(loads) != 1:
+            return False
+        if len(handed) != 1:
+            return False
+        call, index, keyword = handed[0]
+        holder = next((h for h in holders if ctx.info.names.resolve(call.func) == h.qualname), None)
+        init = holder.methods().get("__init__") if holder is not None else None
+        if holder is None or init is None:
+            return False
+        params = [a.arg for a in [*init.args.posonlyargs, *init.args.args][1:]]
+        param = keyword or (params[index] if index is not None and index < len(params) else None)
+        attr = stored_once(init, param, None) if param else None
+        return (
+            attr is not None
+            and _file_facts(ctx).holders(ctx).get(holder, {}).get(attr) == cls.qualname
+        )
+    return False
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """The name an attribute chain starts from (`head` of `head.regression_head._loss_type`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
 
 
 def _word_lines(source: str, word: str) -> set[int]:
@@ -1065,8 +1167,11 @@ def _other_class(
     if not receiver.startswith("self.") or receiver.count(".") != 1:
         return False
     attr = re.escape(receiver[5:])
-    stores = re.findall(rf"\bself\.{attr}\s*=(?!=)\s*([\w.]+)(\s*\()?", text)
-    if len(stores) == 1 and stores[0][1]:
+    starts = [found.start() for found in _CLASS.finditer(text)]
+    begin = max((start for start in starts if start <= at), default=0)
+    end = min((start for start in starts if start > at), default=len(text))
+    stores = re.findall(rf"\bself\.{attr}\s*=(?!=)\s*([\w.]+)(\s*\()?", text[begin:end])
+    if len(stores) == 1 and stores[0][1]:  # the class `at` is in sets it once, to a call
         return stores[0][0].rsplit(".", 1)[-1] != cls.name
     holders = _CLASS.findall(text, 0, at)
     if len(stores) != 1 or not holders:
@@ -1101,6 +1206,21 @@ def _package_calls(top: tuple[Path, bool]) -> dict[str, dict[Path, frozenset[str
         name: {file: frozenset(attrs) for file, attrs in files.items()}
         for name, files in found.items()
     }
+
+
+_GIVEN_ATTRIBUTE = re.compile(r"[(,=]\s*self\.(\w+)\s*[,)]")
+
+
+@functools.lru_cache(maxsize=4)
+def _package_given(top: tuple[Path, bool]) -> dict[Path, frozenset[str]]:
+    """The files of a package folder that hand an attribute of `self` to a call (`f(x,
+    self.coder)`), each with those attributes; read once a process."""
+    found = {}
+    for file, text in _package_texts(top):
+        attrs = frozenset(_GIVEN_ATTRIBUTE.findall(text))
+        if attrs:
+            found[file] = attrs
+    return found
 
 
 @functools.lru_cache(maxsize=4)

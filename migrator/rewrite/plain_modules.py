@@ -274,11 +274,8 @@ def _line_heads(text: str, word: str) -> list[int]:
 
 
 def _stored_local(text: str, line: int, name: str) -> bool:
-    """Whether the local `name` that line `line` of `text` binds is an `__init__`'s parameter
-    defaulting to `None` or that binding, compared with `None` and stored once as
-    `self.<attr> = name`, and used nowhere else (torchvision's retinanet:
-    `if proposal_matcher is None: proposal_matcher = Matcher(...)`, then
-    `self.proposal_matcher = proposal_matcher`)."""
+    """Whether the local `name` that line `line` of `text` binds (in an `__init__`) is
+    `stored_once` there."""
     tree = parse_cached(text)
     inits = [
         node
@@ -287,9 +284,15 @@ def _stored_local(text: str, line: int, name: str) -> bool:
         and node.name == "__init__"
         and node.lineno <= line <= (node.end_lineno or 0)
     ]
-    if len(inits) != 1:
-        return False
-    init = inits[0]
+    return len(inits) == 1 and stored_once(inits[0], name, line) is not None
+
+
+def stored_once(init: ast.FunctionDef, name: str, line: int | None) -> str | None:
+    """The attribute `init` stores the name `name` in, when `name` is a parameter defaulting
+    to `None` (or none) bound again at most once, on line `line` (None: anywhere), compared with
+    `None` and stored once as `self.<attr> = name`, and used nowhere else (torchvision's
+    retinanet: `if proposal_matcher is None: proposal_matcher = Matcher(...)`, then
+    `self.proposal_matcher = proposal_matcher`); None otherwise."""
     args = init.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     defaults: list[ast.expr | None] = [None] * (
@@ -298,7 +301,7 @@ def _stored_local(text: str, line: int, name: str) -> bool:
     defaults += [*args.defaults, *args.kw_defaults]
     given = [(a, d) for a, d in zip(params, defaults) if a.arg == name]
     if given and not (isinstance(given[0][1], ast.Constant) and given[0][1].value is None):
-        return False
+        return None
     uses = [n for n in all_nodes(init) if isinstance(n, ast.Name) and n.id == name]
     checked = {
         id(n.left)
@@ -309,7 +312,7 @@ def _stored_local(text: str, line: int, name: str) -> bool:
         and n.comparators[0].value is None
     }
     stores = {
-        id(n.value)
+        id(n.value): n.targets[0].attr
         for n in all_nodes(init)
         if isinstance(n, ast.Assign)
         and len(n.targets) == 1
@@ -317,7 +320,9 @@ def _stored_local(text: str, line: int, name: str) -> bool:
         and isinstance(n.targets[0].value, ast.Name)
         and n.targets[0].value.id == "self"
     }
-    bound = [n for n in uses if not isinstance(n.ctx, ast.Load)]
-    kept = [n for n in uses if id(n) in stores]
-    others = [n for n in uses if isinstance(n.ctx, ast.Load) and id(n) not in checked | stores]
-    return [n.lineno for n in bound] == [line] and len(kept) == 1 and not others
+    bound = [n.lineno for n in uses if not isinstance(n.ctx, ast.Load)]
+    kept = [stores[id(n)] for n in uses if id(n) in stores]
+    others = [n for n in uses if isinstance(n.ctx, ast.Load) and id(n) not in checked | set(stores)]
+    if (bound != [line] if line is not None else len(bound) > 1) or len(kept) != 1 or others:
+        return None
+    return kept[0]
