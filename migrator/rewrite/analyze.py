@@ -116,26 +116,29 @@ class ProjectAnalysis:
         for cls in info.classes.values():  # worked out afresh: forget names from an earlier pass
             project.forget_created(cls.qualname)
         ctx, family = self._context(source, path, info, disable)
-        assert ctx.helper_modules is not None  # set by `_context`
-        ctx.helper_modules.add_twins()
-        for cls in info.classes.values():
-            if ctx.skip.intersection(header_lines(cls.node)):
-                continue
-            ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
-            if project.is_module(cls) and (
-                "forward" in cls.methods() or cls.bases != [TORCH_MODULE]
-            ):
-                ClassAnalysis(ctx, cls, family, self).run()
-            else:  # a plain class its holders call methods of may become a module
-                promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023
-                if project.is_module(cls) and cls.qualname not in ctx.promoted:
-                    report_without_forward(ctx, cls, family)
-        ctx.helper_modules.in_earlier = False
-        if "MIG115" not in disable and "register_module_" in source:
-            report_global_hooks(ctx, tree)
-        if "MIG113" not in disable and walks_children(source):
-            report_children_walks(ctx, tree)
-        ctx.finish()
+        try:
+            assert ctx.helper_modules is not None  # set by `_context`
+            ctx.helper_modules.add_twins()
+            for cls in info.classes.values():
+                if ctx.skip.intersection(header_lines(cls.node)):
+                    continue
+                ctx.helper_modules.in_earlier = cls.name in ctx.helper_modules.earlier
+                if project.is_module(cls) and (
+                    "forward" in cls.methods() or cls.bases != [TORCH_MODULE]
+                ):
+                    ClassAnalysis(ctx, cls, family, self).run()
+                else:  # a plain class its holders call methods of may become a module
+                    promote(ctx, cls, family, lambda: ClassAnalysis(ctx, cls, family, self).run())  # noqa: B023
+                    if project.is_module(cls) and cls.qualname not in ctx.promoted:
+                        report_without_forward(ctx, cls, family)
+            ctx.helper_modules.in_earlier = False
+            if "MIG115" not in disable and "register_module_" in source:
+                report_global_hooks(ctx, tree)
+            if "MIG113" not in disable and walks_children(source):
+                report_children_walks(ctx, tree)
+            ctx.finish()
+        finally:  # the tree is cached: other readers see it as written
+            ctx.restore_names()
         ctx.plan.twin_sources = _imported(ctx, ctx.helper_modules.sources)
         ctx.helper_modules = None  # no cycle: reference counting frees the analysis
         return ctx.plan, ctx.findings

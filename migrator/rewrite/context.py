@@ -130,6 +130,20 @@ class FileContext:
     held_facts: Any = None
     promoted: set[str] = field(default_factory=set)
     """Plain classes whose analysis runs as a module's, to become one (`plain_modules`)."""
+    renamed: list[tuple[ast.FunctionDef | ast.Attribute, str]] = field(default_factory=list)
+    """Nodes of the file's tree renamed `forward` while it is analysed, each with its name:
+    the `__call__` of a plain class that becomes a module (`promotion`). The tree is cached
+    for other readers: `restore_names` puts the names back."""
+
+    def restore_names(self) -> None:
+        """Give the nodes of `renamed` their names back."""
+        for node, name in self.renamed:
+            if isinstance(node, ast.FunctionDef):
+                node.name = name
+            else:
+                node.attr = name
+        self.renamed.clear()
+
     """What `held_methods` reads of the file, worked out once for all its classes."""
 
     def hold(self, thing: object) -> None:

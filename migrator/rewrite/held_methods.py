@@ -23,9 +23,16 @@ from pathlib import Path
 from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
-from migrator.rewrite.helpers import unbound
+from migrator.rewrite.helper_modules import existing_twins
+from migrator.rewrite.helpers import target_of, unbound
 from migrator.rewrite.paths import most_runs
-from migrator.rewrite.plain_modules import passed_otherwise, why_plain
+from migrator.rewrite.plain_modules import (
+    call_subclasses,
+    passed_otherwise,
+    stored_once,
+    super_calls,
+    why_plain,
+)
 from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, module_name
 from migrator.rewrite.real_paths import resolved
@@ -50,14 +57,15 @@ def held_iterations(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[st
     a loop whose trip count depends on the input counted as one run (1 for FCOS's
     `self.box_coder.decode(...)` per image and per level), for the methods of `cls` that its
     holders' calls run (`held_runs`), directly or not."""
-    return _through_calls(ctx, cls, _kept(ctx, cls, family)[2])
+    return _kept(ctx, cls, family)[3]
 
 
 def _held_reach(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> dict[str, int]:
-    """Method name -> how many times the holders' calls run it per forward."""
-    return _through_calls(ctx, cls, held_runs(ctx, cls, family, stack))
+    """Method name -> how many times the holders' calls run it per forward, directly or not
+    (the most over the instances)."""
+    return (_held_runs(ctx, cls, family, stack) if stack else _kept(ctx, cls, family))[2]
 
 
 def _through_calls(ctx: FileContext, cls: ClassInfo, held: dict[str, int]) -> dict[str, int]:
@@ -82,8 +90,11 @@ def held_runs(
     return _kept(ctx, cls, family)[0]
 
 
-_Held = tuple[dict[str, int], str, dict[str, int]]
-"""`held_runs`, why it is empty, and the counts of `held_iterations` of the methods held."""
+_Held = tuple[dict[str, int], str, dict[str, int], dict[str, int]]
+"""`held_runs`, why it is empty, and for each method the held ones run, directly or not, how
+many times per forward (`_held_reach`) and so with each iteration of an input-dependent loop
+counted once (`held_iterations`), the most over the instances: one holder's calls of two
+methods that run a third add up, two holders' do not."""
 
 
 def _kept(ctx: FileContext, cls: ClassInfo, family: Family) -> _Held:
@@ -108,13 +119,11 @@ def held_by_holders(ctx: FileContext, cls: ClassInfo, family: Family) -> tuple[d
 def plain_why(ctx: FileContext, cls: ClassInfo) -> str:
     """Why `cls`, a class that is no module, may not become one (`plain_modules`), read from
     the files of its package ('' when it may)."""
-    return why_plain(cls, _texts_with(cls))
+    return why_plain(cls, _texts_with(cls.file))
 
 
-def _texts_with(cls: ClassInfo) -> tuple[tuple[Path, str], ...]:
-    """The files of the package of `cls`, with their text, its own file (or stdin) among
-    them."""
-    info = cls.file
+def _texts_with(info: FileInfo) -> tuple[tuple[Path, str], ...]:
+    """The files of the package of `info` with their texts, its own among them."""
     path = info.path
     top = _package_top(path) if path is not None and path.is_file() else None
     texts = _package_texts(top) if top is not None else ()
@@ -123,6 +132,79 @@ def _texts_with(cls: ClassInfo) -> tuple[tuple[Path, str], ...]:
         source = info.source if info.source is not None else info.text
         texts = ((own, source or ""), *texts)
     return texts
+
+
+def callable_why(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    """Why `cls`, a plain class defining `__call__`, may not become a module whose `forward`
+    is its `__call__` (with the subclasses of its file: `call_subclasses`), read from the files
+    of its package ('' when it may): `plain_why`; it or a subclass may hold state; no module of
+    the package holds one (`self.<attr> = [mod.]Cls(...)`, read as text); or a holder would
+    change (`_walked`). Its file decides; a holder's file reads the same (`called_as_module`)."""
+    return family.kept("callable_why", cls, lambda: _callable_why(ctx, cls, family))
+
+
+def _callable_why(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
+    subs = call_subclasses(cls)
+    init = cls.methods().get("__init__")
+    if init is not None and init.body[0].lineno == init.lineno:
+        return f"`{cls.name}.__init__` is one line: no room for `super().__init__()`"
+    if super_calls(cls):  # `object` has no `__call__`; `nn.Module`'s would run `forward`
+        return f"`{cls.name}` calls `super().__call__`"
+    why = plain_why(ctx, cls)
+    for each in [cls, *subs]:
+        why = why or _may_hold_state(ctx, each, family)
+    if why:
+        return why
+    path = ctx.info.path
+    if path is None:
+        return f"`{cls.name}` is read from stdin: its holders are not known"
+    from migrator.rewrite.object_methods import ops_from  # which reads `held_runs`
+
+    entries = [
+        (c, c.file, c.methods()["__call__"]) for c in [cls, *subs] if "__call__" in c.methods()
+    ]
+    if not ops_from(ctx, list(entries)):
+        return f"`{cls.name}.__call__` runs no op"
+    names = {c.name for c in [cls, *subs]}
+    qualnames = {c.qualname for c in [cls, *subs]}
+    files = [
+        file
+        for file, text in _texts_with(ctx.info)
+        if any(names & called for called in _assigned_calls(text)[0].values())
+    ]
+    if not files:
+        return f"no module of its package holds a `{cls.name}`"
+    for file in files:
+        place = (ctx, family, _file_facts(ctx).holders(ctx)) if file == resolved(path) else None
+        place = place or _place(ctx, file)
+        if place is None:
+            return f"{file.name}, which holds one, cannot be read"
+        there, kin, holders = place
+        for holder, attrs in holders.items():
+            for attr in [a for a, qualname in attrs.items() if qualname in qualnames]:
+                if walked := _walked(there, kin, holder, attr, cls):
+                    return walked
+    return ""
+
+
+def called_as_module(ctx: FileContext, cls: ClassInfo) -> bool:
+    """Whether `cls`, a plain class defining `__call__` of this file or of another that this
+    run processes, becomes a module whose `forward` is its `__call__` (`callable_why`, as its
+    file decides), or derives from one of its file that does."""
+    if ctx.project.is_module(cls):
+        return False
+    if cls.file is not ctx.info:
+        if ctx.project.processes(cls.file.path) is None:
+            return False
+        other = _context_of(ctx, cls.file)
+        return other is not None and called_as_module(other[0], cls)
+    root = next((c for c in ctx.info.classes.values() if cls in call_subclasses(c)), cls)
+    if "__call__" not in root.methods():
+        return False
+    facts = _file_facts(ctx)
+    if root not in facts.callable:
+        facts.callable[root] = not callable_why(ctx, root, Family(ctx.project, ctx.info))
+    return facts.callable[root]
 
 
 def _may_hold_state(ctx: FileContext, cls: ClassInfo, family: Family) -> str:
@@ -194,7 +276,7 @@ def _unproven_plain(cls: ClassInfo) -> dict[str, str]:
         if method.name != "__init__":
             unproven = {p: f"the calls of `{method.name}` may pass anything" for p in by_default}
         elif by_default:
-            unproven = passed_otherwise(cls, by_default, _texts_with(cls))
+            unproven = passed_otherwise(cls, by_default, _texts_with(cls.file))
         else:
             unproven = {}
         plain = declared | set(by_default) - set(unproven)
@@ -275,9 +357,9 @@ def _stateless(ctx: FileContext, attr: object) -> bool:
 def _held_runs(
     ctx: FileContext, cls: ClassInfo, family: Family, stack: tuple[ClassInfo, ...]
 ) -> _Held:
-    once: dict[str, int] = {}
-    counts, why = _holders_calls(ctx, cls, family, stack, once)
-    return counts, why, once if counts else {}
+    through: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    counts, why = _holders_calls(ctx, cls, family, stack, through)
+    return (counts, why, *through) if counts else ({}, why, {}, {})
 
 
 def _holders_calls(
@@ -285,10 +367,10 @@ def _holders_calls(
     cls: ClassInfo,
     family: Family,
     stack: tuple[ClassInfo, ...],
-    once: dict[str, int],
+    through: tuple[dict[str, int], dict[str, int]],
 ) -> tuple[dict[str, int], str]:
     """`held_runs`, and when it is empty why (what the refused MIG115 at a holder's call
-    says); `once` gets the counts of `held_iterations` of the methods held."""
+    says); `through` gets the counts of `_held_reach` and `held_iterations`."""
     methods = cls.methods()
     names = {
         name
@@ -296,7 +378,8 @@ def _holders_calls(
         if name != "forward" and not name.startswith("__") and not unbound(method)
     }
     file = _file_facts(ctx)
-    if not (names & file.called or names & file.package_called(ctx)):
+    here = names & file.called or names & file.handed(ctx)
+    if not (here or names & file.package_called(ctx)):
         return {}, "no module calls it as `self.<attribute>.<method>(` on one line"
     if "forward" not in methods:
         why = plain_why(ctx, cls) or _may_hold_state(ctx, cls, family)
@@ -312,9 +395,9 @@ def _holders_calls(
     if family.subclasses_in_file(cls):
         return {}, f"`{cls.name}` has a subclass"
     files = _candidates(ctx, cls, names)
-    if not files and not names & file.called:
+    if not files and not here:
         return {}, _NO_HOLDER
-    mine = file.holders(ctx) if names & file.called else {}  # no call here: no holder
+    mine = file.holders(ctx) if here else {}  # no call here: no holder
     made = {h: attrs for h, attrs in mine.items() if h is not cls}
     places: list[_Place] = [(ctx, family, made)]
     counts: dict[str, int] = {}
@@ -335,9 +418,12 @@ def _holders_calls(
                 if walked := _walked(there, kin, holder, attr, cls):
                     return {}, walked
                 held = True
-                for name, (times, iterations) in found.items():
+                for name, (times, _) in found.items():
                     counts[name] = max(counts.get(name, 0), times)
-                    once[name] = max(once.get(name, 0), iterations)
+                for index, into in enumerate(through):
+                    ran = _through_calls(ctx, cls, {n: each[index] for n, each in found.items()})
+                    for inner, times in ran.items():
+                        into[inner] = max(into.get(inner, 0), times)
     elsewhere = places[1:]
     if not held or not counts:
         return {}, _NO_HOLDER
@@ -346,7 +432,8 @@ def _holders_calls(
         name = Path(there.path).name
         if (held_by or there is ctx) and _made_elsewhere(there, cls, held_by):
             return {}, f"{name} names `{cls.name}` outside its holders' `__init__`"
-        if _other_calls(there, set(counts), counted, holders, cls):
+        every = _file_facts(there).holders(there)  # `cls` among them: its own attributes
+        if _other_calls(there, set(counts), counted, every, cls):
             return {}, f"{name} calls a method of that name on another object"
     read = {resolved(Path(there.path)) for there, _, _ in elsewhere}
     why = _called_elsewhere(ctx, family, cls, set(counts), read)
@@ -377,24 +464,34 @@ def _holder_counts(
         set(sub.methods()) - {"__init__"} for sub in family.subclasses_elsewhere(holder)
     ):
         return f"`{holder.name}` has a subclass, which may call it otherwise"
-    if _escapes(ctx, holder, attr):
+    handed = _hand_overs(ctx, holder, attr)
+    if handed is None:
         return f"`{holder.name}` hands `self.{attr}` on"
     runs = forward_runs(ctx, holder, family, stack)
     per: dict[str, tuple[int, int]] = {}
     for caller, method in holder.methods().items():
         calls: dict[str, list[tuple[ast.Call, Visit]]] = {}
+        weights: dict[str, dict[int, int]] = {}
+        """Method name -> id of a call handing `self.<attr>` to a helper -> how many times the
+        helper calls that method per call."""
         for node, visit in ctx.call_visits(method):
             func = node.func
             if isinstance(func, ast.Attribute) and _reads(func.value, attr) and func.attr in names:
                 calls.setdefault(func.attr, []).append((node, visit))
+            helper, made, every = handed.get(id(node), (method, {}, {}))
+            for name in sorted(set(made) & names):
+                calls.setdefault(name, []).append((node, visit))
+                weights.setdefault(name, {})[id(node)] = _helper_runs(ctx, helper, made[name])
+                counted.update(id(each.func) for each in every[name])
         for name, found in calls.items():
             if not runs.get(caller):
                 return f"`{holder.name}.{caller}`, off the forward path, calls `{name}`"
             counted.update(id(call.func) for call, _ in found)
+            weight = weights.get(name, {})
             times = (
                 MANY
                 if any(visit.repeated for _, visit in found)
-                else runs[caller] * most_runs(method, [call for call, _ in found])
+                else runs[caller] * most_runs(method, [call for call, _ in found], weight)
             )
             iterations = times
             if times >= MANY:
@@ -430,6 +527,8 @@ def _iterations(
     return times if loops.input_only(found[0][1]) else MANY
 
 
+_GIVEN = re.compile(r"[(,=]\s*self\.\w+\s*[,)]")
+_NAMED_CALL = re.compile(r"(?<![\w.])(?!self\.)[A-Za-z_]\w*\.(\w+)\s*\(")
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
 _FROM_SELF = re.compile(r"self\.\w+\.(\w+)\s*\(")
 """`_ATTRIBUTE_CALL` but its `\\b`: searched for as the word `self` (a pattern starting with
@@ -457,12 +556,15 @@ class _FileFacts:
         self.called = _called_on_attributes(ctx.source)
         """The names of the methods called on an attribute of `self` (`self.head.loss(...)`),
         read from the text (a call spread otherwise over lines is not counted: not taken)."""
+        self._handed: frozenset[str] | None = None
         self._holders: dict[ClassInfo, dict[str, str]] | None = None
         self._reads: tuple[dict[str, list[ast.AST]], set[int]] | None = None
         self._package_called: frozenset[str] | None = None
         self._top: tuple[Path, bool] | None = None
         self.shared_known = True
         """Whether `ctx.shared` is worked out (not yet for another file's state, `_shared`)."""
+        self.callable: dict[ClassInfo, bool] = {}
+        """`called_as_module` of the plain classes defining `__call__` of the file."""
         self.contexts: dict[Path, tuple[FileContext, Family] | None] = {}
         """The analysis state of other files of the package, as their holders are read."""
 
@@ -471,6 +573,15 @@ class _FileFacts:
         if self._reads is None:
             self._reads = _reads_of(ctx.info.tree)
         return self._reads
+
+    def handed(self, ctx: FileContext) -> frozenset[str]:
+        """The names of the methods called on a name other than `self` (`coder.encode(x)`),
+        when the file hands an attribute of `self` to a call (`f(self.coder)`): a helper given
+        an instance may call them for its holder (`_hand_overs`); read from the text."""
+        if self._handed is None:
+            given = _GIVEN.search(ctx.source) is not None
+            self._handed = frozenset(_NAMED_CALL.findall(ctx.source) if given else ())
+        return self._handed
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
         if self._holders is None:
@@ -507,7 +618,10 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         return []
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
-    files = sorted({file for name in names for file in calls.get(name, ())} - {resolved(path)})
+    given = _package_given(top)  # a holder may hand its instance to a helper calling them
+    files = sorted(
+        ({file for name in names for file in calls.get(name, ())} | set(given)) - {resolved(path)}
+    )
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
     candidates = [
@@ -516,11 +630,17 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
         if _may_hold(
             texts.get(file, ""),
             cls,
-            {attr for name in names for attr in calls.get(name, {}).get(file, ())},
+            {attr for name in names for attr in calls.get(name, {}).get(file, ())}
+            | given.get(file, frozenset()),
             seen.get(str(file), set()),
         )
     ]
-    called = {name for name in names for file in candidates if file in calls.get(name, {})}
+    called = {
+        name
+        for name in names
+        for file in candidates
+        if file in calls.get(name, {}) or file in given
+    }
     if not candidates or not _runs_ops(ctx, cls, called):
         return []  # nothing for other files to convert: their calls are read as text
     return candidates
@@ -671,9 +791,123 @@ def _reads(node: ast.expr, attr: str) -> bool:
 _ATTRIBUTES_AND_CALLS = frozenset({ast.Attribute, ast.Call})
 
 
-def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
-    """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it or reading
-    an attribute of it (handing it on, binding it to a name, returning it)."""
+_Handed = dict[int, tuple[ast.FunctionDef, dict[str, list[ast.Call]], dict[str, list[ast.Call]]]]
+"""Id of a call handing an attribute to a helper -> the helper that runs, its calls of the
+object's methods by name, and those of its other form (the helper and the class `fix` made
+of it: the latter runs, the former stays and calls them too)."""
+
+
+def _twin_of(
+    ctx: FileContext, holder: ClassInfo, call: ast.Call
+) -> list[tuple[ast.FunctionDef, int]]:
+    """For a call of `self.<attr>` holding an instance that `holder.__init__` makes of a class
+    an earlier run made of a helper function (`existing_twins`): its `forward` and the function,
+    each with how many parameters come before the call's arguments."""
+    init = holder.methods().get("__init__")
+    func = call.func
+    if not self_attr(func) or init is None:
+        return []
+    values = [
+        n.value
+        for n in all_nodes(init)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(target := n.targets[0], ast.Attribute)
+        and self_attr(target)
+        and target.attr == func.attr
+    ]
+    if len(values) != 1 or not isinstance(values[0], ast.Call):
+        return []
+    cls = ctx.project.find_class(ctx.info.names.resolve(values[0].func), ctx.info)
+    made = {c: f for f, c in existing_twins(cls.file).items()} if cls is not None else {}
+    forward = cls.methods().get("forward") if cls is not None else None
+    if cls is None or forward is None or cls.name not in made:
+        return []
+    return [(forward, 1), (cls.file.functions[made[cls.name]], 0)]
+
+
+def _hand_overs(ctx: FileContext, holder: ClassInfo, attr: str) -> _Handed | None:
+    """The calls in the methods of `holder` handing `self.<attr>` to a module-level function of
+    the project that only calls methods of it (`_box_loss(kind, self.box_coder, ...)` calling
+    `box_coder.encode_single(...)`), by id, each with those calls by method name; None when a
+    method uses `self.<attr>` otherwise than by calling it, reading an attribute of it or so
+    handing it on (binding it to a name, returning it, handing it to anything else)."""
+    found: _Handed = {}
+    methods = holder.methods()
+    for method in methods.values():
+        for call in ctx.calls_in(method):
+            given = [a for a in call.args if _reads(a, attr)]
+            given += [k.value for k in call.keywords if k.arg and _reads(k.value, attr)]
+            if not given:
+                continue
+            target = target_of(ctx, ctx.info, call, method, methods)
+            helpers = [(target[1], 0)] if target is not None else _twin_of(ctx, holder, call)
+            made = [_param_calls(call, helper, attr, skip) for helper, skip in helpers]
+            if not helpers or any(each is None for each in made):
+                return None
+            merged: dict[str, list[ast.Call]] = {}
+            for each in made:
+                for name, calls in (each or {}).items():
+                    merged.setdefault(name, []).extend(calls)
+            first = made[0] or {}
+            found[id(call)] = (helpers[0][0], {n: first.get(n, []) for n in merged}, merged)
+    return None if _escapes(ctx, holder, attr, set(found)) else found
+
+
+def _param_calls(
+    call: ast.Call, helper: ast.FunctionDef, attr: str, skip: int
+) -> dict[str, list[ast.Call]] | None:
+    """The calls of methods of the parameter of `helper` that `call` gives `self.<attr>`, by
+    method name, when that parameter is used for nothing else and never bound again (None
+    otherwise, or when which parameter takes it is not known: `*args`, `**kwargs`)."""
+    args = helper.args
+    if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    positional = [*args.posonlyargs, *args.args][skip:]
+    names = [
+        positional[i].arg if i < len(positional) else ""
+        for i, a in enumerate(call.args)
+        if _reads(a, attr)
+    ]
+    names += [k.arg or "" for k in call.keywords if _reads(k.value, attr)]
+    if len(names) != 1 or not names[0]:
+        return None
+    param = names[0]
+    calls = {
+        id(n.func.value): n
+        for n in all_nodes(helper)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == param
+    }
+    made: dict[str, list[ast.Call]] = {}
+    for node in all_nodes(helper):
+        if isinstance(node, ast.Name) and node.id == param:
+            if id(node) not in calls:
+                return None
+            found = calls[id(node)]
+            assert isinstance(found.func, ast.Attribute)
+            made.setdefault(found.func.attr, []).append(found)
+        elif isinstance(node, (ast.Global, ast.Nonlocal, ast.Lambda, ast.FunctionDef)) and (
+            node is not helper
+        ):
+            return None  # a closure or a declaration may reach the name otherwise
+    return made
+
+
+def _helper_runs(ctx: FileContext, helper: ast.FunctionDef, made: list[ast.Call]) -> int:
+    """How many times a `helper`'s calls `made` of one method of the object it is given run
+    per call of the helper, at most (`MANY` in a loop)."""
+    if any(visit.repeated for node, visit in ctx.call_visits(helper) if node in made):
+        return MANY
+    return most_runs(helper, list(made))
+
+
+def _escapes(ctx: FileContext, holder: ClassInfo, attr: str, handed: set[int]) -> bool:
+    """Whether a method of `holder` uses `self.<attr>` otherwise than by calling it, reading
+    an attribute of it or handing it to one of the `handed` calls (binding it to a name,
+    returning it)."""
     for method in holder.methods().values():
         used: set[int] = set()
         for visit in ctx.visits_of(method, _ATTRIBUTES_AND_CALLS):
@@ -682,6 +916,8 @@ def _escapes(ctx: FileContext, holder: ClassInfo, attr: str) -> bool:
                 used.add(id(node.value))
             elif isinstance(node, ast.Call) and _reads(node.func, attr):
                 used.add(id(node.func))
+            elif isinstance(node, ast.Call) and id(node) in handed:
+                used.update(id(a) for a in [*node.args, *(k.value for k in node.keywords)])
         for visit in ctx.visits_of(method, ATTRIBUTES):
             node = visit.node
             if (
@@ -718,9 +954,81 @@ def _made_elsewhere(ctx: FileContext, cls: ClassInfo, holders: list[ClassInfo]) 
             and resolve(node) == cls.qualname
         ):
             if id(node) not in inside:
+                if _built_for_holder(ctx, cls, node, holders):
+                    continue
                 return True
             seen.append(inside[id(node)])
     return len(seen) != len(set(seen))
+
+
+def _built_for_holder(
+    ctx: FileContext, cls: ClassInfo, node: ast.AST, holders: list[ClassInfo]
+) -> bool:
+    """Whether `node`, naming `cls`, is the class called in a module-level function to bind a
+    name that the function only hands to a call of one of the `holders` (and sets attributes
+    of to constants: retinanet's `head.regression_head._loss_type = "giou"`), whose `__init__`
+    stores that argument in the attribute holding `cls` (`stored_once`): torchvision's
+    `retinanet_resnet50_fpn_v2` making a `RetinaNetHead` for `RetinaNet(..., head=head)`."""
+    for function in ctx.info.functions.values():
+        if not function.lineno <= getattr(node, "lineno", 0) <= (function.end_lineno or 0):
+            continue
+        nodes = all_nodes(function)
+        made = [
+            n.targets[0].id
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+            and n.value.func is node
+        ]
+        if len(made) != 1:
+            return False
+        name = made[0]
+        uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
+        set_on = {
+            id(root)
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant)
+            and all(isinstance(t, ast.Attribute) for t in n.targets)
+            for root in map(_root, n.targets)
+        }
+        handed = [
+            (call, index, keyword)
+            for call in nodes
+            if isinstance(call, ast.Call)
+            for index, keyword, value in [
+                *((i, None, a) for i, a in enumerate(call.args)),
+                *((None, k.arg, k.value) for k in call.keywords),
+            ]
+            if isinstance(value, ast.Name) and value.id == name
+        ]
+        loads = [n for n in uses if isinstance(n.ctx, ast.Load) and id(n) not in set_on]
+        if len([n for n in uses if not isinstance(n.ctx, ast.Load)]) != 1 or len(loads) != 1:
+            return False
+        if len(handed) != 1:
+            return False
+        call, index, keyword = handed[0]
+        holder = next((h for h in holders if ctx.info.names.resolve(call.func) == h.qualname), None)
+        init = holder.methods().get("__init__") if holder is not None else None
+        if holder is None or init is None:
+            return False
+        params = [a.arg for a in [*init.args.posonlyargs, *init.args.args][1:]]
+        param = keyword or (params[index] if index is not None and index < len(params) else None)
+        attr = stored_once(init, param, None) if param else None
+        return (
+            attr is not None
+            and _file_facts(ctx).holders(ctx).get(holder, {}).get(attr) == cls.qualname
+        )
+    return False
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """The name an attribute chain starts from (`head` of `head.regression_head._loss_type`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
 
 
 def _word_lines(source: str, word: str) -> set[int]:
@@ -757,9 +1065,15 @@ def _reads_of(tree: ast.Module) -> tuple[dict[str, list[ast.AST]], set[int]]:
 
 def _declared(nodes: list[ast.AST]) -> set[int]:
     """The nodes of class-level declarations of attributes' types (`__annotations__ = {...}`,
-    `box_coder: BoxCoder`) among `nodes` (a whole tree's), which name a class without making
-    or using an instance."""
+    `box_coder: BoxCoder`) and of functions' annotations (`_box_loss(type: str, box_coder:
+    BoxCoder, ...)`) among `nodes` (a whole tree's), which name a class without making or
+    using an instance."""
     found: set[int] = set()
+    for function in (node for node in nodes if isinstance(node, ast.FunctionDef)):
+        args = function.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        annotations = [a.annotation for a in every if a is not None] + [function.returns]
+        found.update(id(n) for each in annotations if each is not None for n in ast.walk(each))
     for cls in (node for node in nodes if isinstance(node, ast.ClassDef)):
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
@@ -798,7 +1112,9 @@ def _other_calls(
                     continue
                 return True
     return any(
-        isinstance(visit.node, ast.Attribute) and visit.node.attr in names
+        isinstance(visit.node, ast.Attribute)
+        and visit.node.attr in names
+        and id(visit.node) not in counted
         for function in ctx.info.functions.values()
         for visit in ctx.visits(function)
     )
@@ -882,8 +1198,11 @@ def _other_class(
     if not receiver.startswith("self.") or receiver.count(".") != 1:
         return False
     attr = re.escape(receiver[5:])
-    stores = re.findall(rf"\bself\.{attr}\s*=(?!=)\s*([\w.]+)(\s*\()?", text)
-    if len(stores) == 1 and stores[0][1]:
+    starts = [found.start() for found in _CLASS.finditer(text)]
+    begin = max((start for start in starts if start <= at), default=0)
+    end = min((start for start in starts if start > at), default=len(text))
+    stores = re.findall(rf"\bself\.{attr}\s*=(?!=)\s*([\w.]+)(\s*\()?", text[begin:end])
+    if len(stores) == 1 and stores[0][1]:  # the class `at` is in sets it once, to a call
         return stores[0][0].rsplit(".", 1)[-1] != cls.name
     holders = _CLASS.findall(text, 0, at)
     if len(stores) != 1 or not holders:
@@ -918,6 +1237,21 @@ def _package_calls(top: tuple[Path, bool]) -> dict[str, dict[Path, frozenset[str
         name: {file: frozenset(attrs) for file, attrs in files.items()}
         for name, files in found.items()
     }
+
+
+_GIVEN_ATTRIBUTE = re.compile(r"[(,=]\s*self\.(\w+)\s*[,)]")
+
+
+@functools.lru_cache(maxsize=4)
+def _package_given(top: tuple[Path, bool]) -> dict[Path, frozenset[str]]:
+    """The files of a package folder that hand an attribute of `self` to a call (`f(x,
+    self.coder)`), each with those attributes; read once a process."""
+    found = {}
+    for file, text in _package_texts(top):
+        attrs = frozenset(_GIVEN_ATTRIBUTE.findall(text))
+        if attrs:
+            found[file] = attrs
+    return found
 
 
 @functools.lru_cache(maxsize=4)

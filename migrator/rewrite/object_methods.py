@@ -14,7 +14,12 @@ from functools import partial
 from migrator import catalog
 from migrator.rewrite.context import FileContext, named_attribute, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.held_methods import NOT_REWRITTEN, held_by_holders, plain_why
+from migrator.rewrite.held_methods import (
+    NOT_REWRITTEN,
+    called_as_module,
+    held_by_holders,
+    plain_why,
+)
 from migrator.rewrite.held_ops import report_held_op, report_named_op
 from migrator.rewrite.helpers import op_labels, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
@@ -203,7 +208,9 @@ def _report_called_object(
         assigned = _assigned(ctx, owner, attr, set())
         made = assigned if assigned and all(wanted(each) for each in assigned) else ()
     classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
-    if not classes or any(ctx.project.is_module(c) for c in classes):
+    if not classes or any(
+        ctx.project.is_module(c) or called_as_module(ctx, c) for c in classes
+    ):  # its `forward`, analysed with its class
         return
     found = [label for cls in classes for label in _ops_of(ctx, cls, "__call__")]
     if not found:
@@ -243,8 +250,12 @@ def _report_passed_object(ctx: FileContext, method: ast.FunctionDef, call: ast.C
     else:
         return
     cls = _parameter_class(ctx, method, param)
-    if cls is None or (name == "__call__" and ctx.project.is_module(cls)):
+    if cls is None or (
+        name == "__call__" and (ctx.project.is_module(cls) or called_as_module(ctx, cls))
+    ):
         return
+    if name != "__call__" and name in held_by_holders(ctx, cls, Family(ctx.project, ctx.info))[0]:
+        return  # a hand-over its holders' counts take in: the class's own rewrite covers it
     found = _ops_of(ctx, cls, name)
     if not found:
         return

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from migrator.rewrite.defined import anchored_matches, occurrences
 from migrator.rewrite.names import literal
 from migrator.rewrite.project import TORCH_MODULE, ClassInfo, parse_cached
+from migrator.rewrite.real_paths import resolved
 from migrator.rewrite.walk import all_nodes
 
 NN_MODULE_NAMES = frozenset(
@@ -92,14 +93,117 @@ def why_plain(cls: ClassInfo, texts: tuple[tuple[object, str], ...]) -> str:
     if node.decorator_list:
         return f"`{cls.name}` is decorated"
     defined = _defined(node)
-    clash = sorted(defined & (NN_MODULE_NAMES | _OBJECT_DUNDERS))
-    if clash:
-        return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
+    why = _clash_why(cls, defined)
+    if why:
+        return why
     if TORCH_MODULE not in cls.bases and any(
         isinstance(sub, ast.Attribute) and sub.attr == "__init__" for sub in all_nodes(node)
     ):  # a second `nn.Module.__init__` would drop the modules made before it
         return f"`{cls.name}` calls an `__init__`"
-    return _package_why(cls.name, texts)
+    subs = call_subclasses(cls) if "__call__" in defined else []
+    own = resolved(cls.file.path) if cls.file.path is not None else None
+    allowed = frozenset(sub.name for sub in subs)
+    for sub in subs:
+        why = why or _subclass_why(sub, cls) or _package_why(sub.name, texts, own, frozenset())
+    why = why or _package_why(cls.name, texts, own, allowed)
+    if "__call__" in defined:
+        why = why or _dunder_call_why(cls, subs, texts)
+    return why
+
+
+def call_subclasses(cls: ClassInfo) -> list[ClassInfo]:
+    """The classes of the file of `cls` that derive from it (a plain class defining `__call__`:
+    they become modules with it, their `__call__` its `forward`)."""
+    return [c for c in cls.file.classes.values() if cls.qualname in c.bases]
+
+
+def _clash_why(cls: ClassInfo, defined: set[str]) -> str:
+    """Why what `cls` defines would behave otherwise in a module ('' when nothing): a name
+    `nn.Module` defines, or a dunder it changes; `__call__` becomes the module's `forward`."""
+    clash = sorted(defined & (NN_MODULE_NAMES | _OBJECT_DUNDERS) - {"__call__"})
+    if clash:
+        return f"`{cls.name}` defines `{clash[0]}`, which an `nn.Module` defines or changes"
+    return ""
+
+
+def _subclass_why(sub: ClassInfo, cls: ClassInfo) -> str:
+    """Why `sub`, deriving from the plain class `cls` that becomes a module, would behave
+    otherwise as one ('' when it would not): another base, a decorator, a name `nn.Module`
+    defines, or an `__init__` that calls anything but `super().__init__(...)` first."""
+    node = sub.node
+    if sub.bases != [cls.qualname] or node.keywords:
+        return f"`{sub.name}` derives from `{cls.name}` and from another base"
+    if node.decorator_list:
+        return f"`{sub.name}` is decorated"
+    why = _clash_why(sub, _defined(node))
+    if why:
+        return why
+    init = sub.methods().get("__init__")
+    body = init.body if init is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    first = body[0] if body else None
+    inits = [n for n in all_nodes(node) if isinstance(n, ast.Attribute) and n.attr == "__init__"]
+    if inits and not (
+        len(inits) == 1
+        and isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Call)
+        and first.value.func is inits[0]
+        and _is_super(inits[0].value)
+    ):
+        return f"`{sub.name}` calls an `__init__` otherwise than as its first statement `super().__init__(...)`"
+    return ""
+
+
+def _is_super(node: ast.expr) -> bool:
+    """Whether `node` is `super()`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "super"
+        and not node.args
+        and not node.keywords
+    )
+
+
+def super_calls(sub: ClassInfo) -> list[ast.Attribute]:
+    """The `super().__call__` attributes of `sub` (which become `super().forward`)."""
+    return [
+        n
+        for n in all_nodes(sub.node)
+        if isinstance(n, ast.Attribute) and n.attr == "__call__" and _is_super(n.value)
+    ]
+
+
+_DUNDER_CALL = re.compile(r"\.__call__\b")
+
+
+def _dunder_call_why(
+    cls: ClassInfo, subs: list[ClassInfo], texts: tuple[tuple[object, str], ...]
+) -> str:
+    """Why reading `__call__` somewhere may tell a module from the plain class `cls` (whose
+    `__call__` becomes `forward`; `nn.Module.__call__` then runs it), or '': a file naming it or
+    one of its `subs` reads `.__call__` otherwise than as `super().__call__` (which, in a
+    subclass, becomes `super().forward`; other subclasses are refused)."""
+    names = re.compile(rf"\b(?:{'|'.join(re.escape(c.name) for c in [cls, *subs])})\b")
+    own = resolved(cls.file.path) if cls.file.path is not None else None
+    for node in all_nodes(cls.file.tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "__call__"
+            and not _is_super(node.value)
+        ):
+            return f"line {node.lineno} reads `__call__`, which an `nn.Module` defines"
+    for file, text in texts:
+        if file == own or names.search(text) is None:
+            continue
+        for found in _DUNDER_CALL.finditer(text):
+            if text.endswith("super()", 0, found.start()):  # a subclass's own base's
+                continue
+            line = text.count("\n", 0, found.start()) + 1
+            where = getattr(file, "name", file)
+            return f"{where}:{line} reads `__call__`, which an `nn.Module` defines"
+    return ""
 
 
 def _defined(node: ast.ClassDef) -> set[str]:
@@ -125,28 +229,35 @@ def _defined(node: ast.ClassDef) -> set[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _package_why(name: str, texts: tuple[tuple[object, str], ...]) -> str:
+def _package_why(
+    name: str, texts: tuple[tuple[object, str], ...], own: object, allowed: frozenset[str]
+) -> str:
     """Why the package's text keeps class `name` plain: an instantiation other than
-    `self.<attr> = [mod.]name(...)`, a subclass, or a file naming it that copies, pickles or
-    reads objects whole (`vars(x)`)."""
+    `self.<attr> = [mod.]name(...)` (or a local name of an `__init__` that only stores it so,
+    `_stored_local`), a subclass but the `allowed` ones of its `own` file, or a file naming it
+    that copies, pickles or reads objects whole (`vars(x)`)."""
     mention = re.compile(rf"\b{re.escape(name)}\b")
     made = re.compile(rf"(?<![\w.])((?:\w+\.)*){re.escape(name)}\s*\(")
     stored = re.compile(rf"^\s*self\.\w+\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
-    sub = re.compile(rf"class\s+\w+\s*\([^)]*\b{re.escape(name)}\b")
+    local = re.compile(rf"^\s*(\w+)\s*=\s*(?:\w+\.)*{re.escape(name)}\s*\($")
+    sub = re.compile(rf"class\s+(\w+)\s*\([^)]*\b{re.escape(name)}\b")
     for file, text in texts:
         if next(anchored_matches(mention, text, [(name, 0)]), None) is None:
             continue
         where = getattr(file, "name", file)
-        if any(sub.match(text, at) for at in _line_heads(text, "class")):
-            return f"{where} subclasses `{name}`"
+        for at in _line_heads(text, "class"):
+            found = sub.match(text, at)
+            if found and not (file == own and found.group(1) in allowed):
+                return f"{where} subclasses `{name}`"
         first = text.rfind("\n", 0, text.find(name)) + 1  # no match starts on a line before
         for found in made.finditer(text, first):
             start = text.rfind("\n", 0, found.start()) + 1
             head = text[start : found.end()]
             if head.lstrip().startswith(("class ", "def ", "#")):
                 continue
-            if not stored.match(head):
-                line = text.count("\n", 0, found.start()) + 1
+            line = text.count("\n", 0, found.start()) + 1
+            bound = local.match(head)
+            if not stored.match(head) and not (bound and _stored_local(text, line, bound[1])):
                 return (
                     f"{where}:{line} makes a `{name}` otherwise than as "
                     f"`self.<attribute> = {name}(...)`"
@@ -252,3 +363,58 @@ def _line_heads(text: str, word: str) -> list[int]:
         for at in occurrences(text, word)
         if not (before := text[text.rfind("\n", 0, at) + 1 : at]) or before.isspace()
     ]
+
+
+def _stored_local(text: str, line: int, name: str) -> bool:
+    """Whether the local `name` that line `line` of `text` binds (in an `__init__`) is
+    `stored_once` there."""
+    tree = parse_cached(text)
+    inits = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name == "__init__"
+        and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    return len(inits) == 1 and stored_once(inits[0], name, line) is not None
+
+
+def stored_once(init: ast.FunctionDef, name: str, line: int | None) -> str | None:
+    """The attribute `init` stores the name `name` in, when `name` is a parameter defaulting
+    to `None` (or none) bound again at most once, on line `line` (None: anywhere), compared with
+    `None` and stored once as `self.<attr> = name`, and used nowhere else (torchvision's
+    retinanet: `if proposal_matcher is None: proposal_matcher = Matcher(...)`, then
+    `self.proposal_matcher = proposal_matcher`); None otherwise."""
+    args = init.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    defaults: list[ast.expr | None] = [None] * (
+        len(args.posonlyargs) + len(args.args) - len(args.defaults)
+    )
+    defaults += [*args.defaults, *args.kw_defaults]
+    given = [(a, d) for a, d in zip(params, defaults) if a.arg == name]
+    if given and not (isinstance(given[0][1], ast.Constant) and given[0][1].value is None):
+        return None
+    uses = [n for n in all_nodes(init) if isinstance(n, ast.Name) and n.id == name]
+    checked = {
+        id(n.left)
+        for n in all_nodes(init)
+        if isinstance(n, ast.Compare)
+        and [type(op) for op in n.ops] in ([ast.Is], [ast.IsNot])
+        and isinstance(n.comparators[0], ast.Constant)
+        and n.comparators[0].value is None
+    }
+    stores = {
+        id(n.value): n.targets[0].attr
+        for n in all_nodes(init)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Attribute)
+        and isinstance(n.targets[0].value, ast.Name)
+        and n.targets[0].value.id == "self"
+    }
+    bound = [n.lineno for n in uses if not isinstance(n.ctx, ast.Load)]
+    kept = [stores[id(n)] for n in uses if id(n) in stores]
+    others = [n for n in uses if isinstance(n.ctx, ast.Load) and id(n) not in checked | set(stores)]
+    if (bound != [line] if line is not None else len(bound) > 1) or len(kept) != 1 or others:
+        return None
+    return kept[0]
