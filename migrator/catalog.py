@@ -169,6 +169,9 @@ class Op:
     """Augmented assignments (`+=`) that are rewritten out-of-place when that is provably safe."""
     inplace_methods: tuple[str, ...] = ()
     """In-place tensor methods (`add_`) rewritten out-of-place when that is provably safe."""
+    inplace_functions: tuple[str, ...] = ()
+    """Qualified names of functions doing to their first argument what an in-place method does
+    to its receiver (`torch.sigmoid_(x)` is `x.sigmoid_()`): rewritten alike."""
     ctor_extra: tuple[tuple[str, object], ...] = ()
     """Constructor keywords `module` always takes, with their values (`inplace=True` for
     `relu_`)."""
@@ -243,6 +246,12 @@ OPERATORS: tuple[Operator, ...] = (
 def operator_of(node: type[ast.operator]) -> Operator | None:
     """The operator an `ast` operator class stands for (`ast.Add` -> `+`), or None."""
     return next((o for o in OPERATORS if o.node is node), None)
+
+
+def operator_named(name: str) -> Operator | None:
+    """The operator whose function in the `operator` module is `name` (`add` -> `+`):
+    `operator.add(a, b)` and `a.__add__(b)` compute `a + b`; or None."""
+    return next((o for o in OPERATORS if o.function.__name__ == name), None)
 
 
 # --- signature helpers -------------------------------------------------------------------------
@@ -425,10 +434,17 @@ def _reduction(key: str, cls: str) -> Op:
     return Op(key, OPS + cls, args, (f"torch.{key}",), (key,), observed=OWN)
 
 
-def _unary(key: str, cls: str, *names: str, special: tuple[str, ...] = ()) -> Op:
-    """An elementwise `torch.<name>(input)` with its `.<name>()` and in-place `.<name>_()` forms
-    (`out=` does not fit and is left alone). The output is observed on its own: none of these
-    ops keeps its input's range."""
+def _unary(
+    key: str,
+    cls: str,
+    *names: str,
+    special: tuple[str, ...] = (),
+    inplace_functions: tuple[str, ...] | None = None,
+) -> Op:
+    """An elementwise `torch.<name>(input)` with its `.<name>()` and in-place `.<name>_()` and
+    `torch.<name>_(input)` forms (`out=` does not fit and is left alone); `inplace_functions`:
+    the names whose `torch.<name>_` exists, when not all. The output is observed on its own:
+    none of these ops keeps its input's range."""
     names = names or (key,)
     return Op(
         key,
@@ -437,6 +453,7 @@ def _unary(key: str, cls: str, *names: str, special: tuple[str, ...] = ()) -> Op
         tuple(f"torch.{n}" for n in names) + special,
         names,
         inplace_methods=tuple(n + "_" for n in names),
+        inplace_functions=tuple(f"torch.{n}_" for n in inplace_functions or names),
         observed=OWN,
     )
 
@@ -475,7 +492,15 @@ def _build() -> tuple[Op, ...]:
         _inplace_variant("elu", "ELU", _h("alpha", 1.0), functions=(F + "elu_",), observed=OWN)
     )
     ops += _activation("selu", "SELU", observed=OWN, torch_fn=True)
+    ops.append(
+        _inplace_variant("selu", "SELU", functions=(F + "selu_", "torch.selu_"), observed=OWN)
+    )
     ops += _activation("celu", "CELU", _h("alpha", 1.0), observed=OWN, torch_fn=True)
+    ops.append(
+        _inplace_variant(
+            "celu", "CELU", _h("alpha", 1.0), functions=(F + "celu_", "torch.celu_"), observed=OWN
+        )
+    )
     ops += _activation("leaky_relu", "LeakyReLU", _h("negative_slope", 0.01), observed=OWN)
     ops.append(
         _inplace_variant(
@@ -497,33 +522,22 @@ def _build() -> tuple[Op, ...]:
             call_module=OPS + "PReLU",
         )
     )
-    ops.append(
-        Op(
-            "rrelu",
-            NN + "RReLU",
-            (
-                _x(),
-                _h("lower", 1.0 / 8),
-                _h("upper", 1.0 / 3),
-                Arg("training", Role.TRAINING, False),
-                _inplace(),
-            ),
-            (F + "rrelu",),
-            observed=OWN,
-        )
+    rrelu = (
+        _x(),
+        _h("lower", 1.0 / 8),
+        _h("upper", 1.0 / 3),
+        Arg("training", Role.TRAINING, False),
     )
+    ops.append(Op("rrelu", NN + "RReLU", (*rrelu, _inplace()), (F + "rrelu",), observed=OWN))
+    generator = Arg("generator", Role.FIXED, None)
+    ops.append(Op("rrelu", NN + "RReLU", (*rrelu, generator), ("torch.rrelu",), observed=OWN))
     ops.append(
         Op(
             "rrelu",
             NN + "RReLU",
-            (
-                _x(),
-                _h("lower", 1.0 / 8),
-                _h("upper", 1.0 / 3),
-                Arg("training", Role.TRAINING, False),
-                Arg("generator", Role.FIXED, None),
-            ),
-            ("torch.rrelu",),
+            rrelu,
+            (F + "rrelu_", "torch.rrelu_"),
+            ctor_extra=(("inplace", True),),
             observed=OWN,
         )
     )
@@ -547,6 +561,7 @@ def _build() -> tuple[Op, ...]:
             (F + "sigmoid", "torch.sigmoid"),
             ("sigmoid",),
             inplace_methods=("sigmoid_",),
+            inplace_functions=("torch.sigmoid_",),
             observed=UNIT_RANGE,
         )
     )
@@ -558,6 +573,7 @@ def _build() -> tuple[Op, ...]:
             (F + "tanh", "torch.tanh"),
             ("tanh",),
             inplace_methods=("tanh_",),
+            inplace_functions=("torch.tanh_",),
             observed=SYMMETRIC_RANGE,
         )
     )
@@ -593,6 +609,16 @@ def _build() -> tuple[Op, ...]:
     )
     ops.append(Op("tanhshrink", NN + "Tanhshrink", (_x(),), (F + "tanhshrink",), observed=OWN))
     ops += _activation("threshold", "Threshold", _h("threshold"), _h("value"), observed=OWN)
+    ops.append(
+        _inplace_variant(
+            "threshold",
+            "Threshold",
+            _h("threshold"),
+            _h("value"),
+            functions=(F + "threshold_", "torch.threshold_"),
+            observed=OWN,
+        )
+    )
     for key, cls, observed in (
         ("softmax", "Softmax", UNIT_RANGE),
         ("softmin", "Softmin", UNIT_RANGE),
@@ -899,6 +925,7 @@ def _build() -> tuple[Op, ...]:
             ("torch.clamp", "torch.clip"),
             ("clamp", "clip"),
             inplace_methods=("clamp_", "clip_"),
+            inplace_functions=("torch.clamp_", "torch.clip_"),
             observed=OWN,
         )
     )
@@ -908,7 +935,7 @@ def _build() -> tuple[Op, ...]:
     ops.append(_unary("log", "Log"))
     ops.append(_unary("sqrt", "Sqrt"))
     ops.append(_unary("rsqrt", "Rsqrt"))
-    ops.append(_unary("abs", "Abs", "abs", "absolute"))
+    ops.append(_unary("abs", "Abs", "abs", "absolute", inplace_functions=("abs",)))
     ops.append(_unary("neg", "Neg", "neg", "negative"))
     ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
     ops.append(_unary("square", "Square"))
@@ -1033,6 +1060,7 @@ class _Index:
     operators: dict[str, Op] = field(default_factory=dict)
     inplace_operators: dict[str, Op] = field(default_factory=dict)
     inplace_methods: dict[str, Op] = field(default_factory=dict)
+    inplace_functions: dict[str, Op] = field(default_factory=dict)
 
 
 def _index() -> _Index:
@@ -1044,6 +1072,7 @@ def _index() -> _Index:
             (index.operators, op.operators),
             (index.inplace_operators, op.inplace_operators),
             (index.inplace_methods, op.inplace_methods),
+            (index.inplace_functions, op.inplace_functions),
         ):
             for name in names:
                 if name in table:
@@ -1058,6 +1087,25 @@ INDEX = _index()
 def by_function(qualname: str) -> Op | None:
     """The op for a function's qualified name (`torch.nn.functional.relu`)."""
     return INDEX.functions.get(qualname)
+
+
+def by_inplace_function(qualname: str) -> Op | None:
+    """The op whose in-place method a function is (`torch.sigmoid_`: `torch.sigmoid_(x)` is
+    `x.sigmoid_()`)."""
+    return INDEX.inplace_functions.get(qualname)
+
+
+def by_any_function(qualname: str) -> Op | None:
+    """The op a function computes, in place of its first argument or not; also a tensor
+    method through its class (`torch.Tensor.add`) and an operator's function
+    (`operator.add`)."""
+    found = by_function(qualname) or by_inplace_function(qualname)
+    module, _, name = qualname.rpartition(".")
+    if found is None and module == "torch.Tensor":
+        found = by_method(name) or by_inplace_method(name)
+    if found is None and module == "operator" and (operator := operator_named(name)):
+        found = by_operator(operator.symbol)
+    return found
 
 
 def by_method(name: str) -> Op | None:
@@ -1525,7 +1573,11 @@ def markdown_table() -> str:
     for module in replacing_modules():
         ops = [op for op in CATALOG if module in op.modules]
         functions = sorted(
-            {f.replace("torch.nn.functional.", "F.") for op in ops for f in op.functions}
+            {
+                f.replace("torch.nn.functional.", "F.")
+                for op in ops
+                for f in op.functions + op.inplace_functions
+            }
         )
         methods = sorted(
             {f".{m}()" for op in ops for m in op.methods + op.inplace_methods}

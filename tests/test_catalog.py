@@ -30,6 +30,22 @@ def test_every_callable_module_and_method_exists(op):
         assert hasattr(torch.Tensor, method), method
 
 
+def test_inplace_functions_are_listed():
+    """Each in-place function of torch (`torch.sigmoid_`, `F.selu_`) of a listed function's
+    name with `_` is listed, as such a function or as an in-place function, whose method the
+    catalog lists too: none is left with no finding."""
+    for op in catalog.CATALOG:
+        for qualname in op.inplace_functions:
+            assert callable(_resolve(qualname)), qualname
+            assert catalog.by_function(qualname) is None, qualname
+            assert qualname.rsplit(".", 1)[1] in op.inplace_methods, qualname
+    for op in catalog.CATALOG:
+        for qualname in op.functions:
+            module, name = qualname.rsplit(".", 1)
+            if hasattr(importlib.import_module(module), name + "_"):
+                assert catalog.by_any_function(qualname + "_"), qualname + "_"
+
+
 @pytest.mark.parametrize("op", catalog.CATALOG, ids=lambda op: f"{op.key}:{op.module_name}")
 def test_signatures_match_torch(op):
     """Where Python can see a function's signature, the catalog lists its parameters in order."""

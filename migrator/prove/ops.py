@@ -57,6 +57,9 @@ class RuntimeCatalog:
             for name in op.functions:
                 for target in _runtime_functions(resolve(name)):
                     self._add_function(target, Match(op, name, "function"))
+            for name in op.inplace_functions:
+                for target in _runtime_functions(resolve(name)):
+                    self._add_function(target, Match(op, name, "function", inplace=True))
             for name in op.methods:
                 self._methods[name] = Match(op, f".{name}()", "method")
             for name in op.inplace_methods:

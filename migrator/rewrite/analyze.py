@@ -19,7 +19,11 @@ from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import HelperModules, Twins
 from migrator.rewrite.hook_methods import report_global_hooks
 from migrator.rewrite.mentions import attributes_stored_elsewhere
-from migrator.rewrite.outside_runs import report_without_forward
+from migrator.rewrite.outside_runs import (
+    binds_forward,
+    report_bound_elsewhere,
+    report_without_forward,
+)
 from migrator.rewrite.plan import Plan, Positions
 from migrator.rewrite.promotion import promote
 from migrator.rewrite.project import TORCH_MODULE, FileInfo, Project, RunSettings
@@ -35,13 +39,14 @@ SKIP_PRAGMA = re.compile(r"#\s*migrator:\s*skip\b(?!\[)")
 def may_have_work(text: str, plain: bool = True) -> bool:
     """Cheap filter: only a class with its own `forward` can hold work, a module-level function
     (a helper other files call), a class of no base (which may become a module, `plain_modules`;
-    not with `plain` False: a base class, which never does), or code that walks a module's
-    children; migrator's own op modules (and the copies `ops_module` makes of them) are never
+    not with `plain` False: a base class, which never does), code that walks a module's
+    children or binds a class's `forward`; migrator's own op modules (and the copies `ops_module` makes of them) are never
     rewritten."""
     return (
         ("class" in text and "def forward" in text)
         or "\ndef " in text
         or walks_children(text)
+        or binds_forward(text)
         or (plain and "class" in text and _PLAIN_CLASS.search(text) is not None)
     ) and "\n__migrator_ops__ = True" not in text
 
@@ -134,6 +139,8 @@ class ProjectAnalysis:
             ctx.helper_modules.in_earlier = False
             if "MIG115" not in disable and "register_module_" in source:
                 report_global_hooks(ctx, tree)
+            if "MIG115" not in disable and binds_forward(source):
+                report_bound_elsewhere(ctx, tree)
             if "MIG113" not in disable and walks_children(source):
                 report_children_walks(ctx, tree)
             ctx.finish()

@@ -277,11 +277,12 @@ class _Apply(cst.CSTTransformer):
         if replace is None:
             return updated
         call = updated.value
-        # `x.add_(y)`: only a local name is rebound
-        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-        assert isinstance(call.func.value, cst.Name)
+        # `x.add_(y)`, `torch.sigmoid_(x)`: only a local name, the first input, is rebound
+        assert isinstance(call, cst.Call)
+        ((target, _, _),) = _resolve(replace.inputs[0][0], call)
+        assert isinstance(target, cst.Name)
         return cst.Assign(
-            targets=[cst.AssignTarget(call.func.value.deep_clone())],
+            targets=[cst.AssignTarget(target.deep_clone())],
             value=_call(replace, call),
             semicolon=updated.semicolon,
         )

@@ -346,6 +346,22 @@ def self_attr(node: object) -> TypeGuard[ast.Attribute]:
     )
 
 
+def own_class(name: str, node: ast.expr) -> bool:
+    """Whether `node` is the instance or its class (named `name`): `self`, `type(self)`,
+    `self.__class__`, or the class by its name."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", name)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__" and own_class(name, node.value)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and own_class(name, node.args[0])
+    )
+
+
 def named_attribute(node: ast.expr) -> str | None:
     """The attribute `getattr(self, "<name>")` reads, None for anything else."""
     if (

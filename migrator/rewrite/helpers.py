@@ -204,28 +204,34 @@ def modules_made(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) ->
             continue
         seen.add(id(each))
         for node in ast.walk(each):
-            made.update(_spelled_modules(file, node))
+            made.update(m for _, op in spelled_ops(file, node) for m in op.modules)
         todo += [found for found, _ in _called(ctx, file, each, {})]
     kits = (catalog.toolkit_module(m, ctx.toolkit) for m in list(made))
     return frozenset(made | {k.qualname for k in kits if k is not None})
 
 
-def _spelled_modules(info: FileInfo, node: ast.AST) -> Iterator[str]:
-    """The modules of the catalog ops `node` may be, whatever its operands are."""
-    ops: list[catalog.Op | None] = []
+def spelled_ops(info: FileInfo, node: ast.AST) -> list[tuple[str, catalog.Op]]:
+    """(label, op) of each catalog op `node` may be, whatever its operands are."""
+    ops: list[tuple[str, catalog.Op | None]] = []
     if isinstance(node, ast.Call):
         qualname = info.names.resolve(node.func)
-        ops.append(catalog.by_function(qualname) if qualname else None)
+        if qualname:
+            label = qualname.replace("torch.nn.functional.", "F.")
+            ops.append((label, catalog.by_any_function(qualname)))
         if isinstance(node.func, ast.Attribute):
-            ops += [catalog.by_method(node.func.attr), catalog.by_inplace_method(node.func.attr)]
+            label = f".{node.func.attr}()"
+            ops += [
+                (label, catalog.by_method(node.func.attr)),
+                (label, catalog.by_inplace_method(node.func.attr)),
+            ]
     elif isinstance(node, (ast.BinOp, ast.AugAssign)):
         operator = catalog.operator_of(type(node.op))
-        if operator is not None:
-            ops += [
-                catalog.by_operator(operator.symbol),
-                catalog.by_inplace_operator(operator.inplace_symbol),
-            ]
-    return (m for op in ops if op is not None for m in op.modules)
+        if operator is not None and isinstance(node, ast.BinOp):
+            ops.append((f"`{operator.symbol}`", catalog.by_operator(operator.symbol)))
+        elif operator is not None:
+            symbol = operator.inplace_symbol
+            ops.append((f"`{symbol}`", catalog.by_inplace_operator(symbol)))
+    return [(label, op) for label, op in ops if op is not None]
 
 
 def called_helpers(
@@ -449,7 +455,7 @@ def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> 
                     return False
                 continue
             qualname = info.names.resolve(node.func)
-            if qualname and catalog.by_function(qualname):
+            if qualname and catalog.by_any_function(qualname):
                 return False
             func = node.func
             if (
@@ -607,6 +613,14 @@ def _kept(
     return kept[key]
 
 
+def as_function(node: ast.Lambda) -> ast.FunctionDef:
+    """A lambda as the `def` returning its body (at its place), which the op searches read."""
+    body = ast.copy_location(ast.Return(node.body), node.body)
+    function = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[])
+    function.type_params = []  # type: ignore[attr-defined]  # a field from Python 3.12
+    return ast.copy_location(function, node)
+
+
 def op_labels(info: FileInfo, function: ast.FunctionDef) -> tuple[str, ...]:
     """The labels of `ops_in(info, function)`, worked out once a process for a file read from
     disk (they depend on its text alone)."""
@@ -637,7 +651,7 @@ def ops_in(
     for node in nodes:
         if isinstance(node, ast.Call):
             qualname = info.names.resolve(node.func)
-            if qualname and catalog.by_function(qualname):
+            if qualname and catalog.by_any_function(qualname):
                 yield qualname.replace("torch.nn.functional.", "F."), node
             elif (
                 isinstance(node.func, ast.Attribute)

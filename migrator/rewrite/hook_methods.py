@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-from migrator.rewrite.context import FileContext
-from migrator.rewrite.helpers import ops_in
+from migrator.rewrite.context import FileContext, own_class
+from migrator.rewrite.helpers import as_function
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import ClassInfo, FileInfo
 
@@ -63,14 +63,6 @@ def registrations(
                     todo += ast.iter_child_nodes(node)
 
 
-def as_function(node: ast.Lambda) -> ast.FunctionDef:
-    """A lambda as the `def` returning its body (at its place), which the op searches read."""
-    body = ast.copy_location(ast.Return(node.body), node.body)
-    function = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[])
-    function.type_params = []  # type: ignore[attr-defined]  # a field from Python 3.12
-    return ast.copy_location(function, node)
-
-
 def report_hooks(ctx: FileContext, cls: ClassInfo, methods: dict[str, ast.FunctionDef]) -> None:
     """Report each method of `cls` (`self.<name>`), helper function of the project or lambda
     that a method of `cls` hands to one of `REGISTRARS`, when it runs ops."""
@@ -92,7 +84,7 @@ def _hook(
 ) -> Found | None:
     """The method or project function `node` names (`self._hook`, `Block._hook`,
     `type(self)._hook`, `_hook`), if any."""
-    if isinstance(node, ast.Attribute) and node.attr in methods and _own_class(cls, node.value):
+    if isinstance(node, ast.Attribute) and node.attr in methods and own_class(cls.name, node.value):
         return cls, ctx.info, methods[node.attr]
     if not isinstance(node, ast.Name) or node.id in ctx.locals_of(method):
         return None
@@ -101,22 +93,6 @@ def _hook(
         return None
     found = ctx.project.find_function(qualname, ctx.info)
     return (None, *found) if found else None
-
-
-def _own_class(cls: ClassInfo, node: ast.expr) -> bool:
-    """Whether `node` is the instance or its class: `self`, `type(self)`, `self.__class__`, or
-    the class by its name."""
-    if isinstance(node, ast.Name):
-        return node.id in ("self", cls.name)
-    if isinstance(node, ast.Attribute):
-        return node.attr == "__class__" and _own_class(cls, node.value)
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "type"
-        and len(node.args) == 1
-        and _own_class(cls, node.args[0])
-    )
 
 
 def _report(
@@ -129,11 +105,9 @@ def _report(
     function = found[2]
     labels = ops_from(ctx, [found])
     proven = bool(labels)
-    if not proven:  # what torch hands the hook after the module is a tensor, or may be one
-        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
-        given = frozenset(p for p in params if p != "self")
-        module = next((p for p in params if p != "self"), None)
-        labels = [label for label, _ in ops_in(found[1], function, tensor_params=given - {module})]
+    if not proven:  # what torch hands the hook after the module is a tensor, or may be one,
+        # and so is what the hook hands the methods and helpers it calls
+        labels = ops_from(ctx, [found], lambda f: _given(f, skip=int(f is function)))
     if not labels or id(node) in ctx.helpers_seen:
         return
     ctx.helpers_seen.add(id(node))
@@ -153,6 +127,12 @@ def _report(
         + ", where its calls cannot be counted; left as is",
         op=function.name,
     )
+
+
+def _given(function: ast.FunctionDef, skip: int) -> frozenset[str]:
+    """The parameters of `function` but `self` and the `skip` first others (a hook's module)."""
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    return frozenset([p for p in params if p != "self"][skip:])
 
 
 def report_global_hooks(ctx: FileContext, tree: ast.Module) -> None:

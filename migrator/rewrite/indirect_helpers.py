@@ -14,8 +14,9 @@ import ast
 import weakref
 from typing import Callable
 
+from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.helpers import imported_root
+from migrator.rewrite.helpers import imported_root, spelled_ops
 from migrator.rewrite.object_methods import ops_from
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.walk import all_nodes
@@ -49,6 +50,34 @@ def report_indirect_helpers(ctx: FileContext, owner: str, reached: list[ast.Func
                 ),
             )
         _report_handed_on(ctx, owner, method)
+        _report_decorators(ctx, owner, method)
+
+
+def _report_decorators(ctx: FileContext, owner: str, method: ast.FunctionDef) -> None:
+    """Report (MIG115) each function of the project decorating `method` (`@doubled`,
+    `@scaled(2)`) that may run ops, whatever their operands (the method's result, unknown to
+    it): what it returns runs in the method's place, where its calls cannot be counted."""
+    for decorator in method.decorator_list:
+        named = decorator.func if isinstance(decorator, ast.Call) else decorator
+        qualname = ctx.info.names.resolve(named)
+        if qualname is None or qualname.split(".")[0] == "torch":
+            continue
+        found = ctx.project.find_function(qualname, ctx.info)
+        if found is None:
+            continue
+        info, function = found
+        labels = sorted({label for n in ast.walk(function) for label, _ in spelled_ops(info, n)})
+        if not labels:
+            continue
+        ctx.report(
+            decorator,
+            "MIG115",
+            f"`@{ctx.text(decorator)}` (`{function.name}`, line {function.lineno}) decorates "
+            f"`{method.name}`, which forward reaches from `{owner}`, and may run {len(labels)} "
+            f"op(s) ({', '.join(labels)}): what it returns runs in the method's place, where "
+            "its calls cannot be counted; left as is",
+            op=function.name,
+        )
 
 
 def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> None:
@@ -73,6 +102,8 @@ def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> 
             if project is not None and not _calls_parameter(project, position):
                 continue  # `_log_api_usage_once(fn)`: a function of the project only reading it
             for node in _outside_calls(value):
+                if name in _CALLING and _report_handed_op(ctx, node, call, shadowed, called):
+                    continue
                 if (
                     not isinstance(node, ast.Name)
                     or id(node) in called
@@ -94,6 +125,28 @@ def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> 
                         "cannot be counted, as the function; left as is"
                     ),
                 )
+
+
+def _report_handed_op(
+    ctx: FileContext, node: ast.AST, call: ast.Call, shadowed: set[str], called: set[int]
+) -> bool:
+    """Report (MIG115) a catalog op handed uncalled to what calls it (`map(torch.relu, xs)`,
+    `functools.reduce(operator.add, xs)`); whether `node` is one."""
+    if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in called:
+        return False
+    qualname = ctx.info.names.resolve(node, shadowed)
+    if qualname is None or catalog.by_any_function(qualname) is None:
+        return False
+    ctx.helpers_seen.add(id(node))
+    ctx.report(
+        node,
+        "MIG115",
+        f"`{ctx.text(node)}`{'' if ctx.text(node) == qualname else f' (`{qualname}`)'} is "
+        f"handed on uncalled to `{ctx.text(call.func)}"
+        "(...)`, which calls it where its calls cannot be counted: `fix` converts an op called "
+        "by name; left as is",
+    )
+    return True
 
 
 def _report(

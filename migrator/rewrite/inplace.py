@@ -35,6 +35,7 @@ def inplace_unsafe(
     stmt: ast.stmt,
     made: Made,
     parents: Parents,
+    in_place: Callable[[ast.expr], bool],
 ) -> str | None:
     """Why rebinding `target` instead of mutating it could be seen elsewhere (None: it
     cannot). Walks back from `stmt` through its block and the blocks around it to the
@@ -42,11 +43,12 @@ def inplace_unsafe(
     has read since (in each branch of an `if` that may assign it); a loop it walks out of
     carries the value round, so nothing else in its body may read it either. A value passed
     through a module that may return its input is as fresh as that input, when nothing reads
-    the input afterwards. `parents`: `block_parents(method)`."""
+    the input afterwards. `parents`: `block_parents(method)`; `in_place`: whether a function
+    changes its first argument in place (`torch.sigmoid_`), as an in-place method does."""
     if not isinstance(target, ast.Name):
         return "only a local name can be rebound"
     summed = isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Mult))
-    walk = _Walk(method, made, parents, summed)
+    walk = _Walk(method, made, parents, summed, in_place)
     return walk.back(target.id, stmt, stmt)[1]
 
 
@@ -54,11 +56,17 @@ class _Walk:
     """The walk back of one in-place op."""
 
     def __init__(
-        self, method: ast.FunctionDef, made: Made, parents: Parents, augmented: bool
+        self,
+        method: ast.FunctionDef,
+        made: Made,
+        parents: Parents,
+        augmented: bool,
+        in_place: Callable[[ast.expr], bool],
     ) -> None:
         self.method = method
         self.made = made
         self.parents = parents
+        self.in_place = in_place
         self.augmented = augmented
         """The op is `x += y` or `x *= y`: on a number it rebinds `x` whatever the rewrite
         (and every toolkit's module takes a number first there)."""
@@ -92,11 +100,13 @@ class _Walk:
         if _assigns(prior, name):
             assert isinstance(prior, ast.Assign)
             return self.value(prior, prior.value, name)
-        if _mutates(prior, name):
+        if _mutation(prior, name, self.in_place) is not None:
             return "open", None  # an in-place op on the same tensor keeps it unshared
         if isinstance(prior, ast.If) and not _shares(prior.test, name):
             return self.branches(prior, name, op)
-        if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _mutated_only(prior, name):
+        if isinstance(prior, (ast.For, ast.AsyncFor, ast.While)) and _mutated_only(
+            prior, name, self.in_place
+        ):
             return "open", None  # changed in place at each iteration: the same tensor
         if _shares(prior, name):
             return "unsafe", "the value is read or assigned before, so it may be shared"
@@ -294,7 +304,9 @@ def _used_elsewhere(
     return False
 
 
-def _mutated_only(loop: ast.For | ast.AsyncFor | ast.While, name: str) -> bool:
+def _mutated_only(
+    loop: ast.For | ast.AsyncFor | ast.While, name: str, in_place: Callable[[ast.expr], bool]
+) -> bool:
     """Whether the loop uses `name` only in statements of its body that change it in place
     and read it nowhere else (`for ck in self.convs: out += ck(x)`): the value after it is
     the value before it, and nothing else holds it."""
@@ -303,29 +315,32 @@ def _mutated_only(loop: ast.For | ast.AsyncFor | ast.While, name: str) -> bool:
     for stmt in loop.body:
         if not _shares(stmt, name):
             continue
-        if not _mutates(stmt, name):
-            return False
-        if isinstance(stmt, ast.AugAssign):
-            read = [stmt.value]
-        else:
-            assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)  # `_mutates`
-            read = [*stmt.value.args, *(k.value for k in stmt.value.keywords)]
-        if any(_shares(n, name) for n in read):
+        read = _mutation(stmt, name, in_place)
+        if read is None or any(_shares(n, name) for n in read):
             return False
     return True
 
 
-def _mutates(stmt: ast.stmt, name: str) -> bool:
-    """`name op= ...` or `name.op_(...)` as a statement whose arguments do not store `name`."""
+def _mutation(
+    stmt: ast.stmt, name: str, in_place: Callable[[ast.expr], bool]
+) -> list[ast.expr] | None:
+    """What else than `name` the statement reads when it is `name op= ...`, `name.op_(...)`
+    or `f(name, ...)` for a function `f` changing its first argument in place (`in_place`:
+    `torch.sigmoid_`); None for another statement."""
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-        return stmt.target.id == name
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        func = stmt.value.func
-        return (
-            isinstance(func, ast.Attribute)
-            and func.attr.endswith("_")
-            and not func.attr.endswith("__")
-            and isinstance(func.value, ast.Name)
-            and func.value.id == name
-        )
-    return False
+        return [stmt.value] if stmt.target.id == name else None
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    call = stmt.value
+    func, keywords = call.func, [k.value for k in call.keywords]
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr.endswith("_")
+        and not func.attr.endswith("__")
+        and isinstance(func.value, ast.Name)
+        and func.value.id == name
+    ):
+        return [*call.args, *keywords]
+    if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == name:
+        return [*call.args[1:], *keywords] if in_place(func) else None
+    return None

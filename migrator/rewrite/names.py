@@ -30,6 +30,10 @@ class ModuleNames:
     """Names bound by anything else at module level (def, class, assignment)."""
     constants: dict[str, ast.expr] = field(default_factory=dict)
     """Module-level names assigned exactly once, to a literal."""
+    patched: set[str] = field(default_factory=set)
+    """Qualified names of attributes of imports that module-level code assigns
+    (`torch.backends.cudnn.benchmark = True`, `F.relu = f`): they, and what is under them,
+    resolve to nothing; the import itself still resolves."""
     stars: list[str] = field(default_factory=list)
     """Modules imported with `from <module> import *`."""
     dotted: set[str] = field(default_factory=set)
@@ -66,7 +70,10 @@ class ModuleNames:
             base = f"{self.module}.{node.id}"
         else:
             return None
-        return ".".join([base, *reversed(parts)])
+        found = ".".join([base, *reversed(parts)])
+        if self.patched and any(found == p or found.startswith(p + ".") for p in self.patched):
+            return None
+        return found
 
     def alias_for(self, qualname: str) -> str | None:
         """The shortest local spelling of `qualname` through existing imports (`nn.ReLU`)."""
@@ -111,8 +118,15 @@ def collect(
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
+    dotted: list[ast.Attribute] = []
 
-    _visit(tree.body, names, assigned)
+    _visit(tree.body, names, assigned, dotted)
+    for target in dotted:  # `torch.backends.cudnn.benchmark = True` leaves `torch` torch's
+        root, spelled = _dotted(target)
+        if root in names.imports and root not in assigned:
+            names.patched.add(names.imports[root] + spelled)
+        else:
+            assigned.setdefault(root, []).append(None)
     if may_declare_global(text):  # also in a function defined in an `if`, `try` or `with`
         for node in all_nodes(tree):
             if isinstance(node, ast.Global):
@@ -299,10 +313,31 @@ def _reads(values: list[ast.expr | None]) -> set[str]:
     }
 
 
+def _dotted(node: ast.Attribute) -> tuple[str, str]:
+    """(`a`, `.b.c`) of `a.b.c` (a dotted name: `_visit` made sure)."""
+    parts: list[str] = []
+    value: ast.expr = node
+    while isinstance(value, ast.Attribute):
+        parts.append(value.attr)
+        value = value.value
+    assert isinstance(value, ast.Name)
+    return value.id, "".join(f".{p}" for p in reversed(parts))
+
+
+def _is_dotted(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
 def _visit(
-    body: list[ast.stmt], names: ModuleNames, assigned: dict[str, list[ast.expr | None]]
+    body: list[ast.stmt],
+    names: ModuleNames,
+    assigned: dict[str, list[ast.expr | None]],
+    stored: list[ast.Attribute],
 ) -> None:
-    """`collect`'s walk of one block of module-level statements."""
+    """`collect`'s walk of one block of module-level statements; `stored`: the dotted names
+    assigned (`a.b = v`)."""
     for stmt in body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
@@ -335,20 +370,51 @@ def _visit(
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = None if isinstance(stmt, ast.AugAssign) else stmt.value
             for target in targets:
+                if isinstance(target, ast.Attribute) and _is_dotted(target):
+                    stored.append(target)
+                    continue
                 for node in all_nodes(target):
                     if isinstance(node, ast.Name):
                         assigned.setdefault(node.id, []).append(
                             value if isinstance(target, ast.Name) else None
                         )
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            _setattr(stmt.value, assigned, stored)
         elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
             for part in ("body", "orelse", "finalbody"):
-                _visit(getattr(stmt, part, []), names, assigned)
+                _visit(getattr(stmt, part, []), names, assigned, stored)
             for handler in getattr(stmt, "handlers", []):
-                _visit(handler.body, names, assigned)
+                _visit(handler.body, names, assigned, stored)
         elif isinstance(stmt, (ast.For, ast.While)):
             for node in all_nodes(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     assigned.setdefault(node.id, []).append(None)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    if _is_dotted(node):
+                        stored.append(node)
+                elif isinstance(node, ast.Call):
+                    _setattr(node, assigned, stored)
+
+
+def _setattr(
+    call: ast.Call, assigned: dict[str, list[ast.expr | None]], stored: list[ast.Attribute]
+) -> None:
+    """`setattr(F, "gelu", f)` read as `F.gelu = f` (`_visit`); given a name not written out,
+    as a store into any attribute of `F`."""
+    if not (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "setattr"
+        and len(call.args) == 3
+        and _is_dotted(call.args[0])
+    ):
+        return
+    owner, name = call.args[0], call.args[1]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        stored.append(ast.Attribute(owner, name.value, ast.Store()))
+    elif isinstance(owner, ast.Attribute):
+        stored.append(owner)
+    elif isinstance(owner, ast.Name):
+        assigned.setdefault(owner.id, []).append(None)
 
 
 def parameter_defaults(args: ast.arguments) -> dict[str, ast.expr]:

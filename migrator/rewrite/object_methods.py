@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from migrator import catalog
@@ -20,8 +20,8 @@ from migrator.rewrite.held_methods import (
     held_by_holders,
     plain_why,
 )
-from migrator.rewrite.held_ops import report_held_op, report_named_op
-from migrator.rewrite.helpers import op_labels, target_of
+from migrator.rewrite.held_ops import named_by_getattr, report_held_op, report_named_op
+from migrator.rewrite.helpers import as_function, op_labels, ops_in, target_of
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.settings import SubmoduleSettings
 from migrator.rewrite.stores import stores_of
@@ -44,7 +44,7 @@ def report_object_methods(
         aliases: list[dict[str, str]] = []  # worked out when a call on a local name needs them
         walked: set[str] | None = None  # likewise, the names walking the children
         for call in ctx.calls_in(method):
-            func = _named_by_getattr(call.func) or call.func
+            func = named_by_getattr(call.func) or call.func
             if self_attr(func) and id(call) not in ctx.helpers_seen:
                 _report_held_function(ctx, call, func.attr, settings)
                 if id(call) not in ctx.helpers_seen:
@@ -57,11 +57,16 @@ def report_object_methods(
                     aliases.append(_aliases(ctx, method))
                 if (attr := (aliases[0] if aliases else {}).get(func.id)) is not None:
                     _report_held_function(ctx, call, attr, settings)  # `f = self.sim; f(x)`
-            if isinstance(func, ast.Name) and id(call) not in ctx.helpers_seen:
+            if (
+                isinstance(func, (ast.Name, ast.NamedExpr, ast.Attribute))
+                and id(call) not in ctx.helpers_seen
+            ):
                 report_held_op(ctx, method, call, settings)
-            if func is not call.func and id(call) not in ctx.helpers_seen:
-                assert isinstance(func, ast.Attribute)
-                report_named_op(ctx, call, func)  # `getattr(torch, "exp")(y)`
+            if (
+                isinstance(call.func, (ast.Call, ast.Subscript))
+                and id(call) not in ctx.helpers_seen
+            ):
+                report_named_op(ctx, call)  # `getattr(torch, "exp")(y)`
             if id(call) not in ctx.helpers_seen:
                 _report_passed_object(ctx, method, call)
             if not isinstance(func, ast.Attribute):
@@ -165,33 +170,6 @@ def _walk_targets(ctx: FileContext, method: ast.FunctionDef) -> set[str]:
         ):
             found.add(node.target.id)
     return found
-
-
-def _named_by_getattr(func: ast.expr) -> ast.Attribute | None:
-    """`<x>.<name>` for a method `getattr(<x>, "<name>")` or `<x>.__dict__["<name>"]` names
-    (`<x>` not `self`: its methods are the class's own), read as that attribute
-    (`getattr(self.head, "loss")(y)`: `object_method_getattr.py`; `F.__dict__["elu"]`)."""
-    if (
-        isinstance(func, ast.Subscript)
-        and isinstance(func.value, ast.Attribute)
-        and func.value.attr == "__dict__"
-        and not self_attr(func.value)
-        and isinstance(func.slice, ast.Constant)
-        and isinstance(func.slice.value, str)
-    ):
-        return ast.copy_location(ast.Attribute(func.value.value, func.slice.value), func)
-    if not (
-        isinstance(func, ast.Call)
-        and isinstance(func.func, ast.Name)
-        and func.func.id == "getattr"
-        and len(func.args) == 2
-        and not func.keywords
-        and isinstance(func.args[1], ast.Constant)
-        and isinstance(func.args[1].value, str)
-        and not (isinstance(func.args[0], ast.Name) and func.args[0].id == "self")
-    ):
-        return None
-    return ast.copy_location(ast.Attribute(func.args[0], func.args[1].value, ast.Load()), func)
 
 
 def _report_called_object(
@@ -359,8 +337,6 @@ def _report_held_lambda(
 ) -> None:
     """Report a call of `self.<attr>` holding a lambda that `__init__` stores there
     (`self.gate = lambda x: torch.sigmoid(x)`), when it runs ops."""
-    from migrator.rewrite.hook_methods import as_function  # which reads `ops_from`
-
     lambdas = [v for v in settings.init_values(attr) if isinstance(v, ast.Lambda)]
     found = ops_from(ctx, [(None, ctx.info, as_function(each)) for each in lambdas])
     if not found:
@@ -426,11 +402,14 @@ def _ops_of(ctx: FileContext, cls: ClassInfo, name: str) -> list[str]:
 
 
 def ops_from(
-    ctx: FileContext, todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]]
+    ctx: FileContext,
+    todo: list[tuple[ClassInfo | None, FileInfo, ast.FunctionDef]],
+    given: Callable[[ast.FunctionDef], frozenset[str]] | None = None,
 ) -> list[str]:
     """The labels of the ops the functions of `todo` run (each a method of its class, or a
     function): their own, those of the methods of the class they call on `self` and of the
-    helper functions they call."""
+    helper functions they call; `given`: the parameters of each that may be tensors, when not
+    only those proven so (what torch hands a hook)."""
     found: list[str] = []
     seen: set[int] = set()
     while todo:
@@ -438,7 +417,10 @@ def ops_from(
         if id(function) in seen:
             continue
         seen.add(id(function))
-        found += op_labels(info, function)
+        if given is None:
+            found += op_labels(info, function)
+        else:
+            found += [label for label, _ in ops_in(info, function, tensor_params=given(function))]
         for node in ctx.calls_in(function):
             target = target_of(ctx, info, node, function, {})
             if target is not None:

@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.family import Family
-from migrator.rewrite.hook_methods import Found, as_function, registrations
+from migrator.rewrite.helpers import as_function
+from migrator.rewrite.hook_methods import Found, registrations
 from migrator.rewrite.object_methods import ops_from, self_assignments
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.runs import runs_per_call
@@ -196,24 +197,41 @@ def _bound_outside(owner: ClassInfo) -> list[ast.expr]:
     name = owner.name
     if text is not None and f"{name}.forward" not in text and f"setattr({name}" not in text:
         return []
-    found: list[ast.expr] = []
-    for node in all_nodes(owner.file.tree):
-        if isinstance(node, ast.Assign) and any(
-            _on_class(t, name) == "forward" for t in node.targets
-        ):
-            found.append(node.value)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "setattr"
-            and len(node.args) == 3
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id == name
-            and isinstance(node.args[1], ast.Constant)
-            and node.args[1].value == "forward"
-        ):
-            found.append(node.args[2])
-    return found
+    return [
+        value
+        for node in all_nodes(owner.file.tree)
+        for on, value in _forward_bindings(node)
+        if isinstance(on, ast.Name) and on.id in ("self", name)
+    ]
+
+
+def _forward_bindings(node: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+    """(`x`, `v`) of `x.forward = v` or `setattr(x, "forward", v)`."""
+    if isinstance(node, ast.Assign):
+        return [
+            (t.value, node.value)
+            for t in node.targets
+            if isinstance(t, ast.Attribute) and t.attr == "forward"
+        ]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and len(node.args) == 3
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value == "forward"
+    ):
+        return [(node.args[0], node.args[2])]
+    return []
+
+
+def _method_named(ctx: FileContext, node: ast.expr, cls: ClassInfo) -> str | None:
+    """`<attr>` of `node`, `self.<attr>` or `<C>.<attr>` where `<C>` names `cls` (in its file
+    or imported), else None."""
+    if (attr := _on_class(node, cls.name)) is not None or not isinstance(node, ast.Attribute):
+        return attr
+    named = ctx.project.find_class(ctx.info.names.resolve(node.value), ctx.info)
+    return node.attr if named is cls else None
 
 
 def _on_class(node: ast.AST, name: str) -> str | None:
@@ -225,6 +243,15 @@ def _on_class(node: ast.AST, name: str) -> str | None:
 
 
 _BINDS = re.compile(r"self\.forward[ \t]*=(?!=)")
+_BINDS_ANY = re.compile(r"\w\.forward[ \t]*=(?!=)|[\"']forward[\"'][ \t]*,")
+
+
+def binds_forward(text: str) -> bool:
+    """Whether a file's text may bind some class's `forward` (`Model.forward = f`,
+    `setattr(Model, "forward", f)`): cheap, for `report_bound_elsewhere`."""
+    return "forward" in text and _BINDS_ANY.search(text) is not None
+
+
 _SPELLS: weakref.WeakKeyDictionary[FileInfo, tuple[bool, bool]] = weakref.WeakKeyDictionary()
 
 
@@ -277,25 +304,44 @@ def report_outside(
         runs: list[Found] = [(None, ctx.info, methods[n]) for n in ran if n != "forward"]
         _report(ctx, call, runs, "`__call__` overrides `nn.Module.__call__`")
     for value in _class_starts(ctx, cls).bound:
-        todo: list[ast.expr] = [value]
-        while todo:
-            node = todo.pop()
-            found: Found | None = None
-            if isinstance(node, ast.Lambda):
-                found = (cls, ctx.info, as_function(node))
-            elif (attr := _on_class(node, cls.name)) in methods and attr not in reached:
-                found = (cls, ctx.info, methods[attr])
-            elif isinstance(node, ast.Name) and node.id in methods:  # `forward = _body`
-                found = (cls, ctx.info, methods[node.id]) if node.id not in reached else None
-                if found is None:
-                    continue
-            elif isinstance(node, ast.Name) and (qualname := ctx.info.names.resolve(node)):
-                target = ctx.project.find_function(qualname, ctx.info)
-                found = (None, *target) if target else None
-            if found is not None:
-                _report(ctx, node, [found], f"`{ctx.text(node)}` is bound as `self.forward`")
-            else:
-                todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr)]
+        _report_bound(ctx, cls, value, reached)
+
+
+def report_bound_elsewhere(ctx: FileContext, tree: ast.Module) -> None:
+    """Report (MIG115) what the file binds in forward's place of a module class of another
+    file (`Model.forward = _forward`, `setattr(Model, "forward", f)`, `Model` imported), when
+    it runs ops: the class's own file does not see it (`trees/forward_bound_elsewhere`)."""
+    for node in all_nodes(tree):
+        for on, value in _forward_bindings(node):
+            cls = ctx.project.find_class(ctx.info.names.resolve(on), ctx.info)
+            if cls is not None and cls.file is not ctx.info and ctx.project.is_module(cls):
+                _report_bound(ctx, cls, value, set())
+
+
+def _report_bound(ctx: FileContext, cls: ClassInfo, value: ast.expr, reached: set[str]) -> None:
+    """Report the ops of what `value` names, bound in forward's place of `cls`: a lambda, a
+    method of `cls` (`self._run`, `Model._run`, `_run` in the class statement) forward does not
+    run (`reached`), or a function of the project."""
+    methods = cls.methods()
+    todo: list[ast.expr] = [value]
+    while todo:
+        node = todo.pop()
+        found: Found | None = None
+        if isinstance(node, ast.Lambda):
+            found = (cls, ctx.info, as_function(node))
+        elif (attr := _method_named(ctx, node, cls)) in methods and attr not in reached:
+            found = (cls, cls.file, methods[attr])
+        elif isinstance(node, ast.Name) and node.id in methods and cls.file is ctx.info:
+            found = (cls, ctx.info, methods[node.id]) if node.id not in reached else None
+            if found is None:
+                continue  # `forward = _body`
+        elif isinstance(node, ast.Name) and (qualname := ctx.info.names.resolve(node)):
+            target = ctx.project.find_function(qualname, ctx.info)
+            found = (None, *target) if target else None
+        if found is not None:
+            _report(ctx, node, [found], f"`{ctx.text(node)}` is bound as `self.forward`")
+        else:
+            todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr)]
 
 
 def _report(

@@ -259,8 +259,18 @@ class Scanner:
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
+        inplace = catalog.by_inplace_function(qualname) if qualname else None
+        if inplace is not None:  # `torch.sigmoid_(y)`: as `y.sigmoid_()`
+            positional, keywords = _arguments(node)
+            label = self.ctx.text(func)
+            self._inplace_call(inplace, node, positional, keywords, visit, "MIG001", label)
+            return
         if qualname in ("torch.max", "torch.min"):
             self._pairwise(node, qualname[6:], [], visit, "MIG001", self.ctx.text(func))
+            return
+        if _builtin(func, "sum", self.ctx.info, self.shadowed) and node.args:
+            self._summed(node.args[0])
+        elif self._spelled(node, qualname or "", visit):
             return
         if isinstance(func, ast.Attribute) and func.attr in ("max", "min"):
             receiver = [(func.value, InputRef("receiver"))]
@@ -272,36 +282,118 @@ class Scanner:
         ):
             self._unproven(f".{func.attr}()", func.value)
         if isinstance(func, ast.Attribute) and self.tensors.is_tensor(func.value):
-            op, note = catalog.by_method(func.attr), ""
+            positional, keywords = _arguments(node)
+            positional = [(func.value, InputRef("receiver"))] + positional
+            label = f".{func.attr}()"
+            op = catalog.by_method(func.attr)
             inplace = catalog.by_inplace_method(func.attr) if op is None else None
-            standing = isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node
-            if inplace is not None and standing:
-                self._inplace(
-                    inplace, node, func.value, node.args, node.keywords, visit, f".{func.attr}()"
-                )
-                return
-            if inplace is not None and self._temporary(func.value):
-                op = inplace
-                note = "; its receiver is a new tensor nothing else holds"
-                note += self._fresh_note(func.value)
-            elif inplace is not None:
-                raise Refusal(
-                    "MIG108",
-                    f".{func.attr}() on `{self.ctx.text(func.value)}`: what it returns is "
-                    "used, and only an in-place op standing as a statement is rewritten",
-                )
-            if op is not None:
-                positional, keywords = _arguments(node)
-                self._convert(
-                    op,
-                    node,
-                    [(func.value, InputRef("receiver"))] + positional,
-                    keywords,
-                    visit,
-                    "MIG002",
-                    f".{func.attr}()",
-                    note=note,
-                )
+            if inplace is not None:
+                self._inplace_call(inplace, node, positional, keywords, visit, "MIG002", label)
+            elif op is not None:
+                self._convert(op, node, positional, keywords, visit, "MIG002", label)
+
+    def _spelled(self, node: ast.Call, qualname: str, visit: Visit) -> bool:
+        """Convert an op spelled through another callable: a method through `torch.Tensor`
+        (`torch.Tensor.add(a, b)`, `torch.Tensor.add_(a, b)`) as `a.add(b)` / `a.add_(b)`; an
+        operator's function or method (`_operator`). Whether it was one."""
+        func, label = node.func, self.ctx.text(node.func)
+        positional, keywords = _arguments(node)
+        module, _, name = qualname.rpartition(".")
+        if module == "torch.Tensor" and (op := catalog.by_method(name)) is not None:
+            self._convert(op, node, positional, keywords, visit, "MIG002", label)
+        elif module == "torch.Tensor" and (op := catalog.by_inplace_method(name)) is not None:
+            self._inplace_call(op, node, positional, keywords, visit, "MIG002", label)
+        elif module == "operator" or _builtin(func, "pow", self.ctx.info, self.shadowed):
+            return self._operator(node, name or "pow", positional, keywords, visit)
+        elif isinstance(func, ast.Attribute) and func.attr[:2] == func.attr[-2:] == "__":
+            receiver = [(func.value, InputRef("receiver"))]
+            return self._operator(node, func.attr[2:-2], receiver + positional, keywords, visit)
+        else:
+            return False
+        return True
+
+    def _operator(
+        self,
+        node: ast.Call,
+        spelled: str,
+        operands: list[tuple[ast.expr, InputRef]],
+        keywords: list[tuple[str | None, ast.expr, InputRef]],
+        visit: Visit,
+    ) -> bool:
+        """`operator.add(a, b)`, `pow(a, b)`, `a.__add__(b)` (`spelled`: `add`, `pow`) as `a +
+        b`; reflected, `b.__radd__(a)` (`radd`); in place, `operator.iadd(a, b)` and
+        `a.__iadd__(b)` (`iadd`) as `a.add_(b)`. Whether it was one."""
+        label = self.ctx.text(node.func)
+        operator = catalog.operator_named(spelled)
+        inplace = operator is None and spelled[:1] == "i"
+        if operator is None and spelled[:1] in ("r", "i"):
+            operator = catalog.operator_named(spelled[1:])
+            if spelled[0] == "r" and isinstance(node.func, ast.Attribute):
+                operands = operands[1:] + operands[:1]  # `a.__rsub__(b)` is `b - a`
+                _check_order([v for v, _ in operands], label)
+        if operator is None or len(operands) != 2 or keywords:
+            return False
+        values = [v for v, _ in operands]
+        if inplace:
+            op = catalog.by_inplace_operator(operator.inplace_symbol)
+            if op is not None and self.tensors.is_tensor(values[0]):
+                self._inplace_call(op, node, operands, [], visit, "MIG002", label)
+            elif op is not None:
+                self._unproven(label, values[0])
+            return op is not None
+        op = catalog.by_operator(operator.symbol)
+        if op is not None and any(self.tensors.is_tensor(v) for v in values):
+            self._convert(op, node, operands, [], visit, "MIG002", label)
+        elif op is not None:
+            self._unproven(label, *values)
+        return op is not None
+
+    def _summed(self, items: ast.expr) -> None:
+        """`sum(items)` adds them with `+` in Python's `sum`, where no module can run it:
+        reported when they are tensors (MIG115); items written out (`sum([a, b])`, `sum(t
+        for ...)`) that may be, MIG114. A container not proven to hold tensors is taken for
+        numbers (`sum(sizes)`)."""
+        values: list[ast.expr] = []
+        if isinstance(items, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            values = [items.elt]
+        elif isinstance(items, (ast.List, ast.Tuple, ast.Set)):
+            values = items.elts
+        if self.tensors.is_tuple(items) or any(self.tensors.is_tensor(v) for v in values):
+            raise Refusal(
+                "MIG115",
+                "`sum(...)` adds tensors with `+` inside Python's `sum`, where no module runs "
+                "it; left as is",
+            )
+        self._unproven("`sum(...)`", *values)
+
+    def _inplace_call(
+        self,
+        op: Op,
+        node: ast.Call,
+        positional: list[tuple[ast.expr, InputRef]],
+        keywords: list[tuple[str | None, ast.expr, InputRef]],
+        visit: Visit,
+        code: str,
+        label: str,
+    ) -> None:
+        """`y.sigmoid_()` or `torch.sigmoid_(y)` (`positional`: `y` first): standing as a
+        statement, rewritten as `y = self.sigmoid(y)` when that is safe (`_inplace`); its
+        result used, out of place when `y` is a new tensor nothing else holds; else MIG108."""
+        target = positional[0][0] if positional else None
+        if target is None or isinstance(target, ast.Starred):
+            raise Refusal("MIG108", f"{label}: the tensor it changes is not given first")
+        if isinstance(visit.stmt, ast.Expr) and visit.stmt.value is node:
+            self._inplace(op, node, positional, keywords, visit, code, label)
+            return
+        if not self._temporary(target):
+            raise Refusal(
+                "MIG108",
+                f"{label} on `{self.ctx.text(target)}`: what it returns is "
+                "used, and only an in-place op standing as a statement is rewritten",
+            )
+        whose = "its receiver" if positional[0][1].kind == "receiver" else "the tensor it changes"
+        note = f"; {whose} is a new tensor nothing else holds" + self._fresh_note(target)
+        self._convert(op, node, positional, keywords, visit, code, label, note=note)
 
     def _pairwise(
         self,
@@ -532,7 +624,8 @@ class Scanner:
         if not self.tensors.is_tensor(node.target):
             self._unproven(label, node.target, node.value)
             return
-        self._inplace(op, node, node.target, [node.value], [], visit, label)
+        operands = [(node.target, InputRef("target")), (node.value, InputRef("right"))]
+        self._inplace(op, node, operands, [], visit, "MIG002", label)
 
     def _unproven(self, label: str, *operands: ast.expr) -> None:
         """An op that is a tensor op if an operand is a tensor, which cannot be proven either
@@ -553,47 +646,50 @@ class Scanner:
         self,
         op: Op,
         node: ast.Call | ast.AugAssign,
-        target: ast.expr,
-        args: list[ast.expr],
-        keywords: list[ast.keyword],
+        positional: list[tuple[ast.expr, InputRef]],
+        keywords: list[tuple[str | None, ast.expr, InputRef]],
         visit: Visit,
+        code: str,
         label: str,
     ) -> None:
-        """`a += b` / `a.add_(b)` as a statement: rewrite to `a = self.add(a, b)` when `a`'s
-        current value is a fresh tensor that nothing else can see."""
+        """`a += b` / `a.add_(b)` / `torch.sigmoid_(a)` as a statement (`positional`: `a`
+        first): rewrite to `a = self.add(a, b)` when `a`'s current value is a fresh tensor that
+        nothing else can see."""
         self._fresh_proof, self._passed_proof = [], False
         if self._parents is None:
             self._parents = block_parents(self.method)
-        reason = inplace_unsafe(self.method, target, visit.stmt, self._made, self._parents)
-        reason = reason or self._kept(target, [*args, *(k.value for k in keywords)])
+        target = positional[0][0]
+        reason = inplace_unsafe(
+            self.method, target, visit.stmt, self._made, self._parents, self._inplace_function
+        )
+        reason = reason or self._kept(
+            target, [v for v, _ in positional[1:]] + [v for _, v, _ in keywords]
+        )
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
-        if _starred(args, [k.arg for k in keywords]):
-            return
-        augmented = isinstance(node, ast.AugAssign)
-        positional = [(target, InputRef("target" if augmented else "receiver"))]
-        positional += [
-            (a, InputRef("right") if augmented else InputRef("arg", i)) for i, a in enumerate(args)
-        ]
-        named = [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in keywords]
         self._convert(
             op,
             node,
             positional,
-            named,
+            keywords,
             visit,
-            "MIG002",
+            code,
             label,
-            kind="augassign" if augmented else "inplace",
+            kind="augassign" if isinstance(node, ast.AugAssign) else "inplace",
             note=self._fresh_note(target),
         )
+
+    def _inplace_function(self, func: ast.expr) -> bool:
+        """Whether `func` is a function changing its first argument in place (`torch.sigmoid_`)."""
+        qualname = self.ctx.info.names.resolve(func, self.shadowed)
+        return bool(qualname and catalog.by_inplace_function(qualname))
 
     def _temporary(self, value: ast.expr) -> bool:
         """Whether `value`, the receiver of an in-place op whose result is used, is a new tensor
         nothing else holds: an operator expression, a call `_made` proves fresh (not one that
         may return its input: `.to()`, a view), or an in-place op of the catalog on such a
-        tensor (`t.mul_(2)` in `t.mul_(2).add_(1)`). Changing it in place or not then differs
-        in nothing anyone sees."""
+        tensor (`t.mul_(2)` in `t.mul_(2).add_(1)`, `torch.sigmoid_(t)`). Changing it in place
+        or not then differs in nothing anyone sees."""
         self._fresh_proof, self._passed_proof = [], False
         if isinstance(value, ast.BinOp):
             return True
@@ -606,6 +702,8 @@ class Scanner:
             and self.tensors.is_tensor(func.value)
         ):
             return self._temporary(func.value)
+        if self._inplace_function(func) and value.args:
+            return self._temporary(value.args[0])  # `torch.sigmoid_(t)`, as `t.sigmoid_()`
         return self._made(value) is True
 
     def _kept(self, target: ast.expr, values: list[ast.expr]) -> str | None:
@@ -1134,6 +1232,16 @@ def _check_order(values: list[ast.expr], label: str) -> None:
             "MIG101",
             f"{label}: its arguments passed at call time would be evaluated in another order",
         )
+
+
+def _builtin(func: ast.expr, name: str, info: FileInfo, shadowed: set[str]) -> bool:
+    """Whether `func` is Python's builtin `name`, bound by nothing else."""
+    return (
+        isinstance(func, ast.Name)
+        and func.id == name
+        and name not in shadowed
+        and info.names.is_free(name)
+    )
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:

@@ -265,11 +265,11 @@ class _Splicer:
         if replace.kind == "augassign":
             assert isinstance(node, ast.AugAssign)
             return f"{self._text(node.target)} = {call}"
-        if replace.kind == "inplace":
-            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            if not isinstance(node.func.value, ast.Name):
+        if replace.kind == "inplace":  # `x.add_(y)`, `torch.sigmoid_(x)`: x, its first input
+            ((target, _),) = self._resolve(replace.inputs[0][0], node)
+            if not isinstance(target, ast.Name):
                 raise _Unsure
-            return f"{self._text(node.func.value)} = {call}"
+            return f"{self._text(target)} = {call}"
         assert isinstance(node, ast.Attribute)  # "rename"
         line, start, _, end = self._span(node)
         if self.lines[line - 1][end - len(node.attr) : end] != node.attr:

@@ -455,7 +455,7 @@ def _views(named: list[ast.Assign]) -> dict[str, list[ast.expr]]:
     dict."""
     found: dict[str, list[ast.expr]] = {}
     for node in named:
-        value = _dict_of(node.value)
+        value = dict_of(node.value)
         if value is not node.value or _reaches_dict(value):
             found.setdefault(cast(ast.Name, node.targets[0]).id, []).append(value)
     return found
@@ -467,7 +467,7 @@ def _reaches_dict(node: ast.expr) -> bool:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         if isinstance(node, ast.Attribute) and _is_self(node.value):
             return node.attr in _MODULE_DICTS or node.attr == "__dict__"
-        node = _dict_of(node.value)
+        node = dict_of(node.value)
     return False
 
 
@@ -518,12 +518,12 @@ def _root(node: ast.expr) -> tuple[str | None, str | None, bool] | None:
     `self._modules`, `_parameters` or `_buffers`, directly or through `__dict__`: the
     attribute it names); None otherwise."""
     chain: list[ast.expr] = []
-    node = _dict_of(node)
+    node = dict_of(node)
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         chain.append(node)
         if isinstance(node, ast.Attribute) and _is_self(node.value):
             break
-        node = _dict_of(node.value)
+        node = dict_of(node.value)
     else:
         return None
     top = chain[-1]
@@ -567,7 +567,7 @@ def _module_dict_item(node: ast.expr, whole: bool) -> tuple[str | None, str | No
     return _literal(node.slice), None, whole
 
 
-def _dict_of(node: ast.expr) -> ast.expr:
+def dict_of(node: ast.expr) -> ast.expr:
     """`vars(x)` as the `x.__dict__` it returns, `getattr(x, key)` as `x.__dict__[key]` (the
     attribute it reads, for the stores through it); any other node as it is."""
     if (
@@ -646,7 +646,7 @@ def _call_stores(
             Store(a, "called", None, func.attr, method, *at, False)
             for a in aliases.get(func.value.id, ())
         ]
-    receiver = _dict_of(func.value)  # `vars(self).update(...)` as `self.__dict__.update(...)`
+    receiver = dict_of(func.value)  # `vars(self).update(...)` as `self.__dict__.update(...)`
     root = _root(receiver) if isinstance(receiver, (ast.Attribute, ast.Subscript)) else None
     if root is None:
         return []

@@ -833,7 +833,8 @@ def _parameters(func: ast.FunctionDef) -> list[ast.arg]:
 
 _BINDING = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension}
-    | {ast.NamedExpr, ast.withitem, ast.ExceptHandler}
+    | {ast.NamedExpr, ast.withitem, ast.ExceptHandler, ast.MatchAs, ast.MatchStar}
+    | {ast.MatchMapping}
 )
 """The node classes `_bindings` finds bindings in (the others bind nothing)."""
 
@@ -854,8 +855,10 @@ def _bindings(node: ast.AST):
     elif isinstance(node, ast.withitem):
         if node.optional_vars is not None:
             yield from _targets(node.optional_vars, None)
-    elif isinstance(node, ast.ExceptHandler) and node.name:
-        yield node.name, None
+    elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        yield node.name, None  # `case (p, q)`, `case Box() as b`: any value
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        yield node.rest, None
 
 
 def _loop_targets(target: ast.expr, iterable: ast.expr):
