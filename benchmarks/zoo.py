@@ -17,12 +17,13 @@ the fix:
   into modules, reused stateless module calls it gives a copy, ops it leaves as functions;
 - files changed by the first fix, and by a second fix on the migrated copy (must be 0).
 
-    python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--jobs 2] [--evidence]
-        [--left]
+    python benchmarks/zoo.py [--zoo timm|torchvision] [--models N|all] [--max-params M]
+        [--jobs 2] [--evidence] [--left]
 
 `--models N` takes the first N of the fixed sample, then a seeded random sample of the zoo's
-other models (their default input sizes); `all` every model the zoo lists. Default: the fixed
-sample. `--evidence` builds the sampled models from the copy first and gives `fix` their run-time
+other models (their default input sizes) with at most `--max-params` million parameters
+(default 50, counted on the meta device; 0: no limit); `all` every model the zoo lists within
+that limit. Default: the fixed sample. `--evidence` builds the sampled models from the copy first and gives `fix` their run-time
 evidence, as `fix --evidence` does with verify targets. `--left` also lists, site by site, the
 convertible calls the first fix left on lines the sampled models run.
 """
@@ -47,16 +48,19 @@ NOTICES = frozenset({"MIG005", "MIG111", "MIG113", "MIG201"})
 children, a dict forward)."""
 
 
-def sample(name: str, models: str) -> list[zoo.Spec]:
-    """The specs to run: the fixed sample, its first N plus a seeded random sample, or all."""
+def sample(name: str, models: str, max_params: int = 0) -> list[zoo.Spec]:
+    """The specs to run: the fixed sample, its first N plus a seeded random sample of the other
+    models, or all; the other models with at most `max_params` parameters (0: any)."""
     fixed = zoo.SAMPLES[name]
     if models != "all" and int(models) <= len(fixed):
         return fixed[: int(models)]
     chosen = {s.name for s in fixed}
     rest = [s for s in zoo.list_specs(name) if s.name not in chosen]
+    count = len(rest)
     if models != "all":
-        rest = random.Random(0).sample(rest, min(len(rest), int(models) - len(fixed)))
-    return fixed + rest
+        random.Random(0).shuffle(rest)
+        count = min(count, int(models) - len(fixed))
+    return fixed + (zoo.within(name, rest, max_params, count) if max_params else rest[:count])
 
 
 def figures(run: zoo.ZooRun, codes: list[str]) -> dict[str, tuple[str, str]]:
@@ -249,6 +253,14 @@ def main() -> None:
         metavar="N|all",
         help="models per zoo (default: the fixed sample)",
     )
+    parser.add_argument(
+        "--max-params",
+        type=float,
+        default=50,
+        metavar="M",
+        help="with --models, leave out the models beyond the fixed sample that have more than M "
+        "million parameters (default 50; 0: no limit)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="fix worker processes")
     parser.add_argument(
         "--evidence",
@@ -264,7 +276,11 @@ def main() -> None:
     runs, seconds = [], []
     for name in args.zoo or list(zoo.ZOOS):
         start = time.perf_counter()
-        specs = sample(name, args.models) if args.models else zoo.SAMPLES[name]
+        specs = (
+            sample(name, args.models, int(args.max_params * 1e6))
+            if args.models
+            else zoo.SAMPLES[name]
+        )
         with tempfile.TemporaryDirectory(prefix=f"zoo-{name}-") as workdir:
             runs.append(
                 zoo.run_zoo(

@@ -84,3 +84,16 @@ def test_lines_run_records_only_the_package_lines_a_call_runs(tmp_path, monkeypa
         ops.f(1)
     ops.g(1)
     assert ran.found() == {"pkg/ops.py": [2, 3]}
+
+
+def test_within_keeps_the_first_models_under_the_parameter_limit():
+    """The size filter of `benchmarks/zoo.py --max-params`: each model's parameters counted on
+    the meta device (ViT-H/14's 632 million cost no memory), the first `count` within the limit
+    kept in order, the rest not built."""
+    if find_spec("torchvision") is None:
+        pytest.skip("torchvision is not installed (pip install -e '.[dev]')")
+    from zoo import Spec, within
+
+    names = ("vit_h_14", "resnet18", "resnet50", "mobilenet_v2", "alexnet")
+    kept = within("torchvision", [Spec(name) for name in names], 20_000_000, 2)
+    assert [spec.name for spec in kept] == ["resnet18", "mobilenet_v2"]

@@ -11,6 +11,7 @@ not the run.
 
     python tests/zoo.py run ZOO ROOT|- SPECS.json OUT_DIR [--prepare] [--lines]  # worker: build, save
     python tests/zoo.py list ZOO                                       # every model's spec
+    python tests/zoo.py within ZOO MAX_PARAMS COUNT < SPECS.json       # the first COUNT that fit
     python tests/zoo.py chain ROOT CASES.json OUT_DIR                  # worker: the chain
 
 `run_chains` takes the migrated models through the quantization chain (`migrator.chain`).
@@ -61,6 +62,12 @@ def _small(name: str, **kwargs) -> Spec:
     return Spec(name, kwargs, (3, 64, 64))
 
 
+RCNN_EVAL = {"box_score_thresh": 0.0, "box_detections_per_img": 8}
+"""The eval forward of a sampled R-CNN keeps the 8 best boxes of each image, whatever their
+score: with random weights the default threshold keeps from 1 to 100 boxes an image, so mask
+pasting and keypoint decoding would run from once to 100 times."""
+
+
 SAMPLES = {
     "torchvision": [
         *(
@@ -71,10 +78,15 @@ SAMPLES = {
                 "deeplabv3_resnet50",
                 "retinanet_resnet50_fpn",
                 "fcos_resnet50_fpn",
-                # their RoI heads' helpers (losses, mask pasting, keypoint decoding) take
-                # what modules of classes only the built models know return
-                "maskrcnn_resnet50_fpn",
-                "keypointrcnn_resnet50_fpn",
+            )
+        ),
+        # their RoI heads' helpers (losses, mask pasting, keypoint decoding) take what modules
+        # of classes only the built models know return
+        Spec("maskrcnn_resnet50_fpn", RCNN_EVAL),
+        Spec("keypointrcnn_resnet50_fpn", RCNN_EVAL),
+        *(
+            Spec(name)
+            for name in (
                 "retinanet_resnet50_fpn_v2",
                 "lraspp_mobilenet_v3_large",
                 "deeplabv3_mobilenet_v3_large",
@@ -1052,6 +1064,41 @@ def _list_worker(zoo: str) -> None:
     print(json.dumps([asdict(_complete(module, zoo, Spec(n))) for n in names]))
 
 
+def within(zoo: str, specs: list[Spec], max_params: int, count: int) -> list[Spec]:
+    """The first `count` of `specs` whose model has at most `max_params` parameters, each
+    built on the meta device (no memory, no initialisation) in a subprocess; a model that does
+    not build there is kept (its run says why it fails)."""
+    text = subprocess.run(
+        [sys.executable, __file__, "within", zoo, str(max_params), str(count)],
+        input=json.dumps([asdict(s) for s in specs]),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    kept = set(json.loads(text.splitlines()[-1]))
+    return [s for s in specs if s.name in kept]
+
+
+def _within_worker(zoo: str, max_params: int, count: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    module = _import_zoo(zoo)
+    kept: list[str] = []
+    for data in json.loads(sys.stdin.read()):
+        if len(kept) == count:
+            break
+        spec = Spec(**data)
+        try:
+            with torch.device("meta"):
+                params = sum(p.numel() for p in _build(module, zoo, spec).parameters())
+        except Exception:  # noqa: BLE001 - kept: building it for real tells what fails
+            params = 0
+        if params <= max_params:
+            kept.append(spec.name)
+    print(json.dumps(kept))
+
+
 # -- the quantization chain on migrated models ----------------------------------------------
 
 
@@ -1238,6 +1285,8 @@ if __name__ == "__main__":
         )
     elif sys.argv[1] == "evidence":
         _evidence_worker(*sys.argv[2:6])
+    elif sys.argv[1] == "within":
+        _within_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == "chain":
         _chain_worker(*sys.argv[2:5])
     else:
