@@ -25,7 +25,7 @@ from pathlib import Path
 
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.plan import TWIN_DOC
-from migrator.rewrite.project import module_name
+from migrator.rewrite.project import kept_module_name
 from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
@@ -231,7 +231,7 @@ def _package_top(path: Path) -> Path | None:
     """The folder of the top-level package holding `path` (None: no package)."""
     if not (path.parent / "__init__.py").exists():
         return None
-    module, _, root = module_name(path)
+    module, _, root = kept_module_name(path)
     return root / module.split(".")[0]
 
 

@@ -354,8 +354,9 @@ def _read_entry(path: Path) -> list:
     return kept
 
 
-def _named(path: Path) -> tuple[str, bool, Path]:
-    """`module_name(path)`, worked out once while the file stays the same (`_READ`)."""
+def kept_module_name(path: Path) -> tuple[str, bool, Path]:
+    """`module_name(path)`, worked out once while the file stays the same (`_READ`): every file
+    of a run asks for the package of the files it reads, and its own."""
     try:
         kept = _read_entry(path)
     except OSError:
@@ -478,7 +479,7 @@ class Project:
         self.generation += 1
         if source is not None:
             read_type_comments(tree, source)
-        module, is_package, root = module_name(path) if path else ("", False, None)
+        module, is_package, root = kept_module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
         names = collect(tree, module, is_package, source, stored)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
@@ -554,12 +555,12 @@ class Project:
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
         if path not in self._modules:
-            self._modules[path] = _named(path)[0]
+            self._modules[path] = kept_module_name(path)[0]
         module = self._modules[path]
         if module in self._by_module:
             return self._seen(("file", path), self._by_module[module])
         try:
-            info = self._add_read(path, _text(path), named=_named(path))
+            info = self._add_read(path, _text(path), named=kept_module_name(path))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -638,7 +639,9 @@ class Project:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, _text(candidate), module, _named(candidate), facts)
+            return self._add_read(
+                candidate, _text(candidate), module, kept_module_name(candidate), facts
+            )
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
