@@ -267,12 +267,10 @@ class HelperModules:
         function = self._stand_ins.get(id(method))
         if function is None or function.name in self.twins:
             return set()
-        info = self.ctx.info
-        if info.functions.get(function.name) is not function:
+        given = self.ctx.tensor_params.get(id(function), set())
+        if not given or self.ctx.info.functions.get(function.name) is not function:
             return set()
-        if function.name not in self._called_once():
-            return set()
-        return set(self.ctx.tensor_params.get(id(function), set()))
+        return set(given) if function.name in self._called_once() else set()
 
     def _called_once(self) -> frozenset[str]:
         """The names the file reads once, as a call's function (found once a file)."""
