@@ -356,7 +356,10 @@ def _read_entry(path: Path) -> list:
 
 def kept_module_name(path: Path) -> tuple[str, bool, Path]:
     """`module_name(path)`, worked out once while the file stays the same (`_READ`): every file
-    of a run asks for the package of the files it reads, and its own."""
+    of a run asks for the package of the files it reads, and its own. Kept by the absolute
+    path: a relative one names another file once the working directory changes."""
+    if not path.is_absolute():
+        path = Path(os.path.abspath(path))
     try:
         kept = _read_entry(path)
     except OSError:
