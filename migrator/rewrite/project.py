@@ -16,7 +16,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence, TypeVar
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
@@ -332,12 +332,13 @@ class RootIndex:
 
 
 _READ: OrderedDict[Path, list] = OrderedDict()
-"""Path -> [its modification time and size, `module_name` of it, its text; None: not asked
-yet]: in a large package every file of a run loads the same files (each a `stat` of every
-folder up to its import root, and a read; its summary is then found by the text). As for
-`lookups._ON_DISK`, a file rewritten with the same size within the file system's time
-resolution, or a package's `__init__.py` added or removed while the process runs, is not seen
-(a run does none of these to the files it reads). Oldest first, bounded by `_READ_KEPT`."""
+"""Path -> [its modification time and size, `module_name` of it, its text, its real folder;
+None: not asked yet]: in a large package every file of a run loads the same files (each a
+`stat` of every folder up to its import root, and a read; its summary is then found by the
+text). As for `lookups._ON_DISK`, a file rewritten with the same size within the file system's
+time resolution, or a package's `__init__.py` added or removed (or a symlink on its path
+changed) while the process runs, is not seen (a run does none of these to the files it
+reads). Oldest first, bounded by `_READ_KEPT`."""
 _READ_KEPT = 16_384
 
 
@@ -348,7 +349,7 @@ def _read_entry(path: Path) -> list:
     stamp = (stat.st_mtime_ns, stat.st_size)
     kept = _READ.get(path)
     if kept is None or kept[0] != stamp:
-        kept = _READ[path] = [stamp, None, None]
+        kept = _READ[path] = [stamp, None, None, None]
         while len(_READ) > _READ_KEPT:
             del _READ[next(iter(_READ))]
     return kept
@@ -356,17 +357,32 @@ def _read_entry(path: Path) -> list:
 
 def kept_module_name(path: Path) -> tuple[str, bool, Path]:
     """`module_name(path)`, worked out once while the file stays the same (`_READ`): every file
-    of a run asks for the package of the files it reads, and its own. Kept by the absolute
-    path: a relative one names another file once the working directory changes."""
+    of a run asks for the package of the files it reads, and its own."""
+    return _kept(path, 1, module_name)
+
+
+def _real_folder(path: Path) -> Path:
+    """The real path of the folder of the file `path` (`resolved(path).parent`), worked out
+    once while the file stays the same (`_READ`): each file registered adds its own."""
+    return _kept(path, 3, lambda file: real_paths.resolved(file).parent)
+
+
+_T = TypeVar("_T")
+
+
+def _kept(path: Path, slot: int, work: Callable[[Path], _T]) -> _T:
+    """`work(path)`, kept in `slot` of the file's entry in `_READ` (by its absolute path: a
+    relative one names another file once the working directory changes); worked out each time
+    for a file that cannot be `stat`-ed."""
     if not path.is_absolute():
         path = Path(os.path.abspath(path))
     try:
         kept = _read_entry(path)
     except OSError:
-        return module_name(path)
-    if kept[1] is None:
-        kept[1] = module_name(path)
-    return kept[1]
+        return work(path)
+    if kept[slot] is None:
+        kept[slot] = work(path)
+    return kept[slot]
 
 
 def _text(path: Path) -> str:
@@ -548,7 +564,7 @@ class Project:
     def _add_roots(self, path: Path | None, root: Path | None) -> None:
         """Add a registered file's import root and folder to the folders searched."""
         if path is not None and root is not None:
-            for folder in (root, real_paths.resolved(path).parent):
+            for folder in (root, _real_folder(path)):
                 if folder not in self._root_set:
                     self._root_set.add(folder)
                     self._roots.append(folder)
