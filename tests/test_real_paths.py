@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from migrator.rewrite.project import kept_module_name
 from migrator.rewrite.real_paths import real_path, resolved
 
 
@@ -58,3 +59,21 @@ def test_a_symlink_loop_raises_as_resolve_does(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         resolved(tmp_path / "a.py")
     assert real_path(tmp_path / "a.py") == os.path.realpath(tmp_path / "a.py")
+
+
+def test_kept_module_name_follows_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same relative path, with the same size and modification time, in another working
+    directory names another module: `kept_module_name` keeps what it found by absolute path."""
+    inside, outside = tmp_path / "a" / "pkg", tmp_path / "b"
+    inside.mkdir(parents=True)
+    outside.mkdir()
+    (inside / "__init__.py").write_text("")
+    for folder in (inside, outside):
+        (folder / "m.py").write_text("x = 1\n")
+        os.utime(folder / "m.py", ns=(1_000_000_000, 1_000_000_000))
+    monkeypatch.chdir(inside)
+    assert kept_module_name(Path("m.py"))[0] == "pkg.m"
+    monkeypatch.chdir(outside)
+    assert kept_module_name(Path("m.py"))[0] == "m"

@@ -191,7 +191,7 @@ class ClassAnalysis:
             return found
         if self.settings.made_by(func.attr, lambda made: catalog.fresh_output(made, False)):
             return ast.Name("Tensor", ast.Load())  # `nn.Linear(...)` where not `None`
-        forward = self._forward_of(func.attr)
+        forward = self._forward_of(func.attr, lambda f: f.returns is not None)
         return forward.returns if forward is not None else None
 
     def _method_of(self, attr: str, name: str) -> ast.FunctionDef | None:
@@ -199,7 +199,7 @@ class ClassAnalysis:
         once, undecorated, when nothing binds `self.<attr>` again nor stores into it after
         (calls of its methods may: they change no method of the class), nor does the class
         store into its own attribute `name`: `self.<attr>.<name>(...)` runs that method."""
-        cls = self._built_once(attr, _rebinds)
+        cls = self._built_class(attr)
         method = cls.methods().get(name) if cls is not None else None
         if cls is None or method is None or method.decorator_list:
             return None
@@ -210,32 +210,37 @@ class ClassAnalysis:
             if not c.qualname.startswith("torch.")
         ):
             return None  # a base not found, or an instance attribute hiding the method
-        return method
+        return method if self._unchanged(attr, _rebinds) else None
 
-    def _forward_of(self, attr: str) -> ast.FunctionDef | None:
+    def _forward_of(
+        self, attr: str, told: Callable[[ast.FunctionDef], bool]
+    ) -> ast.FunctionDef | None:
         """The `forward` of the class of the project `__init__` builds `self.<attr>` from, once
-        (`self.part = Part()`) and nothing changes after, if found."""
-        cls = self._built_once(attr)
-        return cls.methods().get("forward") if cls is not None else None
+        (`self.part = Part()`), when `told(forward)` and nothing changes `self.<attr>` after:
+        that is asked only of a `forward` telling what the caller asks (the first call of each
+        attribute works it out)."""
+        cls = self._built_class(attr)
+        forward = cls.methods().get("forward") if cls is not None else None
+        if forward is None or not told(forward) or not self._unchanged(attr):
+            return None
+        return forward
 
-    def _built_once(
-        self, attr: str, counts: Callable[[Store], bool] | None = None
-    ) -> ClassInfo | None:
-        """The class of the project `__init__` builds `self.<attr>` from, once, when nothing
-        changes it after (a store that `counts`: `changed_after_init`)."""
+    def _built_class(self, attr: str) -> ClassInfo | None:
+        """The class of the project `__init__` builds `self.<attr>` from, once (whether anything
+        changes it after is `_unchanged`)."""
         found = self.attributes.attrs.get(attr)
         if found is None or found.count != 1 or attr in self.attributes.assigned_elsewhere:
             return None
         value = found.value
         if not isinstance(value, ast.Call):
             return None
-        cls = self.ctx.project.find_class(self.ctx.info.names.resolve(value.func), self.ctx.info)
-        if cls is None:
-            return None
+        return self.ctx.project.find_class(self.ctx.info.names.resolve(value.func), self.ctx.info)
+
+    def _unchanged(self, attr: str, counts: Callable[[Store], bool] | None = None) -> bool:
+        """Whether nothing changes `self.<attr>` after `__init__` (no store that `counts`:
+        `changed_after_init`)."""
         owner, family = self.attributes.cls, self.attributes.family
-        if changed_after_init(family, owner, attr, counts, outside=False):
-            return None
-        return cls
+        return not changed_after_init(family, owner, attr, counts, outside=False)
 
     def _first_declared(
         self, method: ast.FunctionDef, methods: dict[str, ast.FunctionDef], call: ast.Call
@@ -246,12 +251,12 @@ class ClassAnalysis:
         argument so, and the call proves nothing of it."""
         func = call.func
         if self_attr(func) and func.attr not in methods:
-            forward = self._forward_of(func.attr)
-            params = [*forward.args.posonlyargs, *forward.args.args][1:2] if forward else []
-        else:
-            found = target_of(self.ctx, self.ctx.info, call, method, methods)
-            params = [*found[1].args.posonlyargs, *found[1].args.args][:1] if found else []
-        return bool(params) and annotation_kind(params[0].annotation) not in (None, "tensor")
+            told = self._forward_of(
+                func.attr, lambda f: _declared([*f.args.posonlyargs, *f.args.args][1:])
+            )
+            return told is not None
+        found = target_of(self.ctx, self.ctx.info, call, method, methods)
+        return found is not None and _declared([*found[1].args.posonlyargs, *found[1].args.args])
 
     def _given_tensors(self, method: ast.FunctionDef) -> set[str]:
         """`HelperModules.given_tensors` of a helper's stand-in `forward` (none for a method)."""
@@ -356,6 +361,11 @@ class ClassAnalysis:
 def _is_dict_annotation(node: ast.expr) -> bool:
     head = ast.unparse(node).split("[", 1)[0].split(".")[-1]
     return head in {"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "TypedDict"}
+
+
+def _declared(params: list[ast.arg]) -> bool:
+    """Whether the first of `params` is annotated with a known kind other than a tensor."""
+    return bool(params) and annotation_kind(params[0].annotation) not in (None, "tensor")
 
 
 def _rebinds(store: Store) -> bool:

@@ -34,7 +34,7 @@ from migrator.rewrite.plain_modules import (
     why_plain,
 )
 from migrator.rewrite.plan import Positions
-from migrator.rewrite.project import ClassInfo, FileInfo, module_name
+from migrator.rewrite.project import ClassInfo, FileInfo, kept_module_name
 from migrator.rewrite.real_paths import resolved
 from migrator.rewrite.runs import reach, runs_per_call
 from migrator.rewrite.shared import find_shared
@@ -1214,7 +1214,7 @@ def _other_class(
 def _package_top(path: Path) -> tuple[Path, bool]:
     """The top-level package folder of `path` and True, or its own folder and False outside a
     package."""
-    module, _, root = module_name(path)
+    module, _, root = kept_module_name(path)
     if "." in module:
         return resolved(root / module.split(".")[0]), True
     return resolved(path.parent), False

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+from collections import Counter
 from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
@@ -102,6 +103,8 @@ class HelperModules:
         """id of a helper's stand-in `forward` -> the helper."""
         self._modes: dict[int, set[str]] = {}
         """id of a helper -> its parameters every call passes `self.training`."""
+        self._once: frozenset[str] | None = None
+        """The names the file reads once, as a call's function (`_called_once`)."""
 
     def add_twins(self) -> None:
         """Give each public helper of the file that a method in another file of its package
@@ -264,16 +267,24 @@ class HelperModules:
         function = self._stand_ins.get(id(method))
         if function is None or function.name in self.twins:
             return set()
-        info = self.ctx.info
-        if info.functions.get(function.name) is not function:
+        given = self.ctx.tensor_params.get(id(function), set())
+        if not given or self.ctx.info.functions.get(function.name) is not function:
             return set()
-        nodes = all_nodes(info.tree)
-        named = [n for n in nodes if isinstance(n, ast.Name) and n.id == function.name]
-        if len(named) != 1 or not any(
-            isinstance(n, ast.Call) and n.func is named[0] for n in nodes
-        ):
-            return set()
-        return set(self.ctx.tensor_params.get(id(function), set()))
+        return set(given) if function.name in self._called_once() else set()
+
+    def _called_once(self) -> frozenset[str]:
+        """The names the file reads once, as a call's function (found once a file)."""
+        if self._once is None:
+            nodes = all_nodes(self.ctx.info.tree)
+            reads = Counter(n.id for n in nodes if isinstance(n, ast.Name))
+            self._once = frozenset(
+                n.func.id
+                for n in nodes
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and reads[n.func.id] == 1
+            )
+        return self._once
 
     def follows_mode(self, method: ast.FunctionDef, value: ast.expr) -> bool:
         """Whether `value` in `method`, the `forward` of a helper's class, is a parameter that

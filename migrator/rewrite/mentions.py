@@ -33,7 +33,7 @@ from pathlib import Path
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.names import ModuleNames
 from migrator.rewrite.plan import TWIN_DOC
-from migrator.rewrite.project import module_name, summarized
+from migrator.rewrite.project import kept_module_name, module_name, summarized
 from migrator.rewrite.real_paths import resolved
 
 _CALL_IN_LINE = re.compile(
@@ -254,7 +254,7 @@ def _package_top(path: Path) -> Path | None:
     """The folder of the top-level package holding `path` (None: no package)."""
     if not (path.parent / "__init__.py").exists():
         return None
-    module, _, root = module_name(path)
+    module, _, root = kept_module_name(path)
     return root / module.split(".")[0]
 
 
@@ -284,7 +284,7 @@ def _names(path: Path) -> ModuleNames:
     """The top-level bindings of `path`, its imports resolved against its package (`from .
     import _utils as det_utils` in `pkg/detection/rpn.py` binds `pkg.detection._utils`);
     none when it does not parse."""
-    module, is_package, _ = module_name(path)
+    module, is_package, _ = kept_module_name(path)
     try:
         return summarized(_read(path), module, is_package, facts=False)[0].names
     except SyntaxError:

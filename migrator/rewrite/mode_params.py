@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,10 +51,8 @@ def mode_parameters(
         if package.from_methods(function.name) or package.renamed(function.name):
             return set()
     calls = 0
-    classes = {id(m): c for c in all_nodes(tree) if isinstance(c, ast.ClassDef) for m in c.body}
-    for method, call, shift in _calls(function.name, tree):
+    for method, call, shift, owner_class in _calls(function.name, tree):
         calls += 1
-        owner_class = classes.get(id(method))
         if owner_class is not None and apart(owner_class):
             return set()  # that caller's `self.training` may not be its submodules' flag
         first = [*method.args.posonlyargs, *method.args.args][:1]
@@ -65,38 +64,69 @@ def mode_parameters(
     return names if calls else set()
 
 
-def _calls(name: str, tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.Call, int]]:
-    """(the method it is in, the call, how many arguments come before the function's own) for
-    each call of the helper `name` in `tree`; a call outside a method of a class stands for one
-    that passes nothing (its method is the module's first function, with no `self`)."""
+_Call = tuple[ast.FunctionDef, ast.Call, ast.ClassDef | None]
+"""A call, the method it is in and that method's class (`_calls`)."""
+_OUTSIDE = ast.FunctionDef("", ast.arguments([], [], None, [], [], None, []), [], [])
+"""The method standing for code outside the methods of classes: it has no `self`."""
+_Index = tuple[dict[str, list[_Call]], dict[str, list[_Call]]]
+_INDEX: weakref.WeakKeyDictionary[ast.Module, _Index] = weakref.WeakKeyDictionary()
+"""A tree's calls of a name and of an attribute of `self`, by the name (`_named_calls`)."""
+
+
+def _calls(
+    name: str, tree: ast.Module
+) -> list[tuple[ast.FunctionDef, ast.Call, int, ast.ClassDef | None]]:
+    """(the method it is in, the call, how many arguments come before the function's own, the
+    method's class) for each call of the helper `name` in `tree`; a call outside a method of a
+    class stands for one that passes nothing (its method is `_OUTSIDE`, of no class)."""
+    names, attrs = _named_calls(tree)
     own = re.compile(rf"{re.escape(name)}(_\d+)?")
-    found: list[tuple[ast.FunctionDef, ast.Call, int]] = []
-    outside = ast.FunctionDef("", ast.arguments([], [], None, [], [], None, []), [], [])
-    methods = {
-        id(m)
+    return [
+        *((method, call, 0, cls) for method, call, cls in names.get(name, [])),
+        *((method, call, 1, cls) for method, call, cls in names.get(f"{name}_ops", [])),
+        *(
+            (method, call, 0, cls)
+            for attr, found in attrs.items()
+            if own.fullmatch(attr)
+            for method, call, cls in found
+        ),
+    ]
+
+
+def _named_calls(tree: ast.Module) -> _Index:
+    """The calls in `tree` of a name (`mix(...)`) and of an attribute of `self` (`self.mix(...)`),
+    each by the name called, found in one walk a tree (kept while the tree lives): every helper
+    whose parameters may follow the mode asks for its own."""
+    if tree in _INDEX:
+        return _INDEX[tree]
+    names: dict[str, list[_Call]] = {}
+    attrs: dict[str, list[_Call]] = {}
+    owners = {
+        id(m): c
         for c in all_nodes(tree)
         if isinstance(c, ast.ClassDef)
         for m in c.body
         if isinstance(m, ast.FunctionDef)
     }
-    stack: list[tuple[ast.AST, ast.FunctionDef]] = [(tree, outside)]
+    stack: list[tuple[ast.AST, ast.FunctionDef]] = [(tree, _OUTSIDE)]
     while stack:
         node, method = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            method = node if id(node) in methods else outside  # type: ignore[assignment]
+            method = node if id(node) in owners else _OUTSIDE  # type: ignore[assignment]
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Name) and func.id in (name, f"{name}_ops"):
-                found.append((method, node, int(func.id != name)))
+            found = (method, node, owners.get(id(method)))
+            if isinstance(func, ast.Name):
+                names.setdefault(func.id, []).append(found)
             elif (
                 isinstance(func, ast.Attribute)
                 and isinstance(func.value, ast.Name)
                 and func.value.id == "self"
-                and own.fullmatch(func.attr)
             ):
-                found.append((method, node, 0))
+                attrs.setdefault(func.attr, []).append(found)
         stack += [(child, method) for child in ast.iter_child_nodes(node)]
-    return found
+    _INDEX[tree] = names, attrs
+    return names, attrs
 
 
 def _passes_mode(call: ast.Call, index: int, name: str, owner: str | None) -> bool:

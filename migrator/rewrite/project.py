@@ -16,7 +16,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, NamedTuple, Sequence, TypeVar
 
 from migrator.catalog import STATELESS_TORCH_MODULES, replacing_modules
 from migrator.evidence import Evidence
@@ -332,12 +332,13 @@ class RootIndex:
 
 
 _READ: OrderedDict[Path, list] = OrderedDict()
-"""Path -> [its modification time and size, `module_name` of it, its text; None: not asked
-yet]: in a large package every file of a run loads the same files (each a `stat` of every
-folder up to its import root, and a read; its summary is then found by the text). As for
-`lookups._ON_DISK`, a file rewritten with the same size within the file system's time
-resolution, or a package's `__init__.py` added or removed while the process runs, is not seen
-(a run does none of these to the files it reads). Oldest first, bounded by `_READ_KEPT`."""
+"""Path -> [its modification time and size, `module_name` of it, its text, its real folder;
+None: not asked yet]: in a large package every file of a run loads the same files (each a
+`stat` of every folder up to its import root, and a read; its summary is then found by the
+text). As for `lookups._ON_DISK`, a file rewritten with the same size within the file system's
+time resolution, or a package's `__init__.py` added or removed (or a symlink on its path
+changed) while the process runs, is not seen (a run does none of these to the files it
+reads). Oldest first, bounded by `_READ_KEPT`."""
 _READ_KEPT = 16_384
 
 
@@ -348,21 +349,40 @@ def _read_entry(path: Path) -> list:
     stamp = (stat.st_mtime_ns, stat.st_size)
     kept = _READ.get(path)
     if kept is None or kept[0] != stamp:
-        kept = _READ[path] = [stamp, None, None]
+        kept = _READ[path] = [stamp, None, None, None]
         while len(_READ) > _READ_KEPT:
             del _READ[next(iter(_READ))]
     return kept
 
 
-def _named(path: Path) -> tuple[str, bool, Path]:
-    """`module_name(path)`, worked out once while the file stays the same (`_READ`)."""
+def kept_module_name(path: Path) -> tuple[str, bool, Path]:
+    """`module_name(path)`, worked out once while the file stays the same (`_READ`): every file
+    of a run asks for the package of the files it reads, and its own."""
+    return _kept(path, 1, module_name)
+
+
+def _real_folder(path: Path) -> Path:
+    """The real path of the folder of the file `path` (`resolved(path).parent`), worked out
+    once while the file stays the same (`_READ`): each file registered adds its own."""
+    return _kept(path, 3, lambda file: real_paths.resolved(file).parent)
+
+
+_T = TypeVar("_T")
+
+
+def _kept(path: Path, slot: int, work: Callable[[Path], _T]) -> _T:
+    """`work(path)`, kept in `slot` of the file's entry in `_READ` (by its absolute path: a
+    relative one names another file once the working directory changes); worked out each time
+    for a file that cannot be `stat`-ed."""
+    if not path.is_absolute():
+        path = Path(os.path.abspath(path))
     try:
         kept = _read_entry(path)
     except OSError:
-        return module_name(path)
-    if kept[1] is None:
-        kept[1] = module_name(path)
-    return kept[1]
+        return work(path)
+    if kept[slot] is None:
+        kept[slot] = work(path)
+    return kept[slot]
 
 
 def _text(path: Path) -> str:
@@ -478,7 +498,7 @@ class Project:
         self.generation += 1
         if source is not None:
             read_type_comments(tree, source)
-        module, is_package, root = module_name(path) if path else ("", False, None)
+        module, is_package, root = kept_module_name(path) if path else ("", False, None)
         self._add_roots(path, root)
         names = collect(tree, module, is_package, source, stored)
         info = FileInfo(path, tree, names, text=source, rebound=_rebound(tree, source))
@@ -544,7 +564,7 @@ class Project:
     def _add_roots(self, path: Path | None, root: Path | None) -> None:
         """Add a registered file's import root and folder to the folders searched."""
         if path is not None and root is not None:
-            for folder in (root, real_paths.resolved(path).parent):
+            for folder in (root, _real_folder(path)):
                 if folder not in self._root_set:
                     self._root_set.add(folder)
                     self._roots.append(folder)
@@ -554,12 +574,12 @@ class Project:
     def load_file(self, path: Path) -> FileInfo | None:
         """The parsed file at `path` (None: not parsable)."""
         if path not in self._modules:
-            self._modules[path] = _named(path)[0]
+            self._modules[path] = kept_module_name(path)[0]
         module = self._modules[path]
         if module in self._by_module:
             return self._seen(("file", path), self._by_module[module])
         try:
-            info = self._add_read(path, _text(path), named=_named(path))
+            info = self._add_read(path, _text(path), named=kept_module_name(path))
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None
@@ -638,7 +658,9 @@ class Project:
         if candidate is None:
             return None
         try:
-            return self._add_read(candidate, _text(candidate), module, _named(candidate), facts)
+            return self._add_read(
+                candidate, _text(candidate), module, kept_module_name(candidate), facts
+            )
         except (SyntaxError, ValueError, OSError):
             self._unusable()  # another process may read it otherwise
             return None

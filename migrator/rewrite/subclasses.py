@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from migrator.rewrite.project import module_name
+from migrator.rewrite.project import kept_module_name
 from migrator.rewrite.real_paths import resolved
 
 _CLASS = re.compile(r"class[ \t]+\w+[ \t]*\(([^)]*)\)")
@@ -37,7 +37,7 @@ def files_naming(index: dict[str, frozenset[Path]], base_names: set[str]) -> lis
 
 def _package_folder(path: Path) -> tuple[Path, bool]:
     """(folder to scan, recursively?): the top package's folder, or the file's own folder."""
-    module, _, root = module_name(path)
+    module, _, root = kept_module_name(path)
     if "." in module:
         return resolved(root / module.split(".")[0]), True
     return resolved(path).parent, False
