@@ -23,6 +23,7 @@ from migrator.rewrite.inplace import (
     _BENIGN_ATTRIBUTES,
     Parents,
     block_parents,
+    holds_number,
     inplace_unsafe,
     unnamed_binds,
 )
@@ -301,6 +302,7 @@ class Scanner:
                     "MIG002",
                     f".{func.attr}()",
                     note=note,
+                    twin=op is inplace,
                 )
 
     def _pairwise(
@@ -586,6 +588,7 @@ class Scanner:
             label,
             kind="augassign" if augmented else "inplace",
             note=self._fresh_note(target),
+            twin=not holds_number(self.method, target, visit.stmt, self._parents),
         )
 
     def _temporary(self, value: ast.expr) -> bool:
@@ -823,10 +826,12 @@ class Scanner:
         label: str,
         kind: ReplaceKind = "call",
         note: str = "",
+        twin: bool = False,
     ) -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
         (value, how the codemod finds it) pairs, keywords with their names; `note` ends the
-        finding."""
+        finding; `twin`: `node` is an in-place twin on a tensor, whose module then takes
+        `Op.inplace_extra`."""
         if code in self.ctx.disable:
             return
         if code == "MIG002":
@@ -853,10 +858,18 @@ class Scanner:
             [v for v, _ in positional],
             [(k, v) for k, v, _ in keywords if k],
             self._predicates(hyper),
+            twin,
         )
         if isinstance(bound, Refusal) and bound.code is None:
             return
         toolkit = self._toolkit(op, bound, kind, positional)
+        if toolkit is not None and twin and op.inplace_extra:
+            raise Refusal(
+                "MIG120",
+                f"{label}: {self.ctx.toolkit}'s {toolkit.qualname.rsplit('.', 1)[1]} returns "
+                "its operands' promoted dtype where the in-place op keeps its receiver's (a "
+                "bf16 tensor plus an fp32 one stays bf16); left as is",
+            )
         weight_module, at_call = None, ""
         if toolkit is not None and toolkit.renames is None:
             # the toolkit's class wraps the function: the call keeps its arguments as written
