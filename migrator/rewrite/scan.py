@@ -30,7 +30,7 @@ from migrator.rewrite.inplace import (
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
-from migrator.rewrite.outputs import OutputKinds, is_none, op_inplace
+from migrator.rewrite.outputs import FRESH, OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -567,7 +567,8 @@ class Scanner:
         if self._parents is None:
             self._parents = block_parents(self.method)
         reason = inplace_unsafe(self.method, target, visit.stmt, self._made, self._parents)
-        reason = reason or self._kept(target, [*args, *(k.value for k in keywords)])
+        operands = [*args, *(k.value for k in keywords)]
+        reason = reason or self._kept(target, operands) or self._overlaps(target, operands)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         if _starred(args, [k.arg for k in keywords]):
@@ -590,6 +591,40 @@ class Scanner:
             note=self._fresh_note(target),
             twin=not holds_number(self.method, target, visit.stmt, self._parents),
         )
+
+    def _overlaps(self, target: ast.expr, operands: list[ast.expr]) -> str | None:
+        """Why an operand of the in-place op on `target` may be a view of it (`y += y.t()`,
+        `z.mul_(z[:, :1])`: the in-place op reads what it writes, or raises; out of place it
+        does neither); None when each operand that reads `target` is `target` itself or a new
+        tensor (an operator's result, a call `_made` proves fresh)."""
+        if not isinstance(target, ast.Name):
+            return None
+        proof = self._fresh_proof, self._passed_proof
+        try:
+            for value in operands:
+                if (isinstance(value, ast.Name) and value.id == target.id) or not _reads(
+                    value, target.id
+                ):
+                    continue
+                if not (
+                    isinstance(value, ast.BinOp)
+                    or self._made(value) is True
+                    or self._item_output(value) == FRESH
+                ):
+                    return (
+                        f"`{self.ctx.text(value)}` may be a view of it, which the in-place op "
+                        "would read while writing it"
+                    )
+            return None
+        finally:
+            self._fresh_proof, self._passed_proof = proof
+
+    def _item_output(self, value: ast.expr) -> str:
+        """What a call of an item of a container `__init__` alone builds returns (`ck(x)` in
+        `for ck in self.convs`): `OutputKinds.items_either`, '' for anything else."""
+        held = self._held_by(value.func) if isinstance(value, ast.Call) else None
+        built = self._attr_values(held[0]) if held is not None and held[1] else None
+        return "" if built is None else self._outputs.items_either(built, self.ctx.info)
 
     def _temporary(self, value: ast.expr) -> bool:
         """Whether `value`, the receiver of an in-place op whose result is used, is a new tensor
