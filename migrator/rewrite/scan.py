@@ -595,22 +595,15 @@ class Scanner:
     def _overlaps(self, target: ast.expr, operands: list[ast.expr]) -> str | None:
         """Why an operand of the in-place op on `target` may be a view of it (`y += y.t()`,
         `z.mul_(z[:, :1])`: the in-place op reads what it writes, or raises; out of place it
-        does neither); None when each operand that reads `target` is `target` itself or a new
-        tensor (an operator's result, a call `_made` proves fresh)."""
+        does neither); None when each operand is `target` itself or may view no part of it."""
         if not isinstance(target, ast.Name):
             return None
         proof = self._fresh_proof, self._passed_proof
         try:
             for value in operands:
-                if (isinstance(value, ast.Name) and value.id == target.id) or not _reads(
-                    value, target.id
-                ):
+                if isinstance(value, ast.Name) and value.id == target.id:
                     continue
-                if not (
-                    isinstance(value, ast.BinOp)
-                    or self._made(value) is True
-                    or self._item_output(value) == FRESH
-                ):
+                if self._may_view(value, target.id):
                     return (
                         f"`{self.ctx.text(value)}` may be a view of it, which the in-place op "
                         "would read while writing it"
@@ -618,6 +611,24 @@ class Scanner:
             return None
         finally:
             self._fresh_proof, self._passed_proof = proof
+
+    def _may_view(self, value: ast.expr, name: str) -> bool:
+        """Whether `value` may share memory with the tensor `name` holds: it is `name`, or
+        reaches it through subscripts, attributes, calls and their arguments with no new
+        tensor between (an operator's result, a call `_made` proves fresh, an item of a
+        container of such modules: `attn.sum(-1).unsqueeze(-1)` is none of `attn`'s)."""
+        if isinstance(value, ast.Name):
+            return value.id == name
+        if isinstance(value, ast.BinOp) or not _reads(value, name):
+            return False
+        if isinstance(value, ast.Call):
+            if self._made(value) is True or self._item_output(value) == FRESH:
+                return False
+            parts = [value.func, *value.args, *(k.value for k in value.keywords)]
+            return any(self._may_view(p, name) for p in parts)
+        if isinstance(value, (ast.Subscript, ast.Attribute, ast.Starred)):
+            return self._may_view(value.value, name)
+        return True
 
     def _item_output(self, value: ast.expr) -> str:
         """What a call of an item of a container `__init__` alone builds returns (`ck(x)` in
