@@ -65,7 +65,8 @@ class Bound(Generic[V]):
     ctor: tuple[tuple[str, object], ...]
     """Constructor keywords: `Op.call_extra` when the call becomes `Op.call_module`, then in
     catalog order hyper-parameters the call passes (world values) and defaults the module does
-    not share, then, for `Op.module`, `Op.ctor_extra` (plain values)."""
+    not share, then, for `Op.module`, `Op.ctor_extra` (plain values), then for an in-place
+    twin `Op.inplace_extra`."""
     given: frozenset[str]
     """The constructor keywords whose value is a world value the call passed."""
     module: str
@@ -104,10 +105,15 @@ def arguments(
 
 
 def bind(
-    op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]], predicates: Predicates[V]
+    op: Op,
+    positional: Sequence[V],
+    keywords: Sequence[tuple[str, V]],
+    predicates: Predicates[V],
+    inplace: bool = False,
 ) -> Bound[V] | Refusal:
     """Sort a call's arguments by the op's roles, or say why the call cannot become
-    `op.module` with the same result."""
+    `op.module` with the same result. `inplace`: the call is an in-place twin on a tensor
+    (`x += y`, `x.add_(y)`), whose module takes `Op.inplace_extra` too."""
     values = arguments(op, positional, keywords)
     if isinstance(values, Refusal):
         return values
@@ -203,7 +209,8 @@ def bind(
     called = module == op.call_module
     return Bound(
         tuple(inputs),
-        op.call_extra + tuple(ctor) if called else tuple(ctor) + op.ctor_extra,
+        (op.call_extra + tuple(ctor) if called else tuple(ctor) + op.ctor_extra)
+        + (op.inplace_extra if inplace else ()),
         frozenset(given),
         module,
         key,

@@ -113,6 +113,9 @@ class Observation:
     reason: str = ""
 
 
+AS_INPLACE = (("as_inplace", True),)
+"""`Op.inplace_extra` of migrator's op modules (`migrator.nn._InPlaceTwin`)."""
+
 OWN = Observation(Observe.OWN_OUTPUT)
 SHARE = Observation(Observe.SHARE_INPUT)
 ACROSS = Observation(Observe.SHARED_ACROSS)
@@ -175,6 +178,10 @@ class Op:
     ctor_extra: tuple[tuple[str, object], ...] = ()
     """Constructor keywords `module` always takes, with their values (`inplace=True` for
     `relu_`)."""
+    inplace_extra: tuple[tuple[str, object], ...] = ()
+    """Constructor keywords `module` takes where it replaces an in-place twin on a tensor
+    (`AS_INPLACE`: what the twin leaves in its receiver, in the receiver's dtype and shape, or
+    its error); empty when the twin rebinds (`@=`: tensors have no in-place matmul)."""
     module_defaults: tuple[tuple[str, object], ...] = ()
     """Constructor defaults that differ from the callable's: such hyper-parameters are always
     passed, even when the call leaves them at their default."""
@@ -420,6 +427,7 @@ def _binary(
         operators=(symbol,) if symbol else (),
         inplace_operators=(symbol + "=",) if symbol else (),
         inplace_methods=tuple(m + "_" for m in methods) if inplace_methods else (),
+        inplace_extra=AS_INPLACE if inplace_methods else (),
         observed=observed,
     )
 
@@ -454,6 +462,7 @@ def _unary(
         names,
         inplace_methods=tuple(n + "_" for n in names),
         inplace_functions=tuple(f"torch.{n}_" for n in inplace_functions or names),
+        inplace_extra=AS_INPLACE,
         observed=OWN,
     )
 
@@ -890,6 +899,7 @@ def _build() -> tuple[Op, ...]:
                 (f"torch.{key}",),
                 (key,),
                 inplace_methods=(key + "_",),
+                inplace_extra=AS_INPLACE,
                 observed=OWN,
             )
         )
@@ -926,6 +936,7 @@ def _build() -> tuple[Op, ...]:
             ("clamp", "clip"),
             inplace_methods=("clamp_", "clip_"),
             inplace_functions=("torch.clamp_", "torch.clip_"),
+            inplace_extra=AS_INPLACE,
             observed=OWN,
         )
     )
@@ -963,6 +974,7 @@ def _build() -> tuple[Op, ...]:
             ("torch.masked_fill",),
             ("masked_fill",),
             inplace_methods=("masked_fill_",),
+            inplace_extra=AS_INPLACE,
             observed=Observation(
                 Observe.NOT_QUANTIZED,
                 reason="masked_fill: the fill value (-inf in attention masks) is outside any "
@@ -978,6 +990,7 @@ def _build() -> tuple[Op, ...]:
             ("torch.cumsum",),
             ("cumsum",),
             inplace_methods=("cumsum_",),
+            inplace_extra=AS_INPLACE,
             observed=OWN,
         )
     )
@@ -1525,12 +1538,12 @@ MODULE_ATTRIBUTES: frozenset[str] = frozenset(
 
 CATALOG_ATTRIBUTES: frozenset[str] = frozenset(
     """
-    align_corners alpha antialias approximate beta bias ceil_mode count_include_pad dilation dim
-    dims divisor_override downscale_factor dropout_p dropout_train_only dtype elementwise_affine
-    enable_gqa end_dim eps equation groups init inplace is_causal keepdim kernel_size lambd lower
-    max max_norm max_val min min_val mode momentum name negative_slope norm norm_type
-    normalized_shape num_groups num_parameters ord output_ratio output_size p pad padding
-    padding_idx padding_mode recompute_scale_factor reset_parameters return_indices
+    align_corners alpha antialias approximate as_inplace beta bias ceil_mode count_include_pad
+    dilation dim dims divisor_override downscale_factor dropout_p dropout_train_only dtype
+    elementwise_affine enable_gqa end_dim eps equation groups init inplace is_causal keepdim
+    kernel_size lambd lower max max_norm max_val min min_val mode momentum name negative_slope
+    norm norm_type normalized_shape num_groups num_parameters ord output_ratio output_size p pad
+    padding padding_idx padding_mode recompute_scale_factor reset_parameters return_indices
     rounding_mode scale scale_factor scale_grad_by_freq size sparse start_dim stride threshold
     training_mode unflattened_size upper upscale_factor value weight
 """.split()

@@ -123,71 +123,117 @@ def stateless_copy(module: Optional[torch.nn.Module]) -> Optional[torch.nn.Modul
 # ----------------------------------------------------------------- arithmetic
 
 
-class Add(torch.nn.Module):
-    """``x + y``, or ``torch.add(x, y, alpha=alpha)`` when ``alpha != 1``."""
+class _InPlaceTwin(torch.nn.Module):
+    """An op that has an in-place twin (``x += y``, ``x.add_(y)``, ``x.sqrt_()``).
 
-    def __init__(self, alpha: Union[int, float] = 1) -> None:
+    ``as_inplace=True``, which ``migrator fix`` writes where it rewrote the twin on a tensor
+    ``x`` nothing else holds, gives what the twin leaves in ``x``: the out-of-place result
+    when it has ``x``'s dtype and shape, which is then the twin's, else the twin itself run on
+    ``x``, which casts back to ``x``'s dtype (a bf16 ``x`` plus an fp32 tensor, or an op
+    autocast runs in another dtype) or raises as the original did (a float result for an
+    integer ``x``, a broadcast that would grow ``x``). The test reads dtypes and shapes only,
+    which ``torch.export``, ONNX and TorchScript know while compiling: their graphs are the
+    plain op's where the dtypes agree. A number ``x`` (``acc = 0`` then ``acc += t``: ``+=``
+    rebinds it) and ``torch.fx.symbolic_trace``, which sees no dtypes, get the plain op.
+    """
+
+    def __init__(self, as_inplace: bool = False) -> None:
         super().__init__()
+        self.as_inplace = as_inplace
+
+    def _twin(
+        self, x: torch.Tensor, out: torch.Tensor, autocast: Optional[List[torch.Tensor]] = None
+    ) -> bool:
+        """Whether the twin must run on ``x``: ``out``, computed out of place, is not what it
+        leaves there. ``autocast``: operands autocast may bring to ``x``'s dtype out of place
+        but not in place (addmm's matrices), which must then have it already."""
+        if not self.as_inplace or not isinstance(x, torch.Tensor):
+            return False
+        if out.dtype != x.dtype or out.shape != x.shape:
+            return True
+        if autocast is not None:
+            for operand in autocast:
+                if operand.dtype != x.dtype:
+                    return True
+        return False
+
+    def extra_repr(self) -> str:
+        return "as_inplace=True" if self.as_inplace else ""
+
+    def _repr(self, settings: str) -> str:
+        """``settings``, followed by ``as_inplace=True`` when set."""
+        return f"{settings}, as_inplace=True" if self.as_inplace else settings
+
+
+class Add(_InPlaceTwin):
+    """``x + y``, or ``torch.add(x, y, alpha=alpha)`` when ``alpha != 1``; its twins
+    ``x += y`` and ``x.add_(y, alpha=alpha)``."""
+
+    def __init__(self, alpha: Union[int, float] = 1, as_inplace: bool = False) -> None:
+        super().__init__(as_inplace)
         self.alpha = alpha
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if self.alpha == 1:
-            return x + y
-        return torch.add(x, y, alpha=self.alpha)
+        out = x + y if self.alpha == 1 else torch.add(x, y, alpha=self.alpha)
+        return x.add_(y, alpha=self.alpha) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha!r}"
+        return self._repr(f"alpha={self.alpha!r}")
 
 
-class Sub(torch.nn.Module):
-    """``x - y``, or ``torch.sub(x, y, alpha=alpha)`` when ``alpha != 1``."""
+class Sub(_InPlaceTwin):
+    """``x - y``, or ``torch.sub(x, y, alpha=alpha)`` when ``alpha != 1``; its twins ``x -= y``
+    and ``x.sub_(y, alpha=alpha)``."""
 
-    def __init__(self, alpha: Union[int, float] = 1) -> None:
-        super().__init__()
+    def __init__(self, alpha: Union[int, float] = 1, as_inplace: bool = False) -> None:
+        super().__init__(as_inplace)
         self.alpha = alpha
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if self.alpha == 1:
-            return x - y
-        return torch.sub(x, y, alpha=self.alpha)
+        out = x - y if self.alpha == 1 else torch.sub(x, y, alpha=self.alpha)
+        return x.sub_(y, alpha=self.alpha) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha!r}"
+        return self._repr(f"alpha={self.alpha!r}")
 
 
-class Mul(torch.nn.Module):
-    """``x * y``."""
+class Mul(_InPlaceTwin):
+    """``x * y``; its twins ``x *= y`` and ``x.mul_(y)``."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return x * y
+        out = x * y
+        return x.mul_(y) if self._twin(x, out) else out
 
 
-class Div(torch.nn.Module):
-    """``x / y``, or ``torch.div(x, y, rounding_mode=...)`` when a mode is given."""
+class Div(_InPlaceTwin):
+    """``x / y``, or ``torch.div(x, y, rounding_mode=...)`` when a mode is given; its twins
+    ``x /= y`` and ``x.div_(y, rounding_mode=...)``."""
 
-    def __init__(self, rounding_mode: Optional[str] = None) -> None:
-        super().__init__()
+    def __init__(self, rounding_mode: Optional[str] = None, as_inplace: bool = False) -> None:
+        super().__init__(as_inplace)
         self.rounding_mode = rounding_mode
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.rounding_mode is None:
-            return x / y
+            out = x / y
         else:
-            return torch.div(x, y, rounding_mode=self.rounding_mode)
+            out = torch.div(x, y, rounding_mode=self.rounding_mode)
+        return x.div_(y, rounding_mode=self.rounding_mode) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"rounding_mode={self.rounding_mode!r}"
+        return self._repr(f"rounding_mode={self.rounding_mode!r}")
 
 
-class FloorDiv(torch.nn.Module):
-    """``x // y``."""
+class FloorDiv(_InPlaceTwin):
+    """``x // y``; its twins ``x //= y`` and ``x.floor_divide_(y)``."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return x // y
+        out = x // y
+        return x.floor_divide_(y) if self._twin(x, out) else out
 
 
 class MatMul(torch.nn.Module):
-    """``x @ y``."""
+    """``x @ y`` (and ``x @= y``, which rebinds ``x``: tensors have no in-place matmul)."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return x @ y
@@ -200,41 +246,54 @@ class BMM(torch.nn.Module):
         return torch.bmm(x, y)
 
 
-class AddMM(torch.nn.Module):
-    """``torch.addmm(x, mat1, mat2, beta=beta, alpha=alpha)``."""
+class AddMM(_InPlaceTwin):
+    """``torch.addmm(x, mat1, mat2, beta=beta, alpha=alpha)``; its twin ``x.addmm_(...)``, which
+    autocast leaves alone."""
 
-    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
-        super().__init__()
+    def __init__(
+        self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1, as_inplace: bool = False
+    ) -> None:
+        super().__init__(as_inplace)
         self.beta = beta
         self.alpha = alpha
 
     def forward(self, x: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
-        return torch.addmm(x, mat1, mat2, beta=self.beta, alpha=self.alpha)
+        out = torch.addmm(x, mat1, mat2, beta=self.beta, alpha=self.alpha)
+        if self._twin(x, out, [mat1, mat2]):
+            return x.addmm_(mat1, mat2, beta=self.beta, alpha=self.alpha)
+        return out
 
     def extra_repr(self) -> str:
-        return f"beta={self.beta!r}, alpha={self.alpha!r}"
+        return self._repr(f"beta={self.beta!r}, alpha={self.alpha!r}")
 
 
-class BAddBMM(torch.nn.Module):
-    """``torch.baddbmm(x, batch1, batch2, beta=beta, alpha=alpha)``."""
+class BAddBMM(_InPlaceTwin):
+    """``torch.baddbmm(x, batch1, batch2, beta=beta, alpha=alpha)``; its twin
+    ``x.baddbmm_(...)``, which autocast leaves alone."""
 
-    def __init__(self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1) -> None:
-        super().__init__()
+    def __init__(
+        self, beta: Union[int, float] = 1, alpha: Union[int, float] = 1, as_inplace: bool = False
+    ) -> None:
+        super().__init__(as_inplace)
         self.beta = beta
         self.alpha = alpha
 
     def forward(self, x: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor) -> torch.Tensor:
-        return torch.baddbmm(x, batch1, batch2, beta=self.beta, alpha=self.alpha)
+        out = torch.baddbmm(x, batch1, batch2, beta=self.beta, alpha=self.alpha)
+        if self._twin(x, out, [batch1, batch2]):
+            return x.baddbmm_(batch1, batch2, beta=self.beta, alpha=self.alpha)
+        return out
 
     def extra_repr(self) -> str:
-        return f"beta={self.beta!r}, alpha={self.alpha!r}"
+        return self._repr(f"beta={self.beta!r}, alpha={self.alpha!r}")
 
 
-class Pow(torch.nn.Module):
-    """``x ** y``."""
+class Pow(_InPlaceTwin):
+    """``x ** y``; its twins ``x **= y`` and ``x.pow_(y)``."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return x**y
+        out = x**y
+        return x.pow_(y) if self._twin(x, out) else out
 
 
 # ------------------------------------------------------------ concat / stack
@@ -328,60 +387,68 @@ class _ScriptableStack(Stack):
 # ---------------------------------------------------------------- elementwise
 
 
-class Exp(torch.nn.Module):
-    """``torch.exp(x)``."""
+class Exp(_InPlaceTwin):
+    """``torch.exp(x)``; its twin ``x.exp_()``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp(x)
+        out = torch.exp(x)
+        return x.exp_() if self._twin(x, out) else out
 
 
-class Log(torch.nn.Module):
-    """``torch.log(x)``."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.log(x)
-
-
-class Sqrt(torch.nn.Module):
-    """``torch.sqrt(x)``."""
+class Log(_InPlaceTwin):
+    """``torch.log(x)``; its twin ``x.log_()``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sqrt(x)
+        out = torch.log(x)
+        return x.log_() if self._twin(x, out) else out
 
 
-class Rsqrt(torch.nn.Module):
-    """``torch.rsqrt(x)``."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.rsqrt(x)
-
-
-class Abs(torch.nn.Module):
-    """``torch.abs(x)`` (also ``torch.absolute``)."""
+class Sqrt(_InPlaceTwin):
+    """``torch.sqrt(x)``; its twin ``x.sqrt_()``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.abs(x)
+        out = torch.sqrt(x)
+        return x.sqrt_() if self._twin(x, out) else out
 
 
-class Neg(torch.nn.Module):
-    """``torch.neg(x)`` (also ``torch.negative``)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.neg(x)
-
-
-class Erf(torch.nn.Module):
-    """``torch.erf(x)`` (also ``torch.special.erf``)."""
+class Rsqrt(_InPlaceTwin):
+    """``torch.rsqrt(x)``; its twin ``x.rsqrt_()``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.erf(x)
+        out = torch.rsqrt(x)
+        return x.rsqrt_() if self._twin(x, out) else out
 
 
-class Square(torch.nn.Module):
-    """``torch.square(x)``."""
+class Abs(_InPlaceTwin):
+    """``torch.abs(x)`` (also ``torch.absolute``); its twin ``x.abs_()``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.square(x)
+        out = torch.abs(x)
+        return x.abs_() if self._twin(x, out) else out
+
+
+class Neg(_InPlaceTwin):
+    """``torch.neg(x)`` (also ``torch.negative``); its twin ``x.neg_()``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.neg(x)
+        return x.neg_() if self._twin(x, out) else out
+
+
+class Erf(_InPlaceTwin):
+    """``torch.erf(x)`` (also ``torch.special.erf``); its twin ``x.erf_()``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.erf(x)
+        return x.erf_() if self._twin(x, out) else out
+
+
+class Square(_InPlaceTwin):
+    """``torch.square(x)``; its twin ``x.square_()``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.square(x)
+        return x.square_() if self._twin(x, out) else out
 
 
 class Maximum(torch.nn.Module):
@@ -405,12 +472,15 @@ class Where(torch.nn.Module):
         return torch.where(condition, x, y)
 
 
-class MaskedFill(torch.nn.Module):
+class MaskedFill(_InPlaceTwin):
     """``x.masked_fill(mask, value)``; ``value`` may also be given at call time (a dtype's
-    minimum, ``torch.finfo(dtype).min``), then replacing the constructor's."""
+    minimum, ``torch.finfo(dtype).min``), then replacing the constructor's. Its twin
+    ``x.masked_fill_(mask, value)``."""
 
-    def __init__(self, value: Optional[Union[int, float, bool]] = None) -> None:
-        super().__init__()
+    def __init__(
+        self, value: Optional[Union[int, float, bool]] = None, as_inplace: bool = False
+    ) -> None:
+        super().__init__(as_inplace)
         self.value = value
 
     def forward(
@@ -418,38 +488,46 @@ class MaskedFill(torch.nn.Module):
     ) -> torch.Tensor:
         if value is None:
             assert self.value is not None, "MaskedFill built without `value` takes it at call"
-            return x.masked_fill(mask, self.value)
-        return x.masked_fill(mask, value)
+            out = x.masked_fill(mask, self.value)
+            return x.masked_fill_(mask, self.value) if self._twin(x, out) else out
+        out = x.masked_fill(mask, value)
+        return x.masked_fill_(mask, value) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"value={self.value!r}"
+        return self._repr(f"value={self.value!r}")
 
 
-class CumSum(torch.nn.Module):
-    """``torch.cumsum(x, dim, dtype=dtype)``."""
+class CumSum(_InPlaceTwin):
+    """``torch.cumsum(x, dim, dtype=dtype)``; its twin ``x.cumsum_(dim, dtype=dtype)``."""
 
-    def __init__(self, dim: int, dtype: Optional[torch.dtype] = None) -> None:
-        super().__init__()
+    def __init__(
+        self, dim: int, dtype: Optional[torch.dtype] = None, as_inplace: bool = False
+    ) -> None:
+        super().__init__(as_inplace)
         self.dim = dim
         self.dtype = dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(x, self.dim, dtype=self.dtype)
+        out = torch.cumsum(x, self.dim, dtype=self.dtype)
+        return x.cumsum_(self.dim, dtype=self.dtype) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"dim={self.dim!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "")
+        shown = f"dim={self.dim!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "")
+        return self._repr(shown)
 
 
 # ---------------------------------------------------------------- reductions
 
 
-class Clamp(torch.nn.Module):
+class Clamp(_InPlaceTwin):
     """``torch.clamp(x, min, max)`` (also ``x.clamp``, ``torch.clip``); ``min`` and ``max`` may
     also be given at call time (``self.clamp(x, min=lo)``), each then replacing the
-    constructor's."""
+    constructor's. Its twin ``x.clamp_(min, max)``."""
 
-    def __init__(self, min: Optional[float] = None, max: Optional[float] = None) -> None:
-        super().__init__()
+    def __init__(
+        self, min: Optional[float] = None, max: Optional[float] = None, as_inplace: bool = False
+    ) -> None:
+        super().__init__(as_inplace)
         self.min = min
         self.max = max
 
@@ -457,15 +535,21 @@ class Clamp(torch.nn.Module):
         self, x: torch.Tensor, min: Optional[float] = None, max: Optional[float] = None
     ) -> torch.Tensor:
         if min is None and max is None:
-            return torch.clamp(x, self.min, self.max)
+            return self._clamp(x, self.min, self.max)
         if min is None:
-            return torch.clamp(x, self.min, max)
+            return self._clamp(x, self.min, max)
         if max is None:
-            return torch.clamp(x, min, self.max)
-        return torch.clamp(x, min, max)
+            return self._clamp(x, min, self.max)
+        return self._clamp(x, min, max)
+
+    def _clamp(
+        self, x: torch.Tensor, low: Optional[Union[int, float]], high: Optional[Union[int, float]]
+    ) -> torch.Tensor:
+        out = torch.clamp(x, low, high)
+        return x.clamp_(low, high) if self._twin(x, out) else out
 
     def extra_repr(self) -> str:
-        return f"min={self.min!r}, max={self.max!r}"
+        return self._repr(f"min={self.min!r}, max={self.max!r}")
 
 
 class Mean(torch.nn.Module):

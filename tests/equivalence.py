@@ -23,8 +23,9 @@ def loaded_pair(original: Callable[[], Any], migrated: Callable[[], Any]) -> tup
 
 
 def assert_same_outputs(expected: Any, actual: Any) -> None:
-    """`torch.equal` tensor for tensor: tuples and lists of the same type and length, element by
-    element; anything else `==`."""
+    """`torch.equal` and the same dtype tensor for tensor (`torch.equal` alone promotes: a bf16
+    and an fp32 tensor of the same values are equal): tuples and lists of the same type and
+    length, element by element; anything else `==`."""
     import torch
 
     if isinstance(expected, (tuple, list)):
@@ -32,9 +33,27 @@ def assert_same_outputs(expected: Any, actual: Any) -> None:
         for e, a in zip(expected, actual):
             assert_same_outputs(e, a)
     elif isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor) and expected.dtype == actual.dtype
         assert torch.equal(expected, actual)
     else:
         assert expected == actual
+
+
+def outcome(run: Callable[[], Any]) -> Any:
+    """What `run()` returns, or the exception it raises."""
+    try:
+        return run()
+    except Exception as exc:  # a forward may raise anything
+        return exc
+
+
+def assert_same_outcome(expected: Any, actual: Any) -> None:
+    """`assert_same_outputs`, or both raised the same exception type with the same message."""
+    if isinstance(expected, Exception) or isinstance(actual, Exception):
+        assert type(expected) is type(actual), (expected, actual)
+        assert str(expected) == str(actual)
+    else:
+        assert_same_outputs(expected, actual)
 
 
 def assert_bit_exact(

@@ -59,7 +59,7 @@ def test_failing_target_blocks_the_write(project):
     """A stale or hand-edited op module computes something else: verify fails the target and
     the model file is left untouched."""
     ops = (Path(__file__).parent.parent / "migrator" / "nn.py").read_text()
-    broken = ops.replace("return x + y", "return x - y")
+    broken = ops.replace("out = x + y if", "out = x - y if")
     assert broken != ops
     (project / "zoo" / "quant_ops.py").write_text(broken)
     result = migrator("fix", "--verify", "zoo", cwd=project)

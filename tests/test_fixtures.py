@@ -3,8 +3,10 @@ findings, is idempotent, and the migrated model is equivalent to the original.""
 
 from __future__ import annotations
 
+from itertools import product
+
 import pytest
-from equivalence import assert_same_outputs, loaded_pair
+from equivalence import assert_same_outcome, assert_same_outputs, loaded_pair, outcome
 from fixture_cases import (
     CASES,
     TOOLKIT_CASES,
@@ -71,18 +73,22 @@ def test_migrated_model_is_equivalent(case):
         else case.with_name(f"{name}.after.py")
     )
     after = import_path(after_path, f"fixture_after_{name}")
-    for train in (False, True):
+    for train, autocast in product((False, True), (False, True)):
         original, migrated = loaded_pair(before.Model, after.Model)
         original.train(train)
         migrated.train(train)
         torch.manual_seed(2)
         inputs = before.example_inputs()
-        with torch.no_grad():
+        results = []
+        for model in (original, migrated):
             torch.manual_seed(3)
-            expected = original(*[i.clone() for i in inputs])
-            torch.manual_seed(3)
-            actual = migrated(*[i.clone() for i in inputs])
-        assert_same_outputs(expected, actual)
+            clones = [i.clone() for i in inputs]
+            with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+                results.append(outcome(lambda: model(*clones)))
+        if autocast:  # mixed dtypes: the same outputs, or the same error
+            assert_same_outcome(*results)
+        else:
+            assert_same_outputs(*results)
 
 
 @pytest.mark.parametrize("tree", TREES, ids=[t.name for t in TREES])

@@ -111,7 +111,7 @@ def test_correct_rewrite_passes_every_check():
     }
     figures = {c.name: c.figures for c in result.checks}
     assert figures["state_dict"]["tensors"] == 14 and figures["fx graph"]["nodes"] == 14
-    assert figures["outputs"] == {"eval_tensors": 1, "train_tensors": 1}
+    assert figures["outputs"] == {"eval_tensors": 1, "train_tensors": 1, "autocast_tensors": 1}
     assert verification.refusal(NET) is None and not verification.unverified
 
 
@@ -275,6 +275,7 @@ FIXTURE_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
         "inplace_loop_accumulate",
         "inplace_read_by_method",
         "loops_input_traced",
+        "inplace_dtypes",
         "weight_standardisation",
         "norm_affine_at_call",
     ],

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import torch
 from torch import fx
 from torch.fx.node import map_arg
+from torch.utils._pytree import tree_leaves
 
 from migrator.catalog import CATALOG, Op, Role
 from migrator.prove.ops import resolve
@@ -271,7 +272,8 @@ def _fx_rows(gm: fx.GraphModule) -> list[tuple]:
             module = modules[node.target]
             args, kwargs = _bound(module, args, kwargs)
             qualname = _class_name(type(module))
-            hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs)
+            receiver = args[0] if args else next(iter(kwargs.values()), None)
+            hyper = _effective(module, qualname, dict(_hyper_parameters(module)), kwargs, receiver)
             canonical = _as_module(qualname, hyper)
             if canonical is not None:  # its inputs, left in `kwargs`, rebound to its forward
                 qualname, hyper = _class_name(type(canonical)), _hyper_parameters(canonical)
@@ -325,12 +327,19 @@ def _held_names(state: Mapping[str, Any], names: dict[int, str]) -> dict[str, li
     return held
 
 
-def _effective(module: torch.nn.Module, qualname: str, hyper: dict, arguments: dict) -> tuple:
+def _effective(
+    module: torch.nn.Module, qualname: str, hyper: dict, arguments: dict, receiver: Any
+) -> tuple:
     """A catalog module's hyper-parameters as the call applies them: one it takes at call time
     (`Arg.at_call`) is the value the call passes, when it passes one (`arguments` loses it),
     and one applied in training mode only (`Arg.gate`) is its default in eval mode. So
-    `Mean(dim=1)(x)` and `Mean()(x, dim=1)` are one call."""
+    `Mean(dim=1)(x)` and `Mean()(x, dim=1)` are one call. `Op.inplace_extra` acts on a tensor
+    `receiver` (its first input) only: `Add(as_inplace=True)(0, t)` is `Add()(0, t)`, as fx
+    traces `acc += t` on `acc = 0` (an earlier iteration may have made `acc` a tensor)."""
     for op in _ops_by_module().get(qualname, ()):
+        if not isinstance(receiver, _Ref):
+            for name, _ in op.inplace_extra:
+                hyper.pop(name, None)
         for arg in op.args:
             if arg.gate and hyper.pop(arg.gate, False) and not module.training:
                 hyper[arg.ctor_name] = arg.default
@@ -815,15 +824,17 @@ def _describe_aten(program: torch.export.ExportedProgram, position: int) -> str:
 def check_outputs(
     original: torch.nn.Module, migrated: torch.nn.Module, inputs: tuple[Any, ...]
 ) -> CheckResult:
-    """Bit-identical outputs (torch.equal) in eval mode, and in train mode with the same seed;
-    buffers (running statistics) are left as they were."""
+    """Bit-identical outputs (torch.equal, same dtypes) in eval mode, in train mode with the
+    same seed, and in eval mode under bf16 autocast, whose mixed dtypes show what one dtype
+    cannot (an in-place op keeps its receiver's dtype, the out-of-place op promotes); buffers
+    (running statistics) are left as they were."""
     parts: list[str] = []
     figures: dict[str, Any] = {}
-    for mode, seed in (("eval", 0), ("train", 1)):
+    for mode, seed, autocast in (("eval", 0, False), ("train", 1, False), ("autocast", 0, True)):
         original.train(mode == "train")
         migrated.train(mode == "train")
-        expected, expected_error = _run(original, inputs, seed)
-        actual, actual_error = _run(migrated, inputs, seed)
+        expected, expected_error = _run(original, inputs, seed, autocast)
+        actual, actual_error = _run(migrated, inputs, seed, autocast)
         if expected_error or actual_error:
             if expected_error and actual_error and expected_error == actual_error:
                 parts.append(f"{mode}: not compared, both raise {expected_error}")
@@ -842,7 +853,7 @@ def check_outputs(
             return CheckResult("outputs", FAIL, f"{mode} mode (seed {seed}): {found}", figures)
         parts.append(
             f"{mode}: {figures[f'{mode}_tensors']} tensor(s) bit-identical"
-            + (f" (seed {seed})" if mode == "train" else "")
+            + (f" (seed {seed})" if mode == "train" else " (eval, bf16)" if autocast else "")
         )
     original.eval()
     migrated.eval()
@@ -851,8 +862,13 @@ def check_outputs(
     return CheckResult("outputs", PASS, "; ".join(parts), figures)
 
 
-def _run(model: torch.nn.Module, inputs: tuple[Any, ...], seed: int):
+def _run(model: torch.nn.Module, inputs: tuple[Any, ...], seed: int, autocast: bool):
+    """(outputs, None) or (None, the error) of `model(*inputs)`, under bf16 autocast on the
+    inputs' device when `autocast`."""
+    leaves = tree_leaves(inputs)
+    device = next((t.device.type for t in leaves if isinstance(t, torch.Tensor)), "cpu")
     try:
-        return run_seeded(model, inputs, seed), None
+        with torch.autocast(device, torch.bfloat16, enabled=autocast):
+            return run_seeded(model, inputs, seed), None
     except Exception as exc:  # a forward may raise anything
         return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

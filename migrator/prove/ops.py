@@ -167,12 +167,17 @@ def _holds_node(value: Any) -> bool:
 
 
 def bind(
-    op: Op, node: Node, follows_mode: Callable[[Any], bool], root: torch.nn.Module
+    op: Op,
+    node: Node,
+    follows_mode: Callable[[Any], bool],
+    root: torch.nn.Module,
+    inplace: bool = False,
 ) -> Bound[Any]:
     """Sort the arguments of `node` (a call of `op`) by role; raise the `Refusal` when the call
     cannot become `op.module` with the same result. `follows_mode`: whether a `training` value
     follows the model's mode (fx records only the value of the mode it traced in); `root`: the
-    traced model, which holds the parameters and buffers the graph reads."""
+    traced model, which holds the parameters and buffers the graph reads; `inplace`: `node` is
+    an in-place twin (`operator.iadd`, `.add_()`), whose module takes `Op.inplace_extra`."""
     bound = binder.bind(
         op,
         node.args,
@@ -195,6 +200,7 @@ def bind(
             held=lambda v: _held(v, root),
             literal_mode=lambda v: v if node.meta.get(LITERAL_TRAINING) else None,
         ),
+        inplace,
     )
     if isinstance(bound, Refusal):
         raise bound

@@ -35,6 +35,7 @@ from migrator.prove.ops import (
 )
 from migrator.prove.outputs import difference, run_seeded
 from migrator.prove.trace import (
+    AUGMENTED,
     READS_SELF_TRAINING,
     SOURCE,
     PrepareError,
@@ -249,7 +250,8 @@ def _convert_ops(
         source = describe_source(node.meta.get(SOURCE))
         try:
             readers = _later_readers(gm, node) if match.inplace else []
-            bound = bind(match.op, node, lambda _: node in following, model)
+            inplace = match.inplace or bool(node.meta.get(AUGMENTED))
+            bound = bind(match.op, node, lambda _: node in following, model, inplace)
             path = _weight_owner(gm, model, match.op, bound)
             if path is None:
                 module = modules(match.op, bound, gm, _submodule(model, owner).training)

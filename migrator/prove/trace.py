@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dis
 import inspect
 import os
 import sys
@@ -27,6 +28,10 @@ SOURCE = "migrator_source"
 """node.meta key: (filename, line) of the user code that created the node."""
 READS_SELF_TRAINING = "migrator_reads_self_training"
 """node.meta key of an op taking `training`: whether its call passes `self.training`."""
+AUGMENTED = "migrator_augmented"
+"""node.meta key of an operator node an augmented assignment on a traced value made (`x +=
+y`): fx proxies have no in-place operators, so Python falls back to `x = x + y` and fx
+records `operator.add`; the user's code changed `x` in place."""
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(__file__) + os.sep
@@ -81,6 +86,16 @@ def _caller() -> tuple[FrameType | None, bool]:
 
 
 @cache
+def _augmented_offsets(code: CodeType) -> frozenset[int]:
+    """Where `code` runs the operator of an augmented assignment (`x += y`: `BINARY_OP +=`)."""
+    return frozenset(
+        i.offset
+        for i in dis.get_instructions(code)
+        if i.opname == "BINARY_OP" and i.argrepr.endswith("=")
+    )
+
+
+@cache
 def _functional_methods() -> frozenset[CodeType]:
     """The code of `FloatFunctional`'s own methods, the frames in which its ops run."""
     cls = torch.ao.nn.quantized.FloatFunctional
@@ -127,6 +142,14 @@ class Tracer(fx.Tracer):
             node.meta[SOURCE] = (frame.f_code.co_filename, frame.f_lineno) if frame else None
             if kind in ("call_function", "call_method") and functional:
                 node.meta[IN_FUNCTIONAL_MODULE] = True
+            if (
+                kind == "call_function"
+                and frame is not None
+                and node.args
+                and isinstance(node.args[0], fx.Node)
+                and frame.f_lasti in _augmented_offsets(frame.f_code)
+            ):
+                node.meta[AUGMENTED] = True
             match = runtime_catalog().match(node) if kind == "call_function" else None
             if frame and match and any(a.role is Role.TRAINING for a in match.op.args):
                 node.meta[READS_SELF_TRAINING] = reads_self_training(

@@ -152,6 +152,25 @@ class _Walk:
         return "safe", _place(stmt)
 
 
+def holds_number(
+    method: ast.FunctionDef, target: ast.expr, stmt: ast.stmt, parents: Parents
+) -> bool:
+    """Whether `target` holds a number at `stmt` whatever ran before: the last statement before
+    it that uses `target`, in no loop it walks out of, is `target = <int or float literal>`
+    (`acc = 0` before `acc += m(x)`), so `+=` there rebinds it and the plain op is exact."""
+    if not isinstance(target, ast.Name):
+        return False
+    for prior, header_only in _statements_before(method, stmt, parents):
+        if header_only and isinstance(prior, (ast.For, ast.AsyncFor, ast.While)):
+            return False  # an earlier iteration may have made it a tensor
+        if _assigns(prior, target.id) and not header_only:
+            assert isinstance(prior, ast.Assign)
+            return _number(prior.value)
+        if _shares(prior, target.id, headers_only=header_only):
+            return False
+    return False
+
+
 def _number(value: ast.expr) -> bool:
     """An int or float literal (`acc = 0` before `acc += m(x)` in a loop)."""
     return isinstance(value, ast.Constant) and type(value.value) in (int, float)

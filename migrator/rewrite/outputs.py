@@ -100,6 +100,14 @@ class OutputKinds:
         kind = catalog.output_kind(cls, inplace_flag(cls, value))
         return kind or self.of_class(cls, file)
 
+    def items_either(self, values: list[ast.expr], file: FileInfo) -> str:
+        """`either` of the items of the containers `values` build (an `nn.ModuleList` of a
+        list, an `nn.Sequential`); '' when one holds items not known."""
+        held = [_held(v, file) for v in values if not is_none(v)]
+        if any(h is None for h in held):
+            return ""
+        return self.either([item for h in held if h is not None for item in h], file)
+
     def keep_nothing(self, values: list[ast.expr], file: FileInfo, items: bool = False) -> bool:
         """Whether every module built by one of `values` (in `file`) is of a torch class the
         catalog knows, or an `nn.Sequential` of them, which keeps no reference to its input

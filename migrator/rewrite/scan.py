@@ -23,13 +23,14 @@ from migrator.rewrite.inplace import (
     _BENIGN_ATTRIBUTES,
     Parents,
     block_parents,
+    holds_number,
     inplace_unsafe,
     unnamed_binds,
 )
 from migrator.rewrite.loops import Copies, LoopCopies
 from migrator.rewrite.names import literal
 from migrator.rewrite.order import ForwardOrder, Key
-from migrator.rewrite.outputs import OutputKinds, is_none, op_inplace
+from migrator.rewrite.outputs import FRESH, OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
 from migrator.rewrite.project import ClassInfo, FileInfo
 from migrator.rewrite.reuse import ReusedModules
@@ -393,7 +394,7 @@ class Scanner:
             )
         whose = "its receiver" if positional[0][1].kind == "receiver" else "the tensor it changes"
         note = f"; {whose} is a new tensor nothing else holds" + self._fresh_note(target)
-        self._convert(op, node, positional, keywords, visit, code, label, note=note)
+        self._convert(op, node, positional, keywords, visit, code, label, note=note, twin=True)
 
     def _pairwise(
         self,
@@ -662,9 +663,8 @@ class Scanner:
         reason = inplace_unsafe(
             self.method, target, visit.stmt, self._made, self._parents, self._inplace_function
         )
-        reason = reason or self._kept(
-            target, [v for v, _ in positional[1:]] + [v for _, v, _ in keywords]
-        )
+        operands = [v for v, _ in positional[1:]] + [v for _, v, _ in keywords]
+        reason = reason or self._kept(target, operands) or self._overlaps(target, operands)
         if reason:
             raise Refusal("MIG108", f"{label} on `{self.ctx.text(target)}`: {reason}")
         self._convert(
@@ -677,12 +677,58 @@ class Scanner:
             label,
             kind="augassign" if isinstance(node, ast.AugAssign) else "inplace",
             note=self._fresh_note(target),
+            twin=not holds_number(self.method, target, visit.stmt, self._parents),
         )
 
     def _inplace_function(self, func: ast.expr) -> bool:
         """Whether `func` is a function changing its first argument in place (`torch.sigmoid_`)."""
         qualname = self.ctx.info.names.resolve(func, self.shadowed)
         return bool(qualname and catalog.by_inplace_function(qualname))
+
+    def _overlaps(self, target: ast.expr, operands: list[ast.expr]) -> str | None:
+        """Why an operand of the in-place op on `target` may be a view of it (`y += y.t()`,
+        `z.mul_(z[:, :1])`: the in-place op reads what it writes, or raises; out of place it
+        does neither); None when each operand is `target` itself or may view no part of it."""
+        if not isinstance(target, ast.Name):
+            return None
+        proof = self._fresh_proof, self._passed_proof
+        try:
+            for value in operands:
+                if isinstance(value, ast.Name) and value.id == target.id:
+                    continue
+                if self._may_view(value, target.id):
+                    return (
+                        f"`{self.ctx.text(value)}` may be a view of it, which the in-place op "
+                        "would read while writing it"
+                    )
+            return None
+        finally:
+            self._fresh_proof, self._passed_proof = proof
+
+    def _may_view(self, value: ast.expr, name: str) -> bool:
+        """Whether `value` may share memory with the tensor `name` holds: it is `name`, or
+        reaches it through subscripts, attributes, calls and their arguments with no new
+        tensor between (an operator's result, a call `_made` proves fresh, an item of a
+        container of such modules: `attn.sum(-1).unsqueeze(-1)` is none of `attn`'s)."""
+        if isinstance(value, ast.Name):
+            return value.id == name
+        if isinstance(value, ast.BinOp) or not _reads(value, name):
+            return False
+        if isinstance(value, ast.Call):
+            if self._made(value) is True or self._item_output(value) == FRESH:
+                return False
+            parts = [value.func, *value.args, *(k.value for k in value.keywords)]
+            return any(self._may_view(p, name) for p in parts)
+        if isinstance(value, (ast.Subscript, ast.Attribute, ast.Starred)):
+            return self._may_view(value.value, name)
+        return True
+
+    def _item_output(self, value: ast.expr) -> str:
+        """What a call of an item of a container `__init__` alone builds returns (`ck(x)` in
+        `for ck in self.convs`): `OutputKinds.items_either`, '' for anything else."""
+        held = self._held_by(value.func) if isinstance(value, ast.Call) else None
+        built = self._attr_values(held[0]) if held is not None and held[1] else None
+        return "" if built is None else self._outputs.items_either(built, self.ctx.info)
 
     def _temporary(self, value: ast.expr) -> bool:
         """Whether `value`, the receiver of an in-place op whose result is used, is a new tensor
@@ -921,10 +967,12 @@ class Scanner:
         label: str,
         kind: ReplaceKind = "call",
         note: str = "",
+        twin: bool = False,
     ) -> None:
         """Plan `node`'s rewrite into a call of a new `op.module`: the arguments as
         (value, how the codemod finds it) pairs, keywords with their names; `note` ends the
-        finding."""
+        finding; `twin`: `node` is an in-place twin on a tensor, whose module then takes
+        `Op.inplace_extra`."""
         if code in self.ctx.disable:
             return
         if code == "MIG002":
@@ -951,10 +999,18 @@ class Scanner:
             [v for v, _ in positional],
             [(k, v) for k, v, _ in keywords if k],
             self._predicates(hyper),
+            twin,
         )
         if isinstance(bound, Refusal) and bound.code is None:
             return
         toolkit = self._toolkit(op, bound, kind, positional)
+        if toolkit is not None and twin and op.inplace_extra:
+            raise Refusal(
+                "MIG120",
+                f"{label}: {self.ctx.toolkit}'s {toolkit.qualname.rsplit('.', 1)[1]} returns "
+                "its operands' promoted dtype where the in-place op keeps its receiver's (a "
+                "bf16 tensor plus an fp32 one stays bf16); left as is",
+            )
         weight_module, at_call = None, ""
         if toolkit is not None and toolkit.renames is None:
             # the toolkit's class wraps the function: the call keeps its arguments as written
