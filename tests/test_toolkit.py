@@ -123,6 +123,7 @@ EXPECTED = {
         "valid": [False, False],
         "added": [
             "module_add",
+            "module_add_1",
             "module_floordiv",
             "module_scaled_dot_product_attention",
             "module_sub",
