@@ -13,7 +13,7 @@ check compares two models, so its bare baseline runs the same call on both:
 | state_dict | `migrated.load_state_dict(original.state_dict())`, `migrated.state_dict()` |
 | fx graph | `torch.fx.symbolic_trace` |
 | export | `torch.export.export` |
-| outputs | the forward, in eval and in train mode |
+| outputs | the forward, in eval and in train mode, and in eval under bf16 autocast |
 
 Figures are CPU seconds per call of this process with torch on one thread, the lowest of
 `--repeats` rounds after one untimed warm-up, bare and check alternating which goes first; a
@@ -88,10 +88,10 @@ def _models(resnet18: bool):
 
 
 def _forwards(original: torch.nn.Module, migrated: torch.nn.Module, inputs: tuple) -> None:
-    for mode in (False, True):
+    for mode, autocast in ((False, False), (True, False), (False, True)):
         for model in (original, migrated):
             model.train(mode)
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
                 model(*inputs)
     original.eval()
     migrated.eval()
