@@ -104,6 +104,11 @@ class Evidence:
                 found.setdefault(path, set()).add(attr)
         return found
 
+    def weighted(self, path: str, cls: str, attr: str) -> list[str]:
+        """The targets proving that every module built at `cls.attr` holds parameters or
+        buffers (empty: not proven)."""
+        return self._proving(path, cls, attr, lambda s: s.stateful)
+
     def stateful(self, path: str, cls: str, attr: str) -> list[str]:
         """The run-time classes built at `cls.attr` that hold parameters or buffers."""
         return sorted({seen.cls for seen in self._kinds(path, cls, attr) if seen.stateful})

@@ -237,3 +237,36 @@ def test_a_helper_fx_wraps_stays_a_leaf_fx_traces():
     [twin] = [n for n in graph.nodes if n.op == "call_function" and "pad_odd" in n.target.__name__]
     assert twin.target.__name__ == "pad_odd_ops"
     assert twin.args[0].op == "get_attr" and twin.args[0].target == "pad_odd"
+
+
+def test_script_if_tracing_helper_traces_as_it_scripts():
+    """A `@torch.jit._script_if_tracing` helper made a module (straight-line tensor code) records
+    under `torch.jit.trace` the program that scripting the function compiles: traced on 3 boxes,
+    both sides give the eager outputs on 6."""
+    from equivalence import assert_same_outputs
+
+    before = FIXTURES / "cases" / "helper_script_if_tracing.before.py"
+    original = import_path(before, "script_if_tracing_before")
+    migrated = import_path(after_of(before), "script_if_tracing_after")
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, helper):
+            super().__init__()
+            self.helper = helper
+
+        def forward(self, reference, proposals, weights):
+            return self.helper(reference, proposals, weights)
+
+    def boxes(n):
+        return torch.randn(n, 4), torch.randn(n, 4), torch.tensor([10.0, 5.0])
+
+    traced = [
+        torch.jit.trace(Wrap(helper), boxes(3), check_trace=False)
+        for helper in (original.encode, migrated.Encode())
+    ]
+    assert isinstance(traced[1].helper, torch.jit.ScriptModule)  # the module was traced
+    other = boxes(6)
+    expected = original.encode(*other)
+    assert expected.shape == (6, 2)
+    for model in traced:
+        assert_same_outputs(model(*other), expected)

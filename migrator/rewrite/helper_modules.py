@@ -39,6 +39,7 @@ from migrator.rewrite.mode_flag import class_flag_apart, flag_apart, super_call
 from migrator.rewrite.mode_params import mode_parameters
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
 from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.script_if_tracing import is_script_if_tracing, why_not_traced_as_scripted
 from migrator.rewrite.submodule_walks import Written
 from migrator.rewrite.taken import WorksOut
 from migrator.rewrite.tensors import TensorNames, tensor_items
@@ -469,9 +470,21 @@ class HelperModules:
         wraps = [d for d in decorators if resolve(d) == "torch.fx.wrap"]
         if wraps and static:
             return f"it is decorated (`@{self.ctx.text(wraps[0])}`): {_FX_WRAP}"
-        kept = [d for d in decorators if d not in wraps and not _notrace_function(resolve(d))]
+        scripted = [d for d in decorators if is_script_if_tracing(resolve(d))]
+        kept = [
+            d
+            for d in decorators
+            if d not in wraps and d not in scripted and not _notrace_function(resolve(d))
+        ]
         if kept:
             return f"it is decorated (`@{self.ctx.text(kept[0])}`)"
+        if scripted:
+            why = why_not_traced_as_scripted(function, resolve) if not static else "static"
+            if why:
+                return (
+                    f"it is decorated (`@{self.ctx.text(scripted[0])}`), which scripts it under "
+                    f"`torch.jit.trace`, where its module would be traced: {why}"
+                )
         registrations = self._registrations.get(function.name, []) if not static else []
         registration = registrations[0] if len(registrations) == 1 else None
         if wraps and not registrations:

@@ -25,6 +25,10 @@ from migrator.rewrite.stores import (
 from migrator.rewrite.plan import Replace
 from migrator.rewrite.walk import all_nodes
 
+WEIGHTS_SHARED = "holds parameters or buffers in every model built"
+"""What MIG103 says of a module the run-time evidence proves holds weights: its sites share
+them by design, so no split could be right (`benchmarks/zoo.py` counts such calls apart)."""
+
 
 class ReusedModules:
     """The call sites of one class's module attributes, and the splitting of reused ones."""
@@ -220,13 +224,20 @@ class ReusedModules:
         value = info.value
         verdict = self.ctx.project.value_stateless(value, self.ctx.info)
         label = self.ctx.text(value.func) if isinstance(value, ast.Call) else self.ctx.text(value)
+        cls = self.attributes.cls
         if verdict is False:
+            held = self.ctx.project.evidence.weighted(str(cls.file.path), cls.name, attr)
             raise Refusal(
                 "MIG103",
-                f"{where} and `{label}` may hold parameters or buffers: copies "
-                "would untie its weights; give each site its own module",
+                f"{where} and `{label}` "
+                + (
+                    f"{WEIGHTS_SHARED} ({', '.join(held)}): "
+                    "copies would untie the weights its sites share; left as is"
+                    if held
+                    else "may hold parameters or buffers: copies would untie its weights; "
+                    "give each site its own module"
+                ),
             )
-        cls = self.attributes.cls
         proof = (
             []
             if verdict
