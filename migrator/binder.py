@@ -104,6 +104,15 @@ def arguments(
     return values
 
 
+def fits(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]]) -> bool:
+    """Whether a call passing these arguments fits `op`'s signature, every required argument
+    given: `bind` leaves any other call alone, unreported (`torch.where(condition)`)."""
+    values = arguments(op, positional, keywords)
+    return not isinstance(values, Refusal) and all(
+        a.name in values or a.default is not REQUIRED for a in op.args
+    )
+
+
 def bind(
     op: Op,
     positional: Sequence[V],

@@ -903,13 +903,15 @@ def _build() -> tuple[Op, ...]:
                 observed=OWN,
             )
         )
+    # Stack also takes `dim` at call time; Concat does not (AIMET's Concat, which replaces it
+    # with `--for aimet`, takes its axis in its constructor only).
     for key, cls in (("cat", "Concat"), ("stack", "Stack")):
         names = ("cat", "concat") if key == "cat" else ("stack",)
         ops.append(
             Op(
                 key,
                 OPS + cls,
-                (Arg("tensors", Role.INPUTS), _h("dim", 0)),
+                (Arg("tensors", Role.INPUTS), _h("dim", 0, at_call=key == "stack")),
                 tuple(f"torch.{n}" for n in names),
                 observed=ACROSS,
             )

@@ -347,14 +347,18 @@ class _ScriptableConcat(Concat):
 
 
 class Stack(torch.nn.Module):
-    """``torch.stack(tensors, dim)`` over the positional args: ``self.stack(a, b)``, ``self.stack(*xs)``."""
+    """``torch.stack(tensors, dim)`` over the positional args: ``self.stack(a, b)``, ``self.stack(*xs)``.
+
+    ``dim`` may also be given at call time (``self.stack(a, b, dim=d)``), then it replaces the
+    constructor's.
+    """
 
     def __init__(self, dim: int = 0) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-        return torch.stack(tensors, dim=self.dim)
+    def forward(self, *tensors: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+        return torch.stack(tensors, dim=self.dim if dim is None else dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim!r}"
@@ -377,8 +381,10 @@ class _ScriptableStack(Stack):
         t5: Optional[torch.Tensor] = None,
         t6: Optional[torch.Tensor] = None,
         t7: Optional[torch.Tensor] = None,
+        dim: Optional[int] = None,
     ) -> torch.Tensor:
-        return torch.stack(_present(t0, [t1, t2, t3, t4, t5, t6, t7]), dim=self.dim)
+        tensors = _present(t0, [t1, t2, t3, t4, t5, t6, t7])
+        return torch.stack(tensors, dim=self.dim if dim is None else dim)
 
     def __prepare_scriptable__(self) -> torch.nn.Module:
         return self

@@ -311,6 +311,13 @@ CASES = [
         lambda m, a, b: m(a, b),
         lambda a, b: torch.stack((a, b), -1),
     ),
+    Case(
+        "stack_dim_at_call",
+        mnn.Stack,
+        _xy(),
+        lambda m, a, b: m(a, b, dim=a.dim()),
+        lambda a, b: torch.stack((a, b), dim=a.dim()),
+    ),
     # Mean / Sum
     Case("mean_all", mnn.Mean, _x(), lambda m, x: m(x), lambda x: x.mean()),
     Case("mean_int", lambda: mnn.Mean(dim=1), _x(), lambda m, x: m(x), lambda x: x.mean(1)),

@@ -27,7 +27,11 @@ from migrator.rewrite.hook_methods import report_hooks
 from migrator.rewrite.hyper import HyperParameters
 from migrator.rewrite.indirect_helpers import report_indirect_helpers
 from migrator.rewrite.loops import LoopCopies
-from migrator.rewrite.object_methods import report_object_methods, report_passed_in_helpers
+from migrator.rewrite.object_methods import (
+    holds_plain_object,
+    report_object_methods,
+    report_passed_in_helpers,
+)
 from migrator.rewrite.order import ForwardOrder
 from migrator.rewrite.outside_runs import outside_runs, report_outside, report_without_forward
 from migrator.rewrite.placement import Placement, Registration
@@ -74,7 +78,13 @@ class ClassAnalysis:
         order = ForwardOrder(path, self._method_calls(path), self.ctx.positions_of)
         creator = ModuleCreator(self.ctx, self.attributes, self.family, self.names)
         hyper = HyperParameters(self.ctx, self.attributes)
-        reused = ReusedModules(self.ctx, self.attributes, creator, self.settings.held_function)
+        reused = ReusedModules(
+            self.ctx,
+            self.attributes,
+            creator,
+            self.settings.held_function,
+            partial(holds_plain_object, self.ctx, self.settings),
+        )
         placement = Placement(self.ctx, self.attributes, order)
         steps = []
         init_runs = init_reach(self.ctx, self.cls, self.family)

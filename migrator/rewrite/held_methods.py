@@ -37,7 +37,7 @@ from migrator.rewrite.plan import Positions
 from migrator.rewrite.project import ClassInfo, FileInfo, kept_module_name
 from migrator.rewrite.real_paths import resolved
 from migrator.rewrite.runs import reach, runs_per_call
-from migrator.rewrite.shared import find_shared
+from migrator.rewrite.shared import find_shared, input_iterations
 from migrator.rewrite.walk import Visit, all_nodes, header_lines
 
 
@@ -457,7 +457,7 @@ def _holder_counts(
 ) -> dict[str, tuple[int, int]] | str:
     """Method name -> how many times the forward path of `holder` calls it on `self.<attr>`
     per forward (the calls added to `counted`), and how many with each iteration of a loop
-    whose trip count depends on the input counted as one call (`_iterations`); why not, when
+    whose trip count depends on the input counted as one call (`input_iterations`); why not, when
     that is not known: `holder` hands the instance on, may be subclassed, is shared, or calls
     such a method off its forward path."""
     if family.subclasses_in_file(holder) or any(
@@ -495,36 +495,12 @@ def _holder_counts(
             )
             iterations = times
             if times >= MANY:
-                iterations = _iterations(ctx, family, holder, method, runs[caller], found)
+                iterations = input_iterations(ctx, family, holder, method, runs[caller], found)
             before = per.get(name, (0, 0))
             per[name] = (min(before[0] + times, MANY), min(before[1] + iterations, MANY))
     if holder.qualname in _shared(ctx, family):
         return f"`{holder.name}` itself is handed to several modules"
     return per
-
-
-def _iterations(
-    ctx: FileContext,
-    family: Family,
-    holder: ClassInfo,
-    method: ast.FunctionDef,
-    times: int,
-    found: list[tuple[ast.Call, Visit]],
-) -> int:
-    """How many times the calls `found` in `method` of `holder` (which runs `times` per
-    forward) run per forward, each iteration of a loop whose trip count depends on the input
-    counted as one: `times` for one call that only such loops repeat (`LoopCopies.input_only`),
-    else many."""
-    from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
-    from migrator.rewrite.hyper import HyperParameters
-    from migrator.rewrite.loops import LoopCopies
-
-    if len(found) != 1:
-        return MANY
-    attributes = ClassAttributes(ctx, holder, family)
-    hyper = HyperParameters(ctx, attributes)
-    loops = LoopCopies(ctx, method, attributes, hyper, ctx.locals_of(method))
-    return times if loops.input_only(found[0][1]) else MANY
 
 
 _GIVEN = re.compile(r"[(,=]\s*self\.\w+\s*[,)]")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Iterator, TypeVar
 
 from migrator import catalog
+from migrator.binder import fits
 from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.project import FileInfo
@@ -651,12 +652,17 @@ def ops_in(
     for node in nodes:
         if isinstance(node, ast.Call):
             qualname = info.names.resolve(node.func)
-            if qualname and catalog.by_any_function(qualname):
-                yield qualname.replace("torch.nn.functional.", "F."), node
+            if qualname and (op := catalog.by_any_function(qualname)):
+                if _fits(op, node):
+                    yield qualname.replace("torch.nn.functional.", "F."), node
             elif (
                 isinstance(node.func, ast.Attribute)
-                and (catalog.by_method(node.func.attr) or catalog.by_inplace_method(node.func.attr))
+                and (
+                    op := catalog.by_method(node.func.attr)
+                    or catalog.by_inplace_method(node.func.attr)
+                )
                 and not tensors.is_plain(node.func.value)
+                and _fits(op, node, node.func.value)
             ):
                 yield f".{node.func.attr}()", node
         elif isinstance(node, (ast.BinOp, ast.AugAssign)):
@@ -682,3 +688,15 @@ def ops_in(
                 )
             ):
                 yield f"`{symbol}`", node
+
+
+def _fits(op: catalog.Op, call: ast.Call, receiver: ast.expr | None = None) -> bool:
+    """Whether `call` (of a method of `receiver`) passes arguments that fit `op`: a call that
+    does not (`torch.where(condition)`) is left alone, unreported. Starred arguments and `out=`
+    are reported (MIG107): they count as fitting."""
+    positional = [receiver, *call.args] if receiver is not None else list(call.args)
+    keywords = [(k.arg, k.value) for k in call.keywords if k.arg != "out"]
+    if any(isinstance(v, ast.Starred) for v in positional):
+        return True
+    named = [(name, value) for name, value in keywords if name is not None]
+    return len(named) < len(keywords) or fits(op, positional, named)

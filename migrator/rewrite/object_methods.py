@@ -186,9 +186,7 @@ def _report_called_object(
         assigned = _assigned(ctx, owner, attr, set())
         made = assigned if assigned and all(wanted(each) for each in assigned) else ()
     classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
-    if not classes or any(
-        ctx.project.is_module(c) or called_as_module(ctx, c) for c in classes
-    ):  # its `forward`, analysed with its class
+    if not classes or _any_module(ctx, classes):  # its `forward`, analysed with its class
         return
     found = [label for cls in classes for label in _ops_of(ctx, cls, "__call__")]
     if not found:
@@ -202,6 +200,21 @@ def _report_called_object(
         f"reaches ({', '.join(sorted(set(found)))}): a method of another object stays a call of "
         f"that object: {_why(ctx, classes, owner, attr)}; left as is",
     )
+
+
+def holds_plain_object(ctx: FileContext, settings: SubmoduleSettings, attr: str) -> bool:
+    """Whether `self.<attr>` holds, whatever `__init__` assignment gave it (`made_by`), an
+    instance of a plain class of the project defining `__call__` that no run makes a module
+    (neither an `nn.Module` nor `called_as_module`: torchvision's `Matcher`, whose `__call__`
+    runs no op): calling it runs that object, no module, so its calls reuse none."""
+    made = settings.made_by(attr, partial(_defines, ctx, "__call__"))
+    classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+    return bool(made) and len(classes) == len(made) and not _any_module(ctx, classes)
+
+
+def _any_module(ctx: FileContext, classes: list[ClassInfo]) -> bool:
+    """Whether one of `classes` is a module, or becomes one (`called_as_module`)."""
+    return any(ctx.project.is_module(c) or called_as_module(ctx, c) for c in classes)
 
 
 def report_passed_in_helpers(ctx: FileContext, helpers: list[ast.FunctionDef]) -> None:

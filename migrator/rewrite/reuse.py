@@ -39,6 +39,7 @@ class ReusedModules:
         attributes: ClassAttributes,
         creator: ModuleCreator,
         holds_function: Callable[[str], tuple[object, object, bool] | None] = lambda a: None,
+        holds_object: Callable[[str], bool] = lambda a: False,
     ) -> None:
         self.ctx = ctx
         self.attributes = attributes
@@ -47,6 +48,9 @@ class ReusedModules:
         """(file, function, whether that is all it holds) of an attribute that may hold a
         function, no module (`SubmoduleSettings.held_function`): `object_methods` reports its
         calls."""
+        self.holds_object = holds_object
+        """Whether an attribute holds a plain object that no run makes a module
+        (`object_methods.holds_plain_object`): its calls reuse no module."""
         self.sites: dict[str, list[Site]] = {}
         self.loops: dict[int, LoopCopies] = {}
         """The loops of each scanned method (by `id`)."""
@@ -75,7 +79,7 @@ class ReusedModules:
                         self.ctx.report(node, "MIG001", message, op=op, attr=replace.attr)
                 continue
             held = self.holds_function(attr)
-            if isinstance(held, tuple) and held[2]:
+            if isinstance(held, tuple) and held[2] or self.holds_object(attr):
                 continue
             first = min(sites, key=lambda s: (s.func.lineno, s.func.col_offset)).func
             try:

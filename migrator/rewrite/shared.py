@@ -7,6 +7,7 @@ the original did not have. Ops of such a class are left as is (MIG117)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from migrator.rewrite.context import MANY, FileContext, self_attr
 from migrator.rewrite.family import Family
@@ -15,7 +16,7 @@ from migrator.rewrite.helpers import op_labels
 from migrator.rewrite.paths import most_runs
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.runs import reach
-from migrator.rewrite.walk import all_nodes
+from migrator.rewrite.walk import Visit, all_nodes
 
 
 _ASSIGNS_AND_CALLS = frozenset({ast.Assign, ast.Call})
@@ -52,7 +53,8 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                         passed.setdefault(value.attr, []).append(
                             (value, _repeats(visit.repeated, again))
                         )
-        called = _called(ctx, cls, family, set(made)) if made else {}
+        stateless = {a for a in made if ctx.project.value_stateless(values[a], ctx.info)}
+        called = _called(ctx, cls, family, set(made), stateless) if made else {}
         for name, (qualname, node, how) in _handed_locals(ctx, init).items():
             why = f"`{name}` of `{cls.name}.__init__` is handed {how} at line {node.lineno}"
             _note(ctx, qualname, node, why)
@@ -66,7 +68,7 @@ def find_shared(ctx: FileContext, family: Family) -> None:
                 how = uses[0][1] or f"to {len(uses)} modules"
                 why = f"`self.{attr}` of `{cls.name}` is handed {how} at line {node.lineno}"
             elif attr in called and (
-                called[attr][1] >= MANY or not ctx.project.value_stateless(values[attr], ctx.info)
+                called[attr][1] >= MANY or attr not in stateless
             ):  # a stateless module called at several sites is split: each gets its own
                 node, times = called[attr]
                 if times >= MANY and _twin_elsewhere(ctx, qualname):
@@ -257,33 +259,65 @@ def _has_ops(ctx: FileContext, cls: ClassInfo | None, depth: int = 0) -> bool:
 
 
 def _called(
-    ctx: FileContext, cls: ClassInfo, family: Family, attrs: set[str]
+    ctx: FileContext, cls: ClassInfo, family: Family, attrs: set[str], stateless: set[str]
 ) -> dict[str, tuple[ast.Attribute, int]]:
     """Each of `attrs` that the methods on the forward path of `cls` call more than once on one
     path through them (calls in exclusive branches count once) or in a loop, with its first
-    call and how many times it runs."""
+    call and how many times it runs. One call of a `stateless` one that only loops whose trip
+    count depends on the input repeat, in a method run once per forward, counts once: one
+    module serves every iteration of them, as an op there does (`input_iterations`)."""
     runs = reach(ctx, cls, family)
     methods = cls.methods()
-    calls: dict[str, dict[str, list[ast.Attribute]]] = {}
-    looped: dict[str, ast.Attribute] = {}
+    calls: dict[str, dict[str, list[tuple[ast.Attribute, Visit]]]] = {}
     for name in runs:
         for node, visit in ctx.call_visits(methods[name]):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in ("forward", "__call__"):
                 func = func.value  # `self.block.forward(x)` runs the block too
             if self_attr(func) and func.attr in attrs:
-                calls.setdefault(func.attr, {}).setdefault(name, []).append(func)
-                if visit.repeated:
-                    looped.setdefault(func.attr, func)
-    found: dict[str, tuple[ast.Attribute, int]] = {}
+                calls.setdefault(func.attr, {}).setdefault(name, []).append((func, visit))
+    counted: dict[str, tuple[ast.Attribute, int]] = {}
     for attr, by_method in calls.items():
-        first = looped.get(attr) or next(iter(by_method.values()))[0]
-        times = MANY if attr in looped else 0
-        for name, nodes in by_method.items():
-            times += most_runs(methods[name], list(nodes))
+        sites = [(name, func, visit) for name, each in by_method.items() for func, visit in each]
+        name, func, visit = sites[0]
+        if (
+            attr in stateless
+            and len(sites) == 1
+            and runs[name] == 1
+            and input_iterations(ctx, family, cls, methods[name], 1, [(func, visit)]) == 1
+        ):
+            continue
+        looped = [func for _, func, visit in sites if visit.repeated]
+        times = MANY if looped else 0
+        for name, each in by_method.items():
+            times += most_runs(methods[name], [func for func, _ in each])
         if times > 1:
-            found[attr] = (first, min(times, MANY))
-    return found
+            counted[attr] = (looped[0] if looped else func, min(times, MANY))
+    return counted
+
+
+def input_iterations(
+    ctx: FileContext,
+    family: Family,
+    holder: ClassInfo,
+    method: ast.FunctionDef,
+    times: int,
+    found: Sequence[tuple[ast.AST, Visit]],
+) -> int:
+    """How many times the calls `found` in `method` of `holder` (which runs `times` per
+    forward) run per forward, each iteration of a loop whose trip count depends on the input
+    counted as one: `times` for one call that only such loops repeat (`LoopCopies.input_only`),
+    else many."""
+    from migrator.rewrite.attributes import ClassAttributes  # which reads the class analysis
+    from migrator.rewrite.hyper import HyperParameters
+    from migrator.rewrite.loops import LoopCopies
+
+    if len(found) != 1:
+        return MANY
+    attributes = ClassAttributes(ctx, holder, family)
+    hyper = HyperParameters(ctx, attributes)
+    loops = LoopCopies(ctx, method, attributes, hyper, ctx.locals_of(method))
+    return times if loops.input_only(found[0][1]) else MANY
 
 
 _READERS = frozenset(

@@ -583,8 +583,8 @@ class TensorNames:
                 return all(self._plain_items(a) for a in node.args)
             if builtin in ("min", "max", "abs") or builtin in _SCALAR_BUILTINS:
                 return self.is_plain(node)  # a number (or a string) has no tensor items
-            if isinstance(func, ast.Attribute) and func.attr in ("size", "stride", "tolist"):
-                return True
+            if isinstance(func, ast.Attribute) and func.attr in catalog.SCALAR_METHODS:
+                return True  # sizes, numbers, flags: no tensor items (`x.numel()`)
             if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values"):
                 return not node.args and self._plain_items(func.value)  # of a dict of sizes
             kind = self._kind(node)
