@@ -1141,6 +1141,39 @@ def by_inplace_method(name: str) -> Op | None:
     return INDEX.inplace_methods.get(name)
 
 
+def spellings(op: Op) -> frozenset[str]:
+    """The qualified names torch reaches `op` by: the functions, tensor methods and operators'
+    dunders on `torch.Tensor` (`torch.Tensor.__add__`, `__radd__`, `__iadd__`) of every op
+    replaced by one of its modules (`nn.ReLU(inplace=True)` of `.relu_()` runs `F.relu`), and
+    those modules; a store into one changes what the op or its module computes."""
+    return frozenset().union(*(_SPELLINGS[m] for m in op.modules))
+
+
+def _spellings() -> dict[str, frozenset[str]]:
+    """Module class -> the names of the ops it replaces (`spellings`)."""
+    found: dict[str, set[str]] = {}
+    for op in CATALOG:
+        dunders = [
+            f"__{prefix}{o.function.__name__}__"
+            for o in OPERATORS
+            if o.symbol in op.operators or o.inplace_symbol in op.inplace_operators
+            for prefix in ("", "r", "i")
+        ]
+        methods = (*op.methods, *op.inplace_methods, *dunders)
+        names = {*op.functions, *op.inplace_functions, *(f"torch.Tensor.{m}" for m in methods)}
+        for module in op.modules:
+            found.setdefault(module, {module}).update(names)
+    return {module: frozenset(names) for module, names in found.items()}
+
+
+_SPELLINGS = _spellings()
+PATCHABLE: frozenset[str] = frozenset(
+    {name.rsplit(".", 1)[1] for names in _SPELLINGS.values() for name in names} | {"forward"}
+)
+"""The attribute names a store into which may change an op (`spellings`, and a module's
+`forward`)."""
+
+
 def replacing_modules() -> Iterator[str]:
     """Qualified names of every module class the catalog creates."""
     return iter(sorted({m for op in CATALOG for m in op.modules}))

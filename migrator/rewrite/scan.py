@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeGuard
 
 from migrator import catalog
@@ -28,7 +29,8 @@ from migrator.rewrite.inplace import (
     unnamed_binds,
 )
 from migrator.rewrite.loops import Copies, LoopCopies
-from migrator.rewrite.names import literal
+from migrator.rewrite.mentions import patched_elsewhere
+from migrator.rewrite.names import literal, patch_among
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.outputs import FRESH, OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
@@ -255,7 +257,7 @@ class Scanner:
         if helper is not None:
             self._helper(node, *helper, visit)
             return
-        qualname = self.ctx.info.names.resolve(func, self.shadowed)
+        qualname = self.ctx.info.names.resolve(func, self.shadowed, patched=True)
         op = catalog.by_function(qualname) if qualname else None
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
@@ -984,6 +986,7 @@ class Scanner:
             raise Refusal(
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
             )
+        self._unpatched(op, label)
         if any(k == "out" and not is_none(v) for k, v, _ in keywords):
             raise Refusal(
                 "MIG107",
@@ -1100,6 +1103,24 @@ class Scanner:
             module=module,
             attr=name,
         )
+
+    def _unpatched(self, op: Op, label: str) -> None:
+        """Refuse an op the project replaces a callable of (`torch.Tensor.relu = f`, `F.relu =
+        f`, `setattr(torch.Tensor, name, f)`): the call runs the replacement, a module would
+        not (MIG118)."""
+        spellings = catalog.spellings(op)
+        patch = patch_among(self.ctx.info.names.patched, spellings)
+        where = "this file"
+        if patch is None and self.ctx.path:
+            elsewhere = patched_elsewhere(Path(self.ctx.path), spellings)
+            if elsewhere is not None:
+                where, patch = f"module `{elsewhere[0]}`", elsewhere[1:]
+        if patch is not None:
+            raise Refusal(
+                "MIG118",
+                f"{label}: {where} stores into `{patch[0]}` at line {patch[1]}, so the call may "
+                "run the project's replacement, which a module would not; left as is",
+            )
 
     def _toolkit(
         self,
