@@ -29,6 +29,7 @@ from migrator.rewrite.inplace import (
     unnamed_binds,
 )
 from migrator.rewrite.loops import Copies, LoopCopies
+from migrator.rewrite.held_ops import THROUGH
 from migrator.rewrite.mentions import patched_elsewhere
 from migrator.rewrite.names import literal, patch_among
 from migrator.rewrite.order import ForwardOrder, Key
@@ -275,6 +276,7 @@ class Scanner:
             self._summed(node.args[0])
         elif self._spelled(node, qualname or "", visit):
             return
+        self._called_through(func, qualname or "")
         if isinstance(func, ast.Attribute) and func.attr in ("max", "min"):
             receiver = [(func.value, InputRef("receiver"))]
             self._pairwise(node, func.attr, receiver, visit, "MIG002", f".{func.attr}()")
@@ -314,6 +316,36 @@ class Scanner:
         else:
             return False
         return True
+
+    def _called_through(self, func: ast.expr, qualname: str) -> None:
+        """Refuse an op called through another callable (MIG115): a tensor's class
+        (`type(y).relu(y)`, `y.__class__.relu(y)`), the op's `__call__` (`y.relu.__call__()`,
+        `torch.relu.__call__(y)`), or a method of a tensor named at run time (`getattr(y,
+        self.name)()`); `qualname`: what `func` resolves to. A tensor here may also be one not
+        proven either way."""
+        what = None
+        if isinstance(func, ast.Attribute) and _method_op(func.attr):
+            of = _class_of(func.value, self.ctx.info, self.shadowed)
+            if of is not None and not self.tensors.is_plain(of) and ast.unparse(of) != "self":
+                what = f"is `.{func.attr}()` if `{self.ctx.text(of)}` is a tensor"
+        elif isinstance(func, ast.Attribute) and func.attr == "__call__":
+            called = func.value
+            if catalog.by_any_function(qualname.removesuffix(".__call__")):
+                what = f"is `{qualname.removesuffix('.__call__')}`"
+            elif isinstance(called, ast.Attribute) and _method_op(called.attr):
+                if not self.tensors.is_plain(called.value):
+                    what = f"is `.{called.attr}()` if `{self.ctx.text(called.value)}` is a tensor"
+        elif (
+            isinstance(func, ast.Call)
+            and _builtin(func.func, "getattr", self.ctx.info, self.shadowed)
+            and len(func.args) > 1
+            and not isinstance(func.args[1], ast.Constant)
+            and self.tensors.is_tensor(func.args[0])
+        ):
+            shown = self.ctx.text(func.args[0])
+            what = f"names a method of the tensor `{shown}` at run time, which may be an op"
+        if what is not None:
+            raise Refusal("MIG115", f"`{self.ctx.text(func)}` {what}, {THROUGH}")
 
     def _operator(
         self,
@@ -1290,6 +1322,25 @@ def _arguments(
         [(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
         [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords],
     )
+
+
+def _method_op(name: str) -> bool:
+    """Whether `name` is a tensor method the catalog converts."""
+    return bool(catalog.by_method(name) or catalog.by_inplace_method(name))
+
+
+def _class_of(node: ast.expr, info: FileInfo, shadowed: set[str]) -> ast.expr | None:
+    """`y` of `type(y)` or `y.__class__`, else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "__class__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and _builtin(node.func, "type", info, shadowed)
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
 
 
 def _training_gated(value: ast.expr) -> tuple[ast.expr, ast.expr] | None:
