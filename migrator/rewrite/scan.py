@@ -1019,6 +1019,13 @@ class Scanner:
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
             )
         self._unpatched(op, label)
+        if twin and op.inplace_methods and not op.inplace_extra:
+            raise Refusal(
+                "MIG108",
+                f"{label}: `{op.module_name}` returns a float tensor where the in-place op keeps "
+                "its tensor's dtype, or raises (an integer tensor), which is not proven floating "
+                "here; left as is",
+            )
         if any(k == "out" and not is_none(v) for k, v, _ in keywords):
             raise Refusal(
                 "MIG107",
