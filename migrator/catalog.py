@@ -286,6 +286,10 @@ def _inplace() -> Arg:
 
 F = "torch.nn.functional."
 NN = "torch.nn."
+OPERATOR_ABS = "operator.abs"
+"""What Python's `abs(y)` runs on a tensor, as the catalog lists it."""
+OPERATOR_NEG = "operator.neg"
+"""What `-y` runs, as the catalog lists it."""
 OPS = "migrator.nn."
 
 
@@ -946,8 +950,13 @@ def _build() -> tuple[Op, ...]:
     ops.append(_unary("log", "Log"))
     ops.append(_unary("sqrt", "Sqrt"))
     ops.append(_unary("rsqrt", "Rsqrt"))
-    ops.append(_unary("abs", "Abs", "abs", "absolute", inplace_functions=("abs",)))
-    ops.append(_unary("neg", "Neg", "neg", "negative"))
+    # `abs(y)` and `-y` are `operator.abs(y)` and `operator.neg(y)` (what fx records for them),
+    # converted on a proven tensor only (`Scanner._operand`).
+    abs_ = _unary(
+        "abs", "Abs", "abs", "absolute", special=(OPERATOR_ABS,), inplace_functions=("abs",)
+    )
+    ops.append(abs_)
+    ops.append(_unary("neg", "Neg", "neg", "negative", special=(OPERATOR_NEG,)))
     ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
     ops.append(_unary("square", "Square"))
     # Every output value of maximum / minimum is one of the inputs' values: one observer for
@@ -1628,6 +1637,7 @@ def markdown_table() -> str:
         methods = sorted(
             {f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
             | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators}
+            | {f"`{_WRITTEN[f]}`" for op in ops for f in op.functions if f in _WRITTEN}
         )
         hyper = sorted(
             {
@@ -1643,6 +1653,10 @@ def markdown_table() -> str:
             f"{', '.join(methods)} | {', '.join(hyper)} |"
         )
     return "\n".join(rows)
+
+
+_WRITTEN = {OPERATOR_ABS: "abs(x)", OPERATOR_NEG: "-x"}
+"""How Python code writes the `operator` functions the catalog lists."""
 
 
 def _at_call(op: Op, arg: Arg, module: str) -> bool:

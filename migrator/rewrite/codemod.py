@@ -236,6 +236,14 @@ class _Apply(cst.CSTTransformer):
             return updated
         return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
 
+    def leave_UnaryOperation(
+        self, original: cst.UnaryOperation, updated: cst.UnaryOperation
+    ) -> cst.BaseExpression:
+        replace = self._take("unaryop", original)
+        if replace is None:
+            return updated
+        return _call(replace, updated)
+
     def leave_Attribute(
         self, original: cst.Attribute, updated: cst.Attribute
     ) -> cst.BaseExpression:
@@ -649,6 +657,9 @@ def _resolve(
     if kind == "left":
         assert isinstance(node, cst.BinaryOperation)
         return [(node.left, "", None)]
+    if kind == "operand":
+        assert isinstance(node, cst.UnaryOperation)
+        return [(node.expression, "", None)]
     if kind == "right":
         assert isinstance(node, (cst.BinaryOperation, cst.AugAssign))
         return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "", None)]

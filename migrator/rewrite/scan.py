@@ -43,7 +43,7 @@ from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
 
-_SCANNED = (ast.Call, ast.BinOp, ast.AugAssign)
+_SCANNED = (ast.Call, ast.BinOp, ast.UnaryOp, ast.AugAssign)
 """The node classes `Scanner.scan` reads."""
 
 
@@ -149,6 +149,10 @@ class Scanner:
                 self._call(node, visit)
             elif isinstance(node, ast.BinOp):
                 self._binop(node, visit)
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                op = catalog.by_function(catalog.OPERATOR_NEG)
+                assert op is not None
+                self._on_tensor(op, node, (node.operand, InputRef("operand")), visit, "`-x`")
             elif isinstance(node, ast.AugAssign):
                 self._augassign(node, visit)
         except Refusal as refusal:
@@ -259,7 +263,14 @@ class Scanner:
             self._helper(node, *helper, visit)
             return
         qualname = self.ctx.info.names.resolve(func, self.shadowed, patched=True)
+        if qualname is None and _builtin(func, "abs", self.ctx.info, self.shadowed):
+            qualname = catalog.OPERATOR_ABS
         op = catalog.by_function(qualname) if qualname else None
+        if op is not None and qualname in (catalog.OPERATOR_ABS, catalog.OPERATOR_NEG):
+            if len(node.args) == 1 and not node.keywords:  # `abs(y)`, `operator.neg(y)`
+                operand = (node.args[0], InputRef("arg", 0))
+                self._on_tensor(op, node, operand, visit, self.ctx.text(func))
+            return
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
@@ -662,6 +673,22 @@ class Scanner:
         operands = [(node.target, InputRef("target")), (node.value, InputRef("right"))]
         self._inplace(op, node, operands, [], visit, "MIG002", label)
 
+    def _on_tensor(
+        self,
+        op: Op,
+        node: ast.Call | ast.UnaryOp,
+        operand: tuple[ast.expr, InputRef],
+        visit: Visit,
+        label: str,
+    ) -> None:
+        """`-y`, `abs(y)` (`operator.neg`, `operator.abs`): an op when `y` is a tensor, converted
+        when that is proven, as a binary operator is (`_binop`)."""
+        if not self.tensors.is_tensor(operand[0]):
+            self._unproven(label, operand[0])
+            return
+        kind: ReplaceKind = "unaryop" if isinstance(node, ast.UnaryOp) else "call"
+        self._convert(op, node, [operand], [], visit, "MIG002", label, kind=kind)
+
     def _unproven(self, label: str, *operands: ast.expr) -> None:
         """An op that is a tensor op if an operand is a tensor, which cannot be proven either
         way (MIG114); operands proven plain, or strings and literals, are not tensor ops."""
@@ -993,7 +1020,7 @@ class Scanner:
     def _convert(
         self,
         op: Op,
-        node: ast.Call | ast.BinOp | ast.AugAssign,
+        node: ast.Call | ast.BinOp | ast.UnaryOp | ast.AugAssign,
         positional: list[tuple[ast.expr, InputRef]],
         keywords: list[tuple[str | None, ast.expr, InputRef]],
         visit: Visit,
