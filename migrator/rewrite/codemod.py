@@ -231,18 +231,21 @@ class _Apply(cst.CSTTransformer):
     def leave_BinaryOperation(
         self, original: cst.BinaryOperation, updated: cst.BinaryOperation
     ) -> cst.BaseExpression:
-        replace = self._take("binop", original)
-        if replace is None:
-            return updated
-        return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
+        return self._operation("binop", original, updated)
 
     def leave_UnaryOperation(
         self, original: cst.UnaryOperation, updated: cst.UnaryOperation
     ) -> cst.BaseExpression:
-        replace = self._take("unaryop", original)
+        return self._operation("unaryop", original, updated)
+
+    def _operation(
+        self, kind: ReplaceKind, original: cst.BaseExpression, updated: cst.BaseExpression
+    ) -> cst.BaseExpression:
+        """`a + b` or `-a` as the call the plan replaces it by, if any."""
+        replace = self._take(kind, original)
         if replace is None:
             return updated
-        return _call(replace, updated)
+        return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
 
     def leave_Attribute(
         self, original: cst.Attribute, updated: cst.Attribute
