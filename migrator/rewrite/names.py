@@ -140,14 +140,15 @@ def collect(
     dotted: list[ast.Attribute | ast.Name] = []
 
     _visit(tree.body, names, assigned, dotted)
+    aliases = {root: _alias(names, assigned.get(root, [])) for root, _ in map(_dotted, dotted)}
     for target in dotted:  # `torch.backends.cudnn.benchmark = True` leaves `torch` torch's
         root, spelled = _dotted(target)
         if root in names.imports and root not in assigned:
             _patch(names, names.imports[root] + spelled, target)
-        elif (alias := _alias(names, assigned.get(root, []))) is not None:
-            _patch(names, alias + spelled, target)  # `T = torch.Tensor; T.relu = f`
-        else:
-            assigned.setdefault(root, []).append(None)
+            continue
+        if (alias := aliases[root]) is not None:  # `T = torch.Tensor; T.relu = f`
+            _patch(names, alias + spelled, target)
+        assigned.setdefault(root, []).append(None)
     torch_names = {
         n for n, q in names.imports.items() if q.split(".")[0] == "torch" and n not in assigned
     }
