@@ -286,6 +286,10 @@ def _inplace() -> Arg:
 
 F = "torch.nn.functional."
 NN = "torch.nn."
+OPERATOR_ABS = "operator.abs"
+"""What Python's `abs(y)` runs on a tensor, as the catalog lists it."""
+OPERATOR_NEG = "operator.neg"
+"""What `-y` runs, as the catalog lists it."""
 OPS = "migrator.nn."
 
 
@@ -948,8 +952,13 @@ def _build() -> tuple[Op, ...]:
     ops.append(_unary("log", "Log"))
     ops.append(_unary("sqrt", "Sqrt"))
     ops.append(_unary("rsqrt", "Rsqrt"))
-    ops.append(_unary("abs", "Abs", "abs", "absolute", inplace_functions=("abs",)))
-    ops.append(_unary("neg", "Neg", "neg", "negative"))
+    # `abs(y)` and `-y` are `operator.abs(y)` and `operator.neg(y)` (what fx records for them),
+    # converted on a proven tensor only (`Scanner._operand`).
+    abs_ = _unary(
+        "abs", "Abs", "abs", "absolute", special=(OPERATOR_ABS,), inplace_functions=("abs",)
+    )
+    ops.append(abs_)
+    ops.append(_unary("neg", "Neg", "neg", "negative", special=(OPERATOR_NEG,)))
     ops.append(_unary("erf", "Erf", special=("torch.special.erf",)))
     ops.append(_unary("square", "Square"))
     # Every output value of maximum / minimum is one of the inputs' values: one observer for
@@ -1141,6 +1150,39 @@ def by_inplace_operator(symbol: str) -> Op | None:
 def by_inplace_method(name: str) -> Op | None:
     """The op for an in-place tensor method (`add_`)."""
     return INDEX.inplace_methods.get(name)
+
+
+def spellings(op: Op) -> frozenset[str]:
+    """The qualified names torch reaches `op` by: the functions, tensor methods and operators'
+    dunders on `torch.Tensor` (`torch.Tensor.__add__`, `__radd__`, `__iadd__`) of every op
+    replaced by one of its modules (`nn.ReLU(inplace=True)` of `.relu_()` runs `F.relu`), and
+    those modules; a store into one changes what the op or its module computes."""
+    return frozenset().union(*(_SPELLINGS[m] for m in op.modules))
+
+
+def _spellings() -> dict[str, frozenset[str]]:
+    """Module class -> the names of the ops it replaces (`spellings`)."""
+    found: dict[str, set[str]] = {}
+    for op in CATALOG:
+        dunders = [
+            f"__{prefix}{o.function.__name__}__"
+            for o in OPERATORS
+            if o.symbol in op.operators or o.inplace_symbol in op.inplace_operators
+            for prefix in ("", "r", "i")
+        ]
+        methods = (*op.methods, *op.inplace_methods, *dunders)
+        names = {*op.functions, *op.inplace_functions, *(f"torch.Tensor.{m}" for m in methods)}
+        for module in op.modules:
+            found.setdefault(module, {module}).update(names)
+    return {module: frozenset(names) for module, names in found.items()}
+
+
+_SPELLINGS = _spellings()
+PATCHABLE: frozenset[str] = frozenset(
+    {name.rsplit(".", 1)[1] for names in _SPELLINGS.values() for name in names} | {"forward"}
+)
+"""The attribute names a store into which may change an op (`spellings`, and a module's
+`forward`)."""
 
 
 def replacing_modules() -> Iterator[str]:
@@ -1597,6 +1639,7 @@ def markdown_table() -> str:
         methods = sorted(
             {f".{m}()" for op in ops for m in op.methods + op.inplace_methods}
             | {f"`{s}`" for op in ops for s in op.operators + op.inplace_operators}
+            | {f"`{_WRITTEN[f]}`" for op in ops for f in op.functions if f in _WRITTEN}
         )
         hyper = sorted(
             {
@@ -1612,6 +1655,10 @@ def markdown_table() -> str:
             f"{', '.join(methods)} | {', '.join(hyper)} |"
         )
     return "\n".join(rows)
+
+
+_WRITTEN = {OPERATOR_ABS: "abs(x)", OPERATOR_NEG: "-x"}
+"""How Python code writes the `operator` functions the catalog lists."""
 
 
 def _at_call(op: Op, arg: Arg, module: str) -> bool:

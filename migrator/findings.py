@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "MIG115": "op in a function outside the class that forward reaches: not rewritten yet",
     "MIG116": "the module an op would become is the class itself (or a subclass): it would recurse",
     "MIG117": "instances of the class are handed to several modules: its ops would become reused modules",
+    "MIG118": "the project replaces a torch callable, tensor method or module class the op runs (a patch): a module would not run the replacement",
     "MIG120": "the quantization toolkit set by `toolkit` / `--for` has no module class that takes this op",
     "MIG201": "forward takes or returns a dict: only tensors or tuples of tensors export cleanly",
 }

@@ -148,3 +148,20 @@ def test_preparer_builds_the_twin_for_augmented_assignments():
     x = torch.randn(1, 2, 3, 3)
     with torch.autocast("cpu", BF16):
         assert prepared(x).dtype == Model()(x).dtype == BF16
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_float_result_twins_stay_on_integer_tensors(name):
+    """`y.sigmoid_()` raises on an integer `y` where `nn.Sigmoid` returns floats: `fix` leaves
+    the in-place op (fixture `inplace_unary_int`), whose model still raises as it did."""
+    x = _ints(3)
+    with pytest.raises(RuntimeError):
+        getattr(x.clone(), name + "_")()
+    assert getattr(torch.nn, name.capitalize())()(x).dtype == torch.float32
+    case = FIXTURES / "cases" / "inplace_unary_int"
+    before = import_path(case.with_suffix(".before.py"), "inplace_unary_int_before")
+    after = import_path(case.with_suffix(".after.py"), "inplace_unary_int_after")
+    original, migrated = loaded_pair(before.Model, after.Model)
+    expected = outcome(lambda: original(x))
+    assert isinstance(expected, RuntimeError)
+    assert_same_outcome(expected, outcome(lambda: migrated(x)))

@@ -710,6 +710,9 @@ CASES = [
         lambda m, x: m(x, size=[3, 5], antialias=True),
         lambda x: F.interpolate(x, size=(3, 5), mode="bicubic", antialias=True),
     ),
+    # `-x` and `abs(x)` (`operator.neg`, `operator.abs`) become Neg and Abs
+    Case("neg_unary_minus", mnn.Neg, _x(), lambda m, x: m(x), lambda x: -x),
+    Case("abs_builtin", mnn.Abs, _x(), lambda m, x: m(x), lambda x: abs(x)),
 ]
 
 
@@ -1205,6 +1208,8 @@ ONNX_CASES = {
     "pad_at_call": next(c for c in CASES if c.id == "pad_at_call"),
     "interpolate_size_at_call": next(c for c in CASES if c.id == "interpolate_size_at_call"),
     "mean_dim_at_call": next(c for c in CASES if c.id == "mean_dim_at_call"),
+    "neg_unary_minus": next(c for c in CASES if c.id == "neg_unary_minus"),
+    "abs_builtin": next(c for c in CASES if c.id == "abs_builtin"),
     **{
         name: next(c for c in CASES if c.id == name)
         for name in (

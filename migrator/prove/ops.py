@@ -54,9 +54,10 @@ class RuntimeCatalog:
         self._methods: dict[str, Match] = {}
         self._operators: dict[int, Match] = {}
         for op in ops:
-            for name in op.functions:
+            for name in op.functions:  # `operator.neg` (`-y`) is an operator, also on sizes
+                kind = "operator" if name.split(".")[0] == "operator" else "function"
                 for target in _runtime_functions(resolve(name)):
-                    self._add_function(target, Match(op, name, "function"))
+                    self._add_function(target, Match(op, name, kind))
             for name in op.inplace_functions:
                 for target in _runtime_functions(resolve(name)):
                     self._add_function(target, Match(op, name, "function", inplace=True))

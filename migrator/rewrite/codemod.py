@@ -231,7 +231,18 @@ class _Apply(cst.CSTTransformer):
     def leave_BinaryOperation(
         self, original: cst.BinaryOperation, updated: cst.BinaryOperation
     ) -> cst.BaseExpression:
-        replace = self._take("binop", original)
+        return self._operation("binop", original, updated)
+
+    def leave_UnaryOperation(
+        self, original: cst.UnaryOperation, updated: cst.UnaryOperation
+    ) -> cst.BaseExpression:
+        return self._operation("unaryop", original, updated)
+
+    def _operation(
+        self, kind: ReplaceKind, original: cst.BaseExpression, updated: cst.BaseExpression
+    ) -> cst.BaseExpression:
+        """`a + b` or `-a` as the call the plan replaces it by, if any."""
+        replace = self._take(kind, original)
         if replace is None:
             return updated
         return _call(replace, updated)  # a call is atomic: the operation's parentheses can go
@@ -649,6 +660,9 @@ def _resolve(
     if kind == "left":
         assert isinstance(node, cst.BinaryOperation)
         return [(node.left, "", None)]
+    if kind == "operand":
+        assert isinstance(node, cst.UnaryOperation)
+        return [(node.expression, "", None)]
     if kind == "right":
         assert isinstance(node, (cst.BinaryOperation, cst.AugAssign))
         return [(node.right if isinstance(node, cst.BinaryOperation) else node.value, "", None)]

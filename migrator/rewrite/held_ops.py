@@ -79,7 +79,7 @@ def report_held_op(
     holds = "holds" if len(held) == len(branches) else "may hold"
     ctx.helpers_seen.add(id(call))
     ctx.report(
-        call, "MIG115", f"`{ctx.text(func)}` {holds} {ops} (line {held[0].lineno}), {_THROUGH}"
+        call, "MIG115", f"`{ctx.text(func)}` {holds} {ops} (line {held[0].lineno}), {THROUGH}"
     )
 
 
@@ -95,7 +95,7 @@ def _report_module_alias(
             ctx.helpers_seen.add(id(call))
             held = f"`{func.value.id}` holds `{ctx.text(value)}`, line {value.lineno}"
             what = f"`{ctx.text(func)}` is `{qualname}.{func.attr}` ({held})"
-            ctx.report(call, "MIG115", f"{what}, {_THROUGH}")
+            ctx.report(call, "MIG115", f"{what}, {THROUGH}")
             return
 
 
@@ -121,10 +121,10 @@ def report_named_op(ctx: FileContext, call: ast.Call) -> None:
     else:
         what = f"is `.{named.attr}()` if `{ctx.text(named.value)}` is a tensor"
     ctx.helpers_seen.add(id(call))
-    ctx.report(call, "MIG115", f"`{ctx.text(call.func)}` {what}, {_THROUGH}")
+    ctx.report(call, "MIG115", f"`{ctx.text(call.func)}` {what}, {THROUGH}")
 
 
-_THROUGH = (
+THROUGH = (
     "called here through it, not by its own name: `fix` converts an op called by name; left as is"
 )
 

@@ -232,7 +232,28 @@ def spelled_ops(info: FileInfo, node: ast.AST) -> list[tuple[str, catalog.Op]]:
         elif operator is not None:
             symbol = operator.inplace_symbol
             ops.append((f"`{symbol}`", catalog.by_inplace_operator(symbol)))
+    if unary_operand(info, node) is not None:  # `-y`, `abs(y)`
+        neg = isinstance(node, ast.UnaryOp)
+        function = catalog.OPERATOR_NEG if neg else catalog.OPERATOR_ABS
+        ops.append(("`-x`" if neg else "abs", catalog.by_function(function)))
     return [(label, op) for label, op in ops if op is not None]
+
+
+def unary_operand(info: FileInfo, node: ast.AST) -> ast.expr | None:
+    """`y` of `-y` or of Python's `abs(y)`: `operator.neg` / `operator.abs` when `y` is a
+    tensor; None for any other node."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return node.operand
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "abs"
+        and info.names.is_free("abs")
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
 
 
 def called_helpers(
@@ -475,6 +496,8 @@ def _runs_no_op(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) -> 
             )
             if not all(tensors.is_plain(o) for o in operands):
                 return False
+        if (operand := unary_operand(info, node)) is not None and not tensors.is_plain(operand):
+            return False
     return True
 
 
@@ -633,7 +656,7 @@ def ops_in(
     function: ast.FunctionDef,
     first_is_tensor: bool = False,
     tensor_params: set[str] | frozenset[str] = frozenset(),
-) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.AugAssign]]:
+) -> Iterator[tuple[str, ast.Call | ast.BinOp | ast.UnaryOp | ast.AugAssign]]:
     """(label, node) of each catalog op in a helper function: functional calls, and tensor
     methods and operators whose operand is a tensor or may be one (an unknown operand beside a
     number, `end + 1`, is taken for a count; the first parameter is a tensor if
@@ -688,6 +711,12 @@ def ops_in(
                 )
             ):
                 yield f"`{symbol}`", node
+        if (
+            isinstance(node, (ast.UnaryOp, ast.Call))
+            and (operand := unary_operand(info, node)) is not None
+            and tensors.is_tensor(operand)
+        ):
+            yield ("`-x`" if isinstance(node, ast.UnaryOp) else "abs"), node
 
 
 def _fits(op: catalog.Op, call: ast.Call, receiver: ast.expr | None = None) -> bool:

@@ -27,11 +27,12 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
+from migrator import catalog
 from migrator.rewrite.defined import anchored_matches
-from migrator.rewrite.names import ModuleNames
+from migrator.rewrite.names import ModuleNames, patch_among
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import kept_module_name, module_name, summarized
 from migrator.rewrite.real_paths import resolved
@@ -139,6 +140,38 @@ def attributes_stored_on_others(path: Path | None, source: str) -> frozenset[str
     return _package_stores(top)[1]  # the file's own text among them
 
 
+def patched_elsewhere(path: Path, spellings: Collection[str]) -> tuple[str, str, int] | None:
+    """A store another file of `path`'s top-level package makes, anywhere in it, into an op's
+    `spellings` (`names.patch_among`): (that file's module, the name stored into, its line);
+    None when none does."""
+    for other, patched in _others_patches(path):
+        if (found := patch_among(patched, spellings)) is not None:
+            return _names(other).module, *found
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _others_patches(path: Path) -> tuple[tuple[Path, dict[str, int]], ...]:
+    """`_package_patches` of `path`'s package but `path`'s own (asked at each op: kept)."""
+    own = resolved(path)
+    return tuple(found for found in _package_patches(_package_top(own)) if found[0] != own)
+
+
+@functools.lru_cache(maxsize=8)
+def _package_patches(top: Path | None) -> tuple[tuple[Path, dict[str, int]], ...]:
+    """The files under `top` storing into attributes of torch (`ModuleNames.patched`), with
+    those stores: of the files calling `setattr(` or storing an attribute of a name an op runs
+    (`catalog.PATCHABLE`), each parsed once a process."""
+    stored, _, setattrs = _package_stores(top)
+    found = []
+    for path in sorted({p for n in catalog.PATCHABLE for p in stored.get(n, ())} | set(setattrs)):
+        patched = _names(path).patched
+        torch_stores = {n: line for n, line in patched.items() if n.split(".")[0] == "torch"}
+        if torch_stores:
+            found.append((path, torch_stores))
+    return tuple(found)
+
+
 _ATTRIBUTE_STORE = re.compile(r"\.([A-Za-z_]\w*)[^\S\n]*(?:\*\*|//|<<|>>|[-+*/%&|^@])?=(?!=)")
 """`.<name> = ` (or an augmented assignment), searched from its literal start (fast); the
 receiver before it is read apart (`_stores`)."""
@@ -211,17 +244,24 @@ def _stored_attributes(top: Path | None) -> dict[str, tuple[Path, ...]]:
 @functools.lru_cache(maxsize=8)
 def _package_stores(
     top: Path | None,
-) -> tuple[dict[str, tuple[Path, ...]], frozenset[str]]:
-    """(`_stored_attributes`, the names stored on anything but plain `self` or `cls`) of the
-    files under `top`, each read once a process."""
+) -> tuple[dict[str, tuple[Path, ...]], frozenset[str], tuple[Path, ...]]:
+    """(`_stored_attributes`, the names stored on anything but plain `self` or `cls`, the files
+    calling `setattr(`) of the files under `top`, each read once a process."""
     dotted: dict[str, list[Path]] = {}
     others: set[str] = set()
+    setattrs: list[Path] = []
     for path in _files(top):
-        names, stored = _stores(_read(path))
+        names, stored = _stores(text := _read(path))
         for name in names:
             dotted.setdefault(name, []).append(path)
         others |= stored
-    return {name: tuple(paths) for name, paths in dotted.items()}, frozenset(others)
+        if "setattr(" in text:
+            setattrs.append(path)
+    return (
+        {name: tuple(paths) for name, paths in dotted.items()},
+        frozenset(others),
+        tuple(setattrs),
+    )
 
 
 _TRAINING_STORE = re.compile(r"\.training[^\S\n]*=(?!=)")

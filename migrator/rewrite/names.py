@@ -30,10 +30,12 @@ class ModuleNames:
     """Names bound by anything else at module level (def, class, assignment)."""
     constants: dict[str, ast.expr] = field(default_factory=dict)
     """Module-level names assigned exactly once, to a literal."""
-    patched: set[str] = field(default_factory=set)
-    """Qualified names of attributes of imports that module-level code assigns
-    (`torch.backends.cudnn.benchmark = True`, `F.relu = f`): they, and what is under them,
-    resolve to nothing; the import itself still resolves."""
+    patched: dict[str, int] = field(default_factory=dict)
+    """Qualified names of attributes of imports (or of module-level aliases of them) that the
+    file's code assigns, anywhere, with the line of the first store seen
+    (`torch.backends.cudnn.benchmark = True`, `F.relu = f`, `torch.Tensor.relu = f` in a
+    function, `setattr(F, "gelu", f)`; `setattr(F, name, f)`: `F` itself): they, and what is
+    under them, resolve to nothing (`resolve`); the import itself still resolves."""
     stars: list[str] = field(default_factory=list)
     """Modules imported with `from <module> import *`."""
     dotted: set[str] = field(default_factory=set)
@@ -55,9 +57,13 @@ class ModuleNames:
         return ".".join(base + ([module] if module else []))
 
     def resolve(
-        self, node: ast.expr, shadowed: frozenset[str] | set[str] = frozenset()
+        self,
+        node: ast.expr,
+        shadowed: frozenset[str] | set[str] = frozenset(),
+        patched: bool = False,
     ) -> str | None:
-        """Qualified name of `node` (a Name or dotted Attribute chain), or None."""
+        """Qualified name of `node` (a Name or dotted Attribute chain), or None; with
+        `patched`, also a name the file assigns (`patch_among` then names the store)."""
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
@@ -71,7 +77,7 @@ class ModuleNames:
         else:
             return None
         found = ".".join([base, *reversed(parts)])
-        if self.patched and any(found == p or found.startswith(p + ".") for p in self.patched):
+        if not patched and any(found == p or found.startswith(p + ".") for p in self.patched):
             return None
         return found
 
@@ -87,6 +93,19 @@ class ModuleNames:
 
     def is_free(self, name: str) -> bool:
         return name not in self.imports and name not in self.local
+
+
+def patch_among(patched: dict[str, int], spellings: Iterable[str]) -> tuple[str, int] | None:
+    """(name, line) of the first store of `patched` (`ModuleNames.patched`) into one of
+    `spellings` (the names torch reaches an op by: `catalog.spellings`), into what holds one
+    (`torch.Tensor` given `setattr(torch.Tensor, name, f)`) or into what is under one
+    (`torch.nn.ReLU.forward`); None when there is none."""
+    for name, line in patched.items():
+        if any(
+            s == name or s.startswith(name + ".") or name.startswith(s + ".") for s in spellings
+        ):
+            return name, line
+    return None
 
 
 def literal(node: ast.expr) -> bool:
@@ -118,15 +137,23 @@ def collect(
     """
     names = ModuleNames(module, is_package)
     assigned: dict[str, list[ast.expr | None]] = {}
-    dotted: list[ast.Attribute] = []
+    dotted: list[ast.Attribute | ast.Name] = []
 
     _visit(tree.body, names, assigned, dotted)
+    aliases = {root: _alias(names, assigned.get(root, [])) for root, _ in map(_dotted, dotted)}
     for target in dotted:  # `torch.backends.cudnn.benchmark = True` leaves `torch` torch's
         root, spelled = _dotted(target)
         if root in names.imports and root not in assigned:
-            names.patched.add(names.imports[root] + spelled)
-        else:
-            assigned.setdefault(root, []).append(None)
+            _patch(names, names.imports[root] + spelled, target)
+            continue
+        if (alias := aliases[root]) is not None:  # `T = torch.Tensor; T.relu = f`
+            _patch(names, alias + spelled, target)
+        assigned.setdefault(root, []).append(None)
+    torch_names = {
+        n for n, q in names.imports.items() if q.split(".")[0] == "torch" and n not in assigned
+    }
+    if torch_names and _may_patch_in_functions(text, torch_names):
+        _patches_in_functions(tree, names, torch_names)
     if may_declare_global(text):  # also in a function defined in an `if`, `try` or `with`
         for node in all_nodes(tree):
             if isinstance(node, ast.Global):
@@ -313,7 +340,88 @@ def _reads(values: list[ast.expr | None]) -> set[str]:
     }
 
 
-def _dotted(node: ast.Attribute) -> tuple[str, str]:
+_TENSOR_BASES = ("torch._C.TensorBase", "torch._C._TensorBase")
+"""Where torch defines `torch.Tensor`'s methods: a store there is one into `torch.Tensor`."""
+
+
+def _patch(names: ModuleNames, qualname: str, store: ast.AST) -> None:
+    """Record a store into `qualname` at `store`'s line (`ModuleNames.patched`)."""
+    for base in _TENSOR_BASES:
+        if qualname == base or qualname.startswith(base + "."):
+            qualname = "torch.Tensor" + qualname[len(base) :]
+    names.patched.setdefault(qualname, getattr(store, "lineno", 0))
+
+
+def _alias(names: ModuleNames, values: list[ast.expr | None]) -> str | None:
+    """What a module-level name assigned once to a dotted name of an import names
+    (`T = torch.Tensor`), or None."""
+    value = values[0] if len(values) == 1 else None
+    if not isinstance(value, (ast.Attribute, ast.Name)) or not _is_dotted(value):
+        return None
+    root, spelled = _dotted(value)
+    return names.imports[root] + spelled if root in names.imports else None
+
+
+_DOTTED_STORE_TAIL = re.compile(r"(?:\.\w+)+[^\S\n]*(?:[-+*/@%&|^]|//|\*\*|<<|>>)?=(?!=)")
+"""`.b = `, `.b.c += ` (after a name, `_may_patch_in_functions`)."""
+_SETATTR_OWNER = re.compile(r"\s*([A-Za-z_]\w*)")
+"""The name a `setattr(` call's first argument starts with."""
+
+
+def _may_patch_in_functions(text: str | None, torch_names: Collection[str]) -> bool:
+    """Whether a source (None: unknown) may store into an attribute of torch in a function or
+    class body: it assigns an attribute of one of `torch_names`, or calls `setattr` on one."""
+    if text is None:
+        return True
+    at = text.find("setattr(")
+    while at != -1:
+        owner = _SETATTR_OWNER.match(text, at + len("setattr("))
+        if owner and owner.group(1) in torch_names:
+            return True
+        at = text.find("setattr(", at + 1)
+    for name in torch_names:
+        at = text.find(name + ".")
+        while at != -1:
+            before = text[at - 1] if at else "\n"
+            alone = not (before.isalnum() or before in "_.")
+            if (
+                alone
+                and _DOTTED_STORE_TAIL.match(text, at + len(name))
+                and not _annotation(text, at)
+            ):
+                return True
+            at = text.find(name + ".", at + 1)
+    return False
+
+
+def _annotation(text: str, at: int) -> bool:
+    """Whether the name at `at` follows a `:` that no block statement on its line ends: an
+    annotation (`dtype: torch.dtype = x`), not `if c: torch.relu = f`."""
+    before = text[text.rfind("\n", 0, at) + 1 : at].rstrip()
+    return before.endswith(":") and not before.lstrip().startswith(_BLOCK_WORDS)
+
+
+_BLOCK_WORDS = ("if", "elif", "else", "for", "while", "with", "try", "except", "finally")
+
+
+def _patches_in_functions(tree: ast.Module, names: ModuleNames, torch_names: set[str]) -> None:
+    """Stores into attributes of torch (imported as one of `torch_names`) anywhere in the file
+    (`def install(): torch.Tensor.relu = f`, `setattr(F, "gelu", f)` in a method):
+    `ModuleNames.patched`. Names a function binds are not told apart: a store into an
+    attribute of a local `F` counts too."""
+    stored: list[ast.Attribute | ast.Name] = []
+    for node in all_nodes(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_dotted(node):
+            stored.append(node)
+        elif isinstance(node, ast.Call):
+            _setattr(node, stored)
+    for target in stored:
+        root, spelled = _dotted(target)
+        if root in torch_names:
+            _patch(names, names.imports[root] + spelled, target)
+
+
+def _dotted(node: ast.Attribute | ast.Name) -> tuple[str, str]:
     """(`a`, `.b.c`) of `a.b.c` (a dotted name: `_visit` made sure)."""
     parts: list[str] = []
     value: ast.expr = node
@@ -334,7 +442,7 @@ def _visit(
     body: list[ast.stmt],
     names: ModuleNames,
     assigned: dict[str, list[ast.expr | None]],
-    stored: list[ast.Attribute],
+    stored: list[ast.Attribute | ast.Name],
 ) -> None:
     """`collect`'s walk of one block of module-level statements; `stored`: the dotted names
     assigned (`a.b = v`)."""
@@ -379,7 +487,7 @@ def _visit(
                             value if isinstance(target, ast.Name) else None
                         )
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            _setattr(stmt.value, assigned, stored)
+            _setattr(stmt.value, stored)
         elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
             for part in ("body", "orelse", "finalbody"):
                 _visit(getattr(stmt, part, []), names, assigned, stored)
@@ -393,14 +501,12 @@ def _visit(
                     if _is_dotted(node):
                         stored.append(node)
                 elif isinstance(node, ast.Call):
-                    _setattr(node, assigned, stored)
+                    _setattr(node, stored)
 
 
-def _setattr(
-    call: ast.Call, assigned: dict[str, list[ast.expr | None]], stored: list[ast.Attribute]
-) -> None:
+def _setattr(call: ast.Call, stored: list[ast.Attribute | ast.Name]) -> None:
     """`setattr(F, "gelu", f)` read as `F.gelu = f` (`_visit`); given a name not written out,
-    as a store into any attribute of `F`."""
+    as a store into any attribute of `F` (`F` itself stored)."""
     if not (
         isinstance(call.func, ast.Name)
         and call.func.id == "setattr"
@@ -410,11 +516,9 @@ def _setattr(
         return
     owner, name = call.args[0], call.args[1]
     if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        stored.append(ast.Attribute(owner, name.value, ast.Store()))
-    elif isinstance(owner, ast.Attribute):
+        stored.append(ast.copy_location(ast.Attribute(owner, name.value, ast.Store()), call))
+    elif isinstance(owner, (ast.Attribute, ast.Name)):
         stored.append(owner)
-    elif isinstance(owner, ast.Name):
-        assigned.setdefault(owner.id, []).append(None)
 
 
 def parameter_defaults(args: ast.arguments) -> dict[str, ast.expr]:

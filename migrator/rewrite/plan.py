@@ -11,8 +11,10 @@ from typing import Literal, Protocol
 Span = tuple[int, int, int, int]
 """(start line, start column, end line, end column) of an expression, parentheses excluded."""
 
-RefKind = Literal["arg", "kw", "receiver", "left", "right", "target", "elements", "star"]
-ReplaceKind = Literal["call", "binop", "augassign", "inplace", "rename", "name", "enumerate"]
+RefKind = Literal["arg", "kw", "receiver", "left", "right", "operand", "target", "elements", "star"]
+ReplaceKind = Literal[
+    "call", "binop", "unaryop", "augassign", "inplace", "rename", "name", "enumerate"
+]
 
 
 class Located(Protocol):
@@ -29,7 +31,7 @@ class InputRef:
     """Where a forward input of the new call comes from, relative to the replaced node.
 
     "arg" (`index`) / "kw" (`keyword`): an argument of the original call; "receiver": the object
-    of a method call; "left" / "right": binary operands; "target": an augmented assignment's
+    of a method call; "left" / "right": binary operands; "operand": a unary one (`-y`); "target": an augmented assignment's
     target; "elements" / "star": the items of the list argument `inner`, or `*inner`.
     """
 
@@ -43,7 +45,7 @@ class InputRef:
 class Replace:
     """Replace the node at `span` by `self.<attr>(<inputs>)`.
 
-    kind: "call" (a call or method call), "binop", "augassign" (the statement `a += b` becomes
+    kind: "call" (a call or method call), "binop", "unaryop" (`-y`), "augassign" (the statement `a += b` becomes
     `a = self.add(a, b)`), "inplace" (the statement `a.add_(b)` becomes `a = self.add(a, b)`),
     "rename" (the attribute `self.act` at span becomes `self.<attr>`), "name" (the name at span
     becomes `<attr>`: a loop's `_` turned into its index), "enumerate" (the `for` loop whose

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeGuard
 
 from migrator import catalog
@@ -28,7 +29,9 @@ from migrator.rewrite.inplace import (
     unnamed_binds,
 )
 from migrator.rewrite.loops import Copies, LoopCopies
-from migrator.rewrite.names import literal
+from migrator.rewrite.held_ops import THROUGH
+from migrator.rewrite.mentions import patched_elsewhere
+from migrator.rewrite.names import literal, patch_among
 from migrator.rewrite.order import ForwardOrder, Key
 from migrator.rewrite.outputs import FRESH, OutputKinds, is_none, op_inplace
 from migrator.rewrite.plan import InputRef, RefKind, Replace, ReplaceKind
@@ -40,7 +43,7 @@ from migrator.rewrite.tensors import TensorNames, is_container
 from migrator.rewrite.walk import Loop, Visit, all_nodes, header_lines, parents_of
 
 
-_SCANNED = (ast.Call, ast.BinOp, ast.AugAssign)
+_SCANNED = (ast.Call, ast.BinOp, ast.UnaryOp, ast.AugAssign)
 """The node classes `Scanner.scan` reads."""
 
 
@@ -146,6 +149,10 @@ class Scanner:
                 self._call(node, visit)
             elif isinstance(node, ast.BinOp):
                 self._binop(node, visit)
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                op = catalog.by_function(catalog.OPERATOR_NEG)
+                assert op is not None
+                self._on_tensor(op, node, (node.operand, InputRef("operand")), visit, "`-x`")
             elif isinstance(node, ast.AugAssign):
                 self._augassign(node, visit)
         except Refusal as refusal:
@@ -255,8 +262,15 @@ class Scanner:
         if helper is not None:
             self._helper(node, *helper, visit)
             return
-        qualname = self.ctx.info.names.resolve(func, self.shadowed)
+        qualname = self.ctx.info.names.resolve(func, self.shadowed, patched=True)
+        if qualname is None and _builtin(func, "abs", self.ctx.info, self.shadowed):
+            qualname = catalog.OPERATOR_ABS
         op = catalog.by_function(qualname) if qualname else None
+        if op is not None and qualname in (catalog.OPERATOR_ABS, catalog.OPERATOR_NEG):
+            if len(node.args) == 1 and not node.keywords:  # `abs(y)`, `operator.neg(y)`
+                operand = (node.args[0], InputRef("arg", 0))
+                self._on_tensor(op, node, operand, visit, self.ctx.text(func))
+            return
         if op is not None:
             self._convert(op, node, *_arguments(node), visit, "MIG001", self.ctx.text(func))
             return
@@ -273,6 +287,7 @@ class Scanner:
             self._summed(node.args[0])
         elif self._spelled(node, qualname or "", visit):
             return
+        self._called_through(func, qualname or "")
         if isinstance(func, ast.Attribute) and func.attr in ("max", "min"):
             receiver = [(func.value, InputRef("receiver"))]
             self._pairwise(node, func.attr, receiver, visit, "MIG002", f".{func.attr}()")
@@ -312,6 +327,36 @@ class Scanner:
         else:
             return False
         return True
+
+    def _called_through(self, func: ast.expr, qualname: str) -> None:
+        """Refuse an op called through another callable (MIG115): a tensor's class
+        (`type(y).relu(y)`, `y.__class__.relu(y)`), the op's `__call__` (`y.relu.__call__()`,
+        `torch.relu.__call__(y)`), or a method of a tensor named at run time (`getattr(y,
+        self.name)()`); `qualname`: what `func` resolves to. A tensor here may also be one not
+        proven either way."""
+        what = None
+        if isinstance(func, ast.Attribute) and _method_op(func.attr):
+            of = _class_of(func.value, self.ctx.info, self.shadowed)
+            if of is not None and not self.tensors.is_plain(of) and ast.unparse(of) != "self":
+                what = f"is `.{func.attr}()` if `{self.ctx.text(of)}` is a tensor"
+        elif isinstance(func, ast.Attribute) and func.attr == "__call__":
+            called = func.value
+            if catalog.by_any_function(qualname.removesuffix(".__call__")):
+                what = f"is `{qualname.removesuffix('.__call__')}`"
+            elif isinstance(called, ast.Attribute) and _method_op(called.attr):
+                if not self.tensors.is_plain(called.value):
+                    what = f"is `.{called.attr}()` if `{self.ctx.text(called.value)}` is a tensor"
+        elif (
+            isinstance(func, ast.Call)
+            and _builtin(func.func, "getattr", self.ctx.info, self.shadowed)
+            and len(func.args) > 1
+            and not isinstance(func.args[1], ast.Constant)
+            and self.tensors.is_tensor(func.args[0])
+        ):
+            shown = self.ctx.text(func.args[0])
+            what = f"names a method of the tensor `{shown}` at run time, which may be an op"
+        if what is not None:
+            raise Refusal("MIG115", f"`{self.ctx.text(func)}` {what}, {THROUGH}")
 
     def _operator(
         self,
@@ -627,6 +672,22 @@ class Scanner:
             return
         operands = [(node.target, InputRef("target")), (node.value, InputRef("right"))]
         self._inplace(op, node, operands, [], visit, "MIG002", label)
+
+    def _on_tensor(
+        self,
+        op: Op,
+        node: ast.Call | ast.UnaryOp,
+        operand: tuple[ast.expr, InputRef],
+        visit: Visit,
+        label: str,
+    ) -> None:
+        """`-y`, `abs(y)` (`operator.neg`, `operator.abs`): an op when `y` is a tensor, converted
+        when that is proven, as a binary operator is (`_binop`)."""
+        if not self.tensors.is_tensor(operand[0]):
+            self._unproven(label, operand[0])
+            return
+        kind: ReplaceKind = "unaryop" if isinstance(node, ast.UnaryOp) else "call"
+        self._convert(op, node, [operand], [], visit, "MIG002", label, kind=kind)
 
     def _unproven(self, label: str, *operands: ast.expr) -> None:
         """An op that is a tensor op if an operand is a tensor, which cannot be proven either
@@ -959,7 +1020,7 @@ class Scanner:
     def _convert(
         self,
         op: Op,
-        node: ast.Call | ast.BinOp | ast.AugAssign,
+        node: ast.Call | ast.BinOp | ast.UnaryOp | ast.AugAssign,
         positional: list[tuple[ast.expr, InputRef]],
         keywords: list[tuple[str | None, ast.expr, InputRef]],
         visit: Visit,
@@ -983,6 +1044,14 @@ class Scanner:
         if _starred([v for v, _ in positional], [k for k, _, _ in keywords]):
             raise Refusal(
                 "MIG107", f"{label}: arguments passed with * or ** cannot be split statically"
+            )
+        self._unpatched(op, label)
+        if twin and op.inplace_methods and not op.inplace_extra:
+            raise Refusal(
+                "MIG108",
+                f"{label}: `{op.module_name}` returns a float tensor where the in-place op keeps "
+                "its tensor's dtype, or raises (an integer tensor), which is not proven floating "
+                "here; left as is",
             )
         if any(k == "out" and not is_none(v) for k, v, _ in keywords):
             raise Refusal(
@@ -1100,6 +1169,24 @@ class Scanner:
             module=module,
             attr=name,
         )
+
+    def _unpatched(self, op: Op, label: str) -> None:
+        """Refuse an op the project replaces a callable of (`torch.Tensor.relu = f`, `F.relu =
+        f`, `setattr(torch.Tensor, name, f)`): the call runs the replacement, a module would
+        not (MIG118)."""
+        spellings = catalog.spellings(op)
+        patch = patch_among(self.ctx.info.names.patched, spellings)
+        where = "this file"
+        if patch is None and self.ctx.path:
+            elsewhere = patched_elsewhere(Path(self.ctx.path), spellings)
+            if elsewhere is not None:
+                where, patch = f"module `{elsewhere[0]}`", elsewhere[1:]
+        if patch is not None:
+            raise Refusal(
+                "MIG118",
+                f"{label}: {where} stores into `{patch[0]}` at line {patch[1]}, so the call may "
+                "run the project's replacement, which a module would not; left as is",
+            )
 
     def _toolkit(
         self,
@@ -1269,6 +1356,25 @@ def _arguments(
         [(a, InputRef("arg", i)) for i, a in enumerate(call.args)],
         [(k.arg, k.value, InputRef("kw", keyword=k.arg or "")) for k in call.keywords],
     )
+
+
+def _method_op(name: str) -> bool:
+    """Whether `name` is a tensor method the catalog converts."""
+    return bool(catalog.by_method(name) or catalog.by_inplace_method(name))
+
+
+def _class_of(node: ast.expr, info: FileInfo, shadowed: set[str]) -> ast.expr | None:
+    """`y` of `type(y)` or `y.__class__`, else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "__class__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and _builtin(node.func, "type", info, shadowed)
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
 
 
 def _training_gated(value: ast.expr) -> tuple[ast.expr, ast.expr] | None:

@@ -22,6 +22,7 @@ _KINDS: dict[ReplaceKind, type[ast.AST]] = {
     "call": ast.Call,
     "inplace": ast.Call,
     "binop": ast.BinOp,
+    "unaryop": ast.UnaryOp,
     "augassign": ast.AugAssign,
     "rename": ast.Attribute,
 }
@@ -260,7 +261,7 @@ class _Splicer:
             if func[2] != func[0] or self.lines[func[2] - 1][func[3] : func[3] + 1] != "(":
                 raise _Unsure  # a space before the arguments: the codemod keeps it
             return call
-        if replace.kind == "binop":
+        if replace.kind in ("binop", "unaryop"):
             return call
         if replace.kind == "augassign":
             assert isinstance(node, ast.AugAssign)
@@ -338,6 +339,8 @@ class _Splicer:
                 return [(node.left, "")]
             if kind == "right" and isinstance(node, ast.BinOp):
                 return [(node.right, "")]
+            if kind == "operand" and isinstance(node, ast.UnaryOp):
+                return [(node.operand, "")]
             if kind == "right" and isinstance(node, ast.AugAssign):
                 return [(node.value, "")]
             if kind == "target" and isinstance(node, ast.AugAssign):
