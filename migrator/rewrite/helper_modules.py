@@ -208,12 +208,14 @@ class HelperModules:
         """Whether a module-level function of another file `info` calls a function of this
         file, itself or through the functions of other files it calls: inside a helper's
         analysis, that file's twins are not used (its decision may then read this file's,
-        which this decision makes), so each decision reads only files that never read it."""
+        which this decision makes), so each decision reads only files that never read it. The
+        files read are among the decision's `deps`."""
         module = info.names.module
         if module not in self._back:
             seen, todo = {module}, [info]
             while todo and module not in self._back:
                 each = todo.pop()
+                self._read(each)
                 for function in each.functions.values():
                     for (file, _), _ in called_helpers(self.ctx, function, each):
                         if file is self.ctx.info:
@@ -234,10 +236,7 @@ class HelperModules:
             return None
         twins = self.analysis.twins_of(found[0])
         if self._running:
-            self.deps[found[0].names.module] = (
-                found[0].source,
-                self.ctx.project.processes(found[0].path),
-            )
+            self._read(found[0])
             self.deps.update(
                 (m, (text, settings)) for m, text, settings in (twins.deps if twins else ())
             )
@@ -247,6 +246,10 @@ class HelperModules:
         if twins is not None and name not in twins.earlier and found[0].path is not None:
             self.sources[f"{found[0].names.module}.{name}"] = str(found[0].path)
         return found[0], found[1], name
+
+    def _read(self, info: FileInfo) -> None:
+        """Note another file the twins decision reads (`Twins.deps`)."""
+        self.deps[info.names.module] = (info.source, self.ctx.project.processes(info.path))
 
     def twin_of(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
         """The twin class of another file's helper, when it has (or gets in this run) one and

@@ -184,7 +184,7 @@ def _why_elsewhere(
         )
     return (
         f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
-        "file of its package calls it from a method"
+        "file of its package calls it from a method or a function methods reach"
     )
 
 
