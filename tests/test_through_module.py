@@ -30,9 +30,10 @@ def test_the_same_classes_come_out_in_any_order_and_with_workers(tmp_path):
     assert_fixed_alike_in_any_order(TREE, tmp_path, orders)
 
 
-def test_a_private_helper_called_directly_from_another_file_only_gets_no_class(tmp_path):
-    """`_scale` gets its class for `det_utils._scale(...)`; a direct call of a private helper
-    (`from ._utils import _scale`) is no such use: the helper's file is left as is."""
+def test_a_private_helper_imported_by_its_name_gets_its_class_too(tmp_path):
+    """`_scale` gets its class for `det_utils._scale(...)`, and as well for a direct call of it
+    imported by its name (`from ._utils import _scale`), which names it from another file on
+    purpose as a call through its module does."""
     pkg = _tree(tmp_path)
     net = (pkg / "net.py").read_text()
     (pkg / "net.py").write_text(
@@ -41,8 +42,8 @@ def test_a_private_helper_called_directly_from_another_file_only_gets_no_class(t
         )
     )
     main(["fix", str(pkg)])
-    assert "class Scale" not in (pkg / "_utils.py").read_text()
-    assert "s = _scale(h, x)" in (pkg / "net.py").read_text()
+    assert "class Scale" in (pkg / "_utils.py").read_text()
+    assert "s = self.scale(h, x)" in (pkg / "net.py").read_text()
 
 
 def test_the_migrated_package_is_bit_exact(tmp_path):
@@ -50,7 +51,7 @@ def test_the_migrated_package_is_bit_exact(tmp_path):
     before, after = load_tree_sides(TREE, tmp_path, "net")
     b = assert_bit_exact(before.Model, after.Model, before.example_inputs)
     names = [type(m).__name__ for m in b.modules()]
-    assert names.count("Mix") == 2 and names.count("Scale") == 1
+    assert names.count("Mix") == 3 and names.count("Scale") == 1  # one in `Blend`
 
 
 def test_the_decision_reads_the_same_from_the_callers_rewritten_text(tmp_path):

@@ -185,20 +185,32 @@ class ProjectAnalysis:
             trace.read_twins(module, self._twins[module], decided and info.source is None)
         return self._twins[module]
 
+    def _unchanged(self, dep: tuple[str, str | None, RunSettings | None]) -> bool:
+        """Whether another file a kept decision read the twins of (`Twins.deps`) has the
+        same text and settings in this run."""
+        module, source, settings = dep
+        found = self.project.load(module)
+        return (
+            found is not None
+            and found.source == source
+            and self.project.processes(found.path) == settings
+        )
+
     def kept_twins(self, module: str) -> tuple[bool, Twins | None]:
         """(whether `twins_of` has decided on `module` in this analysis, its decision)."""
         return module in self._twins, self._twins.get(module)
 
     def _decide_twins(self, info: FileInfo) -> Twins | None:
         """`twins_of`, decided once a process for a file's text and settings: the decision
-        reads only that file and the calls in its package (`mentions`), the same for every
-        file of the run that asks. Not kept when the run has run-time evidence."""
+        reads only that file, the calls in its package (`mentions`) and the twins of the files
+        its helpers call (`Twins.deps`, the same when taken again), the same for every file of
+        the run that asks. Not kept when the run has run-time evidence."""
         settings = self.project.processes(info.path)
         if info.source is None or info.path is None or settings is None:
             return None
         key = (str(info.path), info.source, settings)
         kept = not self.project.evidence.seen
-        if kept and key in _TWINS:
+        if kept and key in _TWINS and all(map(self._unchanged, _TWINS[key].deps)):
             return _TWINS[key]
         own = ProjectAnalysis(self.project, settings.ops_module, settings.toolkit)
         ctx, _ = own._context(info.source, str(info.path), info, settings.disable)
@@ -206,7 +218,8 @@ class ProjectAnalysis:
         assert modules is not None  # set by `_context`
         modules.add_twins()
         ctx.helper_modules = None  # no cycle: reference counting frees the analysis
-        twins = Twins(modules.twins, modules.not_twinned, modules.earlier)
+        deps = tuple((module, *read) for module, read in sorted(modules.deps.items()))
+        twins = Twins(modules.twins, modules.not_twinned, modules.earlier, deps)
         if kept:
             _TWINS[key] = twins
             while len(_TWINS) > _TWINS_KEPT:

@@ -285,10 +285,11 @@ class FileContext:
         if qualname.startswith("migrator.nn."):
             qualname = self.ops_module + qualname[len("migrator.nn") :]
         names = self.info.names
-        spelled = names.alias_for(qualname)
+        package, cls = qualname.rsplit(".", 1)
+        dotted = not self._shadowed(package)
+        spelled = names.alias_for(qualname) if dotted else None
         if spelled:
             return spelled
-        package, cls = qualname.rsplit(".", 1)
         for table in (self.from_imports, self.plan.import_names):
             if cls in table.get(package, ()):
                 return cls
@@ -311,10 +312,30 @@ class FileContext:
                 self.from_imports.setdefault(package, []).append(cls)
             return cls
         top = package.split(".")[0]
-        if names.is_free(top):
+        if names.is_free(top) and dotted:
             self._add_plain(package)
             return qualname
         raise Refusal("MIG109", f"no free name to import `{qualname}` under")
+
+    def _shadowed(self, module: str) -> bool:
+        """Whether a package of the project on the way to `module` binds the name of the next
+        part to something else (torchvision's `ops/__init__.py` binds `roi_align` to the
+        function of `ops/roi_align.py`): `torchvision.ops.roi_align.RoiAlign`, or
+        `roi_align.RoiAlign` after `from torchvision.ops import roi_align`, is then no class;
+        only `from torchvision.ops.roi_align import RoiAlign` names it."""
+        parts = module.split(".")
+        if parts[0] in ("torch", self.ops_module.split(".")[0]):
+            return False
+        for at in range(1, len(parts)):
+            found = self.project.load(".".join(parts[:at]))
+            if found is None:
+                continue
+            bound = found.names.imports.get(parts[at])
+            if (bound is not None and bound != ".".join(parts[: at + 1])) or (
+                parts[at] in found.names.local
+            ):
+                return True
+        return False
 
     def pending_names(self) -> set[str]:
         """Names this run adds to the file: imported classes, and helper functions' classes."""

@@ -38,7 +38,7 @@ from migrator.rewrite.mentions import PackageCalls
 from migrator.rewrite.mode_flag import class_flag_apart, flag_apart, super_call
 from migrator.rewrite.mode_params import mode_parameters
 from migrator.rewrite.plan import TWIN_DOC, HelperClass
-from migrator.rewrite.project import ClassInfo, FileInfo
+from migrator.rewrite.project import ClassInfo, FileInfo, RunSettings
 from migrator.rewrite.script_if_tracing import is_script_if_tracing, why_not_traced_as_scripted
 from migrator.rewrite.submodule_walks import Written
 from migrator.rewrite.taken import WorksOut
@@ -65,6 +65,9 @@ class Twins(NamedTuple):
     """Helper's name -> why it gets no twin although another file calls it."""
     earlier: frozenset[str]
     """The twin classes the file already holds (made by an earlier run)."""
+    deps: tuple[tuple[str, str | None, RunSettings | None], ...] = ()
+    """(module, text, settings it is processed with) of each other file whose twins the
+    decision read, through the helpers of the file it calls (and those files' own)."""
 
 
 class HelperModules:
@@ -106,11 +109,15 @@ class HelperModules:
         """id of a helper -> its parameters every call passes `self.training`."""
         self._once: frozenset[str] | None = None
         """The names the file reads once, as a call's function (`_called_once`)."""
+        self.deps: dict[str, tuple[str | None, RunSettings | None]] = {}
+        """Module -> (text, settings) of each other file whose twins a helper's analysis read
+        (`Twins.deps`)."""
+        self._back: dict[str, bool] = {}
+        """Module of another file -> whether its helpers reach this file's (`reaches_back`)."""
 
     def add_twins(self) -> None:
-        """Give each public helper of the file that a method in another file of its package
-        calls (`mentions`) a twin class, and each private one such a method calls through the
-        file's module (`det_utils._topk_min(...)`)."""
+        """Give each helper of the file that a method in another file of its package calls, or
+        a function such methods reach (`mentions`), a twin class."""
         info = self.ctx.info
         if info.path is None or "MIG004" in self.ctx.disable:
             return
@@ -119,8 +126,7 @@ class HelperModules:
             if name in self.twins or not _positional(function):
                 continue
             calls = calls or PackageCalls(info.path)
-            called = calls.through_module if name.startswith("_") else calls.from_methods
-            if not called(name) or not self.has_work(function, True):
+            if not calls.from_methods(name) or not self.has_work(function, True):
                 continue
             made = self.module_for(function, None)
             if made is not None:
@@ -194,9 +200,32 @@ class HelperModules:
 
     @property
     def _twins_run(self) -> bool:
-        """Whether calls of other files' helpers may become calls of their twins: not inside a
-        twin's own analysis, nor with MIG004 disabled."""
-        return not self.in_twin and "MIG004" not in self.ctx.disable
+        """Whether calls of other files' helpers may become calls of their twins: not inside
+        the analysis of a class an earlier run made of a helper (as that run left them), nor
+        with MIG004 disabled."""
+        return not self.in_earlier and "MIG004" not in self.ctx.disable
+
+    def reaches_back(self, info: FileInfo) -> bool:
+        """Whether a module-level function of another file `info` calls a function of this
+        file, itself or through the functions of other files it calls: inside a helper's
+        analysis, that file's twins are not used (its decision may then read this file's,
+        which this decision makes), so each decision reads only files that never read it. The
+        files read are among the decision's `deps`."""
+        module = info.names.module
+        if module not in self._back:
+            seen, todo = {module}, [info]
+            while todo and module not in self._back:
+                each = todo.pop()
+                self._read(each)
+                for function in each.functions.values():
+                    for (file, _), _ in called_helpers(self.ctx, function, each):
+                        if file is self.ctx.info:
+                            self._back[module] = True
+                        elif file.names.module not in seen:
+                            seen.add(file.names.module)
+                            todo.append(file)
+            self._back.setdefault(module, False)
+        return self._back[module]
 
     def _twin(
         self, found: tuple[FileInfo, ast.FunctionDef] | None
@@ -204,13 +233,24 @@ class HelperModules:
         """`twin_elsewhere` of the helper a call runs (`target_of`)."""
         if found is None or found[0] is self.ctx.info:
             return None
+        if self._running and self.reaches_back(found[0]):
+            return None
         twins = self.analysis.twins_of(found[0])
+        if self._running:
+            self._read(found[0])
+            self.deps.update(
+                (m, (text, settings)) for m, text, settings in (twins.deps if twins else ())
+            )
         name = twins.twins.get(found[1].name) if twins else None
         if not name:
             return None
         if twins is not None and name not in twins.earlier and found[0].path is not None:
             self.sources[f"{found[0].names.module}.{name}"] = str(found[0].path)
         return found[0], found[1], name
+
+    def _read(self, info: FileInfo) -> None:
+        """Note another file the twins decision reads (`Twins.deps`)."""
+        self.deps[info.names.module] = (info.source, self.ctx.project.processes(info.path))
 
     def twin_of(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
         """The twin class of another file's helper, when it has (or gets in this run) one and
@@ -228,8 +268,6 @@ class HelperModules:
         twins = self.analysis.twins_of(info)
         if twins is not None and function.name in twins.not_twinned:
             return twins.not_twinned[function.name]
-        if function.name.startswith("_") and not (twins and function.name in twins.twins):
-            return "it is private to its file"
         return None
 
     def written(self, info: FileInfo, function: ast.FunctionDef, twin: str) -> Written:
@@ -313,10 +351,12 @@ class HelperModules:
         return flag_apart(self.family, cls)
 
     def has_work(self, function: ast.FunctionDef, tensor_first: bool) -> bool:
-        """Whether a helper holds ops or calls helpers of this file (which may);
-        `tensor_first`: its first parameter is given a tensor."""
+        """Whether a helper holds ops or calls helpers (which may) of this file, or of another
+        whose twins its module may use (`reaches_back`); `tensor_first`: its first parameter
+        is given a tensor."""
         return any(ops_in(self.ctx.info, function, tensor_first)) or any(
-            info is self.ctx.info for (info, _), _ in called_helpers(self.ctx, function)
+            info is self.ctx.info or not self.reaches_back(info)
+            for (info, _), _ in called_helpers(self.ctx, function, self.ctx.info)
         )
 
     def refusal(self, function: ast.FunctionDef, static: bool) -> str | None:

@@ -161,8 +161,16 @@ def _why_elsewhere(
     modules = ctx.helper_modules
     if modules is None or "MIG004" in ctx.disable:
         return "ops in functions outside the class are not rewritten yet"
-    if modules.in_twin or from_helper:
-        return "a helper's calls of another file's helpers stay calls"
+    if from_helper:
+        return "the helper calling it stays a function (its findings say why)"
+    if modules.in_earlier:
+        return "the class an earlier run made of the helper calling it keeps its calls"
+    if modules.in_twin and modules.reaches_back(info):
+        return (
+            f"a helper of `{info.names.module}` calls, itself or through other files, a "
+            "helper of this file: a helper's module uses another file's helper modules only "
+            "where the files' helpers call one way"
+        )
     if ctx.project.processes(info.path) is None:
         return "its file is not processed in this run (a helper becomes a module with its file)"
     reason = modules.why_not_twinned(info, function)
@@ -177,7 +185,7 @@ def _why_elsewhere(
         )
     return (
         f"`{function.name}` gets no module: its ops are in helpers of other files, or no other "
-        "file of its package calls it from a method"
+        "file of its package calls it from a method or a function methods reach"
     )
 
 
@@ -257,10 +265,11 @@ def unary_operand(info: FileInfo, node: ast.AST) -> ast.expr | None:
 
 
 def called_helpers(
-    ctx: FileContext, function: ast.FunctionDef
+    ctx: FileContext, function: ast.FunctionDef, info: FileInfo
 ) -> Iterator[tuple[tuple[FileInfo, ast.FunctionDef], ast.Call]]:
-    """(helper, call) of each call of a module-level function of the project in a helper."""
-    return _called(ctx, ctx.info, function, {})
+    """(helper, call) of each call of a module-level function of the project in a helper of
+    the file `info`."""
+    return _called(ctx, info, function, {})
 
 
 def target_of(

@@ -3,9 +3,11 @@ function's own file and for its callers alike, whether `fix` gives it a module t
 (`helper_modules`).
 
 A call counts when it is `name(...)` in a method of a class that sets nothing up (not
-`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), in a file
-importing that name (from any module: a package may re-export it) or `*` (not a function of
-its own of that name), or the call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of
+`__init__`, nor a method named `*init*` or `*reset*`, where weights are initialised), or in a
+module-level function such methods may reach (`_reached`: a helper's module holds modules of
+the helpers it calls, in any file), in a file importing that name (from any module: a package
+may re-export it) or `*` (not a function of its own of that name; a private name only imported
+by name), or the call `self.name(...)` / `self.name_<n>(...)` that `fix` makes of
 it in a file importing the function's module or anything of it (not the `self.cat(...)` made
 of `torch.cat` in a file importing nothing of that module); calls in the twin classes `fix`
 adds do not count, nor calls whose line shows they pass no first argument a module could take
@@ -57,13 +59,16 @@ class PackageCalls:
         self.index, self.qualified = _index(_package_top(self.own))
 
     def from_methods(self, name: str) -> bool:
-        """Whether a method in another file of the package calls `name` (see above)."""
+        """Whether a method in another file of the package, or a function methods reach, calls
+        `name` (see above); a private name only as imported by its name (no `*` brings it)."""
+        private = name.startswith("_")
         return (
             any(
-                path != self.own and _imports_name(_names(path), name)
+                path != self.own
+                and (name in _names(path).imports if private else _imports_name(_names(path), name))
                 for path in self.index.get(name, ())
             )
-            or self._through_self(name, _imports_from)
+            or self._through_self(name.strip("_") or "helper", _imports_from)
             or self.through_module(name)
         )
 
@@ -302,13 +307,13 @@ def _package_top(path: Path) -> Path | None:
 def _index(
     top: Path | None,
 ) -> tuple[dict[str, tuple[Path, ...]], dict[str, tuple[tuple[Path, str], ...]]]:
-    """Name -> the files under `top` whose methods call it alone (`_calls_in_methods`), and
-    name -> (file, `q`) of its methods' calls `q.name(...)`, listed and read once a process (as
-    `subclasses` indexes a package)."""
+    """Name -> the files under `top` whose methods, or module-level functions that methods
+    reach (`_reached`), call it alone, and name -> (file, `q`) of their calls `q.name(...)`,
+    listed and read once a process (as `subclasses` indexes a package)."""
     found: dict[str, list[Path]] = {}
     qualified: dict[str, list[tuple[Path, str]]] = {}
-    for path in _files(top):
-        names, through = _calls_in_methods(path)
+    bodies = [(path, *_calls_by_body(path)) for path in _files(top)]
+    for path, names, through in _reached(bodies):
         for name in names:
             found.setdefault(name, []).append(path)
         for q, name in through:
@@ -317,6 +322,29 @@ def _index(
         {name: tuple(paths) for name, paths in found.items()},
         {name: tuple(pairs) for name, pairs in qualified.items()},
     )
+
+
+def _reached(
+    bodies: list[tuple[Path, _Calls, dict[str, _Calls]]],
+) -> list[tuple[Path, frozenset[str], frozenset[tuple[str, str]]]]:
+    """(file, calls) of the methods of each file, and of each module-level function some method
+    may reach, by name alone (any file's): one whose name, or the attribute `fix` makes of it
+    (`self.<name without leading or trailing _>`, `<name>_ops(...)`), methods call, or a
+    function so reached calls. A helper's module holds modules of the helpers it calls, in
+    any file; the function stays as written, so the answer does not change while `fix` runs."""
+    reached = [(path, *methods) for path, methods, _ in bodies]
+    called = {name for _, names, through in reached for name in {*names, *(c for _, c in through)}}
+    todo = [
+        (path, name, calls) for path, _, functions in bodies for name, calls in functions.items()
+    ]
+    while True:
+        more = [each for each in todo if {each[1], each[1].strip("_"), f"{each[1]}_ops"} & called]
+        if not more:
+            return reached
+        todo = [each for each in todo if each not in more]
+        for path, _, (names, through) in more:
+            reached.append((path, names, through))
+            called |= names | {c for _, c in through}
 
 
 @functools.lru_cache(maxsize=64)
@@ -427,10 +455,21 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
     `def` directly in a class that is no twin (and sets nothing up): the names called alone
     (`name(...)`), and the (`q`, name) of their calls `q.name(...)` (`self.name_<n>(...)` as
     `self.name(...)`)."""
-    counted: list[str] = []
-    headers: list[tuple[int, bool | None]] = []
+    return _calls_by_body(path)[0]
+
+
+_Calls = tuple[frozenset[str], frozenset[tuple[str, str]]]
+"""The names called alone, and the (`q`, name) of the calls `q.name(...)`, on some lines."""
+
+
+def _calls_by_body(path: Path) -> tuple[_Calls, dict[str, _Calls]]:
+    """(`_calls_in_methods`, module-level function name -> the calls on the lines of its body,
+    those of functions nested in it aside)."""
+    lines_of: dict[str | None, list[str]] = {None: []}
+    headers: list[tuple[int, bool | None, str | None]] = []
     """The `def` and `class` lines above the line at hand, outermost first: (indent, whether
-    the lines of its body count; None for a class, whose own `def`s may)."""
+    the lines of its body count; None for a class, whose own `def`s may; the name of a
+    module-level function, whose lines are listed apart)."""
     text = "\n" + _read(path)
     for line in _LINE.finditer(text):
         spaces, kind, name = line.group(2, 3, 4)
@@ -441,15 +480,24 @@ def _calls_in_methods(path: Path) -> tuple[frozenset[str], frozenset[tuple[str, 
             in_class = bool(headers) and headers[-1][1] is None
             if kind == "class":
                 twin = _TWIN_DOC in _two_lines_after(text, line.end())
-                headers.append((indent, False if twin else None))
+                headers.append((indent, False if twin else None, None))
             else:
-                headers.append((indent, in_class and not _sets_up(name)))
+                top = name if not headers else None
+                headers.append((indent, in_class and not _sets_up(name), top))
+                if top:
+                    lines_of.setdefault(top, [])
             continue
-        for at, counts in reversed(headers):  # the innermost header indented less
+        for at, counts, top in reversed(headers):  # the innermost header indented less
             if at < indent:
-                if counts:
-                    counted.append(line.group(1))
+                if counts or top:
+                    lines_of[None if counts else top].append(line.group(1))
                 break
+    calls = {key: _calls_on(lines) for key, lines in lines_of.items()}
+    return calls.pop(None), {key: value for key, value in calls.items() if key}
+
+
+def _calls_on(counted: list[str]) -> _Calls:
+    """The calls on `counted` lines that may pass a first argument (`_takes`)."""
     lines = "\n".join(counted)  # one search of the lines that count, never read across
     calls = [found for found in set(_CALL_IN_LINE.findall(lines)) if _takes(*found[2:])]
     direct = frozenset(c for q, c, *_ in calls if not q)
