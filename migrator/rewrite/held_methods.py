@@ -619,22 +619,24 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
     given = _package_given(top)  # a holder may hand its instance to a helper calling them
-    files = sorted(
-        ({file for name in names for file in calls.get(name, ())} | set(given)) - {resolved(path)}
-    )
+    files = ({file for name in names for file in calls.get(name, ())} | set(given)) - {
+        resolved(path)
+    }
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
-    candidates = [
+    named = _package_holding(top).get(cls.name, frozenset())
+    candidates = sorted(
         file
         for file in files
-        if _may_hold(
+        if (file in named or str(file) in seen)  # `_may_hold` needs one
+        and _may_hold(
             texts.get(file, ""),
             cls,
             {attr for name in names for attr in calls.get(name, {}).get(file, ())}
             | given.get(file, frozenset()),
             seen.get(str(file), set()),
         )
-    ]
+    )
     called = {
         name
         for name in names
@@ -1252,6 +1254,18 @@ def _package_given(top: tuple[Path, bool]) -> dict[Path, frozenset[str]]:
         if attrs:
             found[file] = attrs
     return found
+
+
+@functools.lru_cache(maxsize=4)
+def _package_holding(top: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
+    """Name -> the files of a package folder that set an attribute of `self` to a call of it
+    or may import it under another name (`_assigned_calls`); read once a process."""
+    found: dict[str, set[Path]] = {}
+    for file, text in _package_texts(top):
+        assigned, renamed = _assigned_calls(text)
+        for name in renamed.union(*assigned.values()):
+            found.setdefault(name, set()).add(file)
+    return {name: frozenset(files) for name, files in found.items()}
 
 
 @functools.lru_cache(maxsize=4)
