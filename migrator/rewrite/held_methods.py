@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
-from migrator.rewrite.defined import anchored_matches
+from migrator.rewrite.defined import anchored_matches, word_start
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import existing_twins
 from migrator.rewrite.helpers import target_of, unbound
@@ -529,6 +529,9 @@ def _iterations(
 
 _GIVEN = re.compile(r"[(,=]\s*self\.\w+\s*[,)]")
 _NAMED_CALL = re.compile(r"(?<![\w.])(?!self\.)[A-Za-z_]\w*\.(\w+)\s*\(")
+_NAMED_CALL_TAIL = re.compile(r"\.\w+\s*\(")
+"""`_NAMED_CALL` from its dot: searched for as the character `.` (a pattern starting with a
+lookbehind is tried at every position)."""
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
 _FROM_SELF = re.compile(r"self\.\w+\.(\w+)\s*\(")
 """`_ATTRIBUTE_CALL` but its `\\b`: searched for as the word `self` (a pattern starting with
@@ -546,6 +549,17 @@ def _called_on_attributes(text: str) -> set[str]:
         else:
             names.add(found.group(1))
             at = found.end()
+    return names
+
+
+def _named_calls(text: str) -> set[str]:
+    """`set(_NAMED_CALL.findall(text))`, trying `_NAMED_CALL` only at the word before each
+    `_NAMED_CALL_TAIL` (where its matches start: none holds another's dot)."""
+    names: set[str] = set()
+    for tail in _NAMED_CALL_TAIL.finditer(text):
+        found = _NAMED_CALL.match(text, word_start(text, tail.start()))
+        if found is not None:
+            names.add(found.group(1))
     return names
 
 
@@ -580,7 +594,7 @@ class _FileFacts:
         an instance may call them for its holder (`_hand_overs`); read from the text."""
         if self._handed is None:
             given = _GIVEN.search(ctx.source) is not None
-            self._handed = frozenset(_NAMED_CALL.findall(ctx.source) if given else ())
+            self._handed = frozenset(_named_calls(ctx.source) if given else ())
         return self._handed
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
