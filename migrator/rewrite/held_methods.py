@@ -638,12 +638,13 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
     }
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
-    named = _package_holding(top).get(cls.name, frozenset())
+    holding = _package_holding(top).get(cls.name, frozenset())  # where `_may_hold` may hold
+    if seen:
+        holding = holding | {file for file in files if str(file) in seen}
     candidates = sorted(
         file
-        for file in files
-        if (file in named or str(file) in seen)  # `_may_hold` needs one
-        and _may_hold(
+        for file in files & holding
+        if _may_hold(
             texts.get(file, ""),
             cls,
             {attr for name in names for attr in calls.get(name, {}).get(file, ())}
