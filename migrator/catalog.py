@@ -1310,6 +1310,18 @@ OBSERVATIONS: dict[str, Observation] = _observations()
 """How each module class (qualified name) is observed: catalog rows and `OTHER_MODULES`."""
 
 
+def _rows_by_module() -> dict[str, tuple[Op, ...]]:
+    rows: dict[str, list[Op]] = {}
+    for op in CATALOG:
+        for module in set(op.modules):
+            rows.setdefault(module, []).append(op)
+    return {module: tuple(ops) for module, ops in rows.items()}
+
+
+ROWS_OF: dict[str, tuple[Op, ...]] = _rows_by_module()
+"""Module class (qualified name) -> the catalog rows making it, in catalog order."""
+
+
 def inplace_position(module: str) -> int | None:
     """Where a catalog module class takes `inplace` among its constructor's positional
     parameters (its hyper-parameters, in catalog order), or None when it takes none."""
@@ -1332,7 +1344,7 @@ def fresh_output(module: str, inplace: bool | None) -> bool:
     module = _TOOLKIT_ORIGINS.get(module, module)
     if module in OTHER_MODULES:
         return True
-    rows = [op for op in CATALOG if module in op.modules]
+    rows = ROWS_OF.get(module, ())
     if not rows or any(op.aliases for op in rows):
         return False
     return inplace is False or inplace_position(module) is None
@@ -1349,7 +1361,7 @@ def output_kind(module: str, inplace: bool | None) -> str:
     module = _TOOLKIT_ORIGINS.get(module, module)
     if module == NN + "Identity":
         return "input"
-    rows = [op for op in CATALOG if module in op.modules]
+    rows = ROWS_OF.get(module, ())
     if rows and (all(op.aliases for op in rows) or inplace_position(module) is not None):
         return "input"
     return ""
@@ -1628,7 +1640,7 @@ def markdown_table() -> str:
         "|---|---|---|---|",
     ]
     for module in replacing_modules():
-        ops = [op for op in CATALOG if module in op.modules]
+        ops = ROWS_OF.get(module, ())
         functions = sorted(
             {
                 f.replace("torch.nn.functional.", "F.")

@@ -123,6 +123,15 @@ def occurrences(text: str, literal: str) -> Iterator[int]:
         at = text.find(literal, at + 1)
 
 
+def word_start(text: str, end: int, floor: int = 0) -> int:
+    """Where the run of word characters (`\\w*`) of `text` ending at `end` starts, not before
+    `floor`."""
+    start = end
+    while start > floor and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
+
+
 def anchored_matches(
     pattern: re.Pattern[str], text: str, anchors: Sequence[tuple[str, int]]
 ) -> Iterator[re.Match[str]]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from migrator.rewrite.context import ATTRIBUTES, MANY, FileContext, self_attr
-from migrator.rewrite.defined import anchored_matches
+from migrator.rewrite.defined import anchored_matches, word_start
 from migrator.rewrite.family import Family
 from migrator.rewrite.helper_modules import existing_twins
 from migrator.rewrite.helpers import target_of, unbound
@@ -505,6 +505,9 @@ def _holder_counts(
 
 _GIVEN = re.compile(r"[(,=]\s*self\.\w+\s*[,)]")
 _NAMED_CALL = re.compile(r"(?<![\w.])(?!self\.)[A-Za-z_]\w*\.(\w+)\s*\(")
+_NAMED_CALL_TAIL = re.compile(r"\.\w+\s*\(")
+"""`_NAMED_CALL` from its dot: searched for as the character `.` (a pattern starting with a
+lookbehind is tried at every position)."""
 _ATTRIBUTE_CALL = re.compile(r"\bself\.\w+\.(\w+)\s*\(")
 _FROM_SELF = re.compile(r"self\.\w+\.(\w+)\s*\(")
 """`_ATTRIBUTE_CALL` but its `\\b`: searched for as the word `self` (a pattern starting with
@@ -522,6 +525,17 @@ def _called_on_attributes(text: str) -> set[str]:
         else:
             names.add(found.group(1))
             at = found.end()
+    return names
+
+
+def _named_calls(text: str) -> set[str]:
+    """`set(_NAMED_CALL.findall(text))`, trying `_NAMED_CALL` only at the word before each
+    `_NAMED_CALL_TAIL` (where its matches start: none holds another's dot)."""
+    names: set[str] = set()
+    for tail in _NAMED_CALL_TAIL.finditer(text):
+        found = _NAMED_CALL.match(text, word_start(text, tail.start()))
+        if found is not None:
+            names.add(found.group(1))
     return names
 
 
@@ -556,7 +570,7 @@ class _FileFacts:
         an instance may call them for its holder (`_hand_overs`); read from the text."""
         if self._handed is None:
             given = _GIVEN.search(ctx.source) is not None
-            self._handed = frozenset(_NAMED_CALL.findall(ctx.source) if given else ())
+            self._handed = frozenset(_named_calls(ctx.source) if given else ())
         return self._handed
 
     def holders(self, ctx: FileContext) -> dict[ClassInfo, dict[str, str]]:
@@ -595,14 +609,17 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
     top = _file_facts(ctx).top(ctx)
     calls = _package_calls(top)
     given = _package_given(top)  # a holder may hand its instance to a helper calling them
-    files = sorted(
-        ({file for name in names for file in calls.get(name, ())} | set(given)) - {resolved(path)}
-    )
+    files = ({file for name in names for file in calls.get(name, ())} | set(given)) - {
+        resolved(path)
+    }
     seen = ctx.project.evidence.holding(cls.qualname) if files else {}
     texts = _package_text_of(top) if files else {}
-    candidates = [
+    holding = _package_holding(top).get(cls.name, frozenset())  # where `_may_hold` may hold
+    if seen:
+        holding = holding | {file for file in files if str(file) in seen}
+    candidates = sorted(
         file
-        for file in files
+        for file in files & holding
         if _may_hold(
             texts.get(file, ""),
             cls,
@@ -610,7 +627,7 @@ def _candidates(ctx: FileContext, cls: ClassInfo, names: set[str]) -> list[Path]
             | given.get(file, frozenset()),
             seen.get(str(file), set()),
         )
-    ]
+    )
     called = {
         name
         for name in names
@@ -1228,6 +1245,18 @@ def _package_given(top: tuple[Path, bool]) -> dict[Path, frozenset[str]]:
         if attrs:
             found[file] = attrs
     return found
+
+
+@functools.lru_cache(maxsize=4)
+def _package_holding(top: tuple[Path, bool]) -> dict[str, frozenset[Path]]:
+    """Name -> the files of a package folder that set an attribute of `self` to a call of it
+    or may import it under another name (`_assigned_calls`); read once a process."""
+    found: dict[str, set[Path]] = {}
+    for file, text in _package_texts(top):
+        assigned, renamed = _assigned_calls(text)
+        for name in renamed.union(*assigned.values()):
+            found.setdefault(name, set()).add(file)
+    return {name: frozenset(files) for name, files in found.items()}
 
 
 @functools.lru_cache(maxsize=4)

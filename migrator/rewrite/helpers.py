@@ -18,7 +18,7 @@ from migrator.rewrite.annotations import annotation_kind
 from migrator.rewrite.context import FileContext, self_attr
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.tensors import TensorNames, is_container
-from migrator.rewrite.walk import walked
+from migrator.rewrite.walk import all_nodes, walked
 
 
 def report_helper_ops(
@@ -212,11 +212,16 @@ def modules_made(ctx: FileContext, info: FileInfo, function: ast.FunctionDef) ->
         if id(each) in seen:
             continue
         seen.add(id(each))
-        for node in ast.walk(each):
-            made.update(m for _, op in spelled_ops(file, node) for m in op.modules)
+        for node in all_nodes(each):
+            if isinstance(node, _SPELLING):
+                made.update(m for _, op in spelled_ops(file, node) for m in op.modules)
         todo += [found for found, _ in _called(ctx, file, each, {})]
     kits = (catalog.toolkit_module(m, ctx.toolkit) for m in list(made))
     return frozenset(made | {k.qualname for k in kits if k is not None})
+
+
+_SPELLING = (ast.Call, ast.BinOp, ast.AugAssign)
+"""The nodes that `spelled_ops` may find an op in."""
 
 
 def spelled_ops(info: FileInfo, node: ast.AST) -> list[tuple[str, catalog.Op]]:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from migrator import catalog
-from migrator.rewrite.defined import anchored_matches
+from migrator.rewrite.defined import anchored_matches, word_start
 from migrator.rewrite.names import ModuleNames, patch_among
 from migrator.rewrite.plan import TWIN_DOC
 from migrator.rewrite.project import kept_module_name, module_name, summarized
@@ -401,9 +401,7 @@ def _renamed_in(text: str) -> set[str]:
         end = tail.start()
         while end > done and (text[end - 1].isspace() or text[end - 1] == "\\"):
             end -= 1
-        start = end
-        while start > done and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            start -= 1
+        start = word_start(text, end, done)
         found = _RENAMED.match(text, start) if start < end < tail.start() else None
         if found is None:
             at = tail.start() + 1

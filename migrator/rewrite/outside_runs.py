@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import as_function
 from migrator.rewrite.hook_methods import Found, registrations
@@ -244,12 +245,14 @@ def _on_class(node: ast.AST, name: str) -> str | None:
 
 _BINDS = re.compile(r"self\.forward[ \t]*=(?!=)")
 _BINDS_ANY = re.compile(r"\w\.forward[ \t]*=(?!=)|[\"']forward[\"'][ \t]*,")
+_BINDS_ANY_AT = [("forward", 2), ("forward", 1)]
+"""Where a match of `_BINDS_ANY` starts, before `forward` (`anchored_matches`)."""
 
 
 def binds_forward(text: str) -> bool:
     """Whether a file's text may bind some class's `forward` (`Model.forward = f`,
     `setattr(Model, "forward", f)`): cheap, for `report_bound_elsewhere`."""
-    return "forward" in text and _BINDS_ANY.search(text) is not None
+    return next(anchored_matches(_BINDS_ANY, text, _BINDS_ANY_AT), None) is not None
 
 
 _SPELLS: weakref.WeakKeyDictionary[FileInfo, tuple[bool, bool]] = weakref.WeakKeyDictionary()

@@ -186,6 +186,7 @@ def _dunder_call_why(
     one of its `subs` reads `.__call__` otherwise than as `super().__call__` (which, in a
     subclass, becomes `super().forward`; other subclasses are refused)."""
     names = re.compile(rf"\b(?:{'|'.join(re.escape(c.name) for c in [cls, *subs])})\b")
+    anchors = [(c.name, 0) for c in [cls, *subs]]
     own = resolved(cls.file.path) if cls.file.path is not None else None
     for node in all_nodes(cls.file.tree):
         if (
@@ -195,7 +196,7 @@ def _dunder_call_why(
         ):
             return f"line {node.lineno} reads `__call__`, which an `nn.Module` defines"
     for file, text in texts:
-        if file == own or names.search(text) is None:
+        if file == own or next(anchored_matches(names, text, anchors), None) is None:
             continue
         for found in _DUNDER_CALL.finditer(text):
             if text.endswith("super()", 0, found.start()):  # a subclass's own base's
