@@ -587,6 +587,8 @@ class TensorNames:
                 return True  # sizes, numbers, flags: no tensor items (`x.numel()`)
             if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values"):
                 return not node.args and self._plain_items(func.value)  # of a dict of sizes
+            if isinstance(func, ast.Attribute) and func.attr == "copy":  # a list's, a dict's
+                return not node.args and not node.keywords and self._plain_items(func.value)
             kind = self._kind(node)
             if kind is not None:
                 return plainish(kind)
