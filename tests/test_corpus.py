@@ -18,7 +18,7 @@ TORCH_SOURCES = Path(torch.__file__).parent
 @pytest.mark.slow
 def test_torch_sources_survive_the_engine():
     project = Project()
-    parsed = changed = 0
+    parsed = changed = patched = 0
     problems = []
     for path in sorted(TORCH_SOURCES.rglob("*.py")):
         try:
@@ -28,10 +28,12 @@ def test_torch_sources_survive_the_engine():
             continue
         parsed += 1
         try:
-            new = fix_text(text, str(path), project).text
+            result = fix_text(text, str(path), project)
         except Exception as exc:  # noqa: BLE001 - any crash is the failure we look for
             problems.append(f"{path}: crash {exc!r}")
             continue
+        new = result.text
+        patched += any(f.code == "MIG118" for f in result.findings)
         if new == text:
             continue
         changed += 1
@@ -43,5 +45,7 @@ def test_torch_sources_survive_the_engine():
         again = fix_text(new, str(path), Project()).text
         if again != new:
             problems.append(f"{path}: second run changed the file")
-    assert parsed > 1500 and changed > 10
+    # torch stores into itself by computed names (`setattr(torch, name, wrapper)` in
+    # torch/fx/experimental/meta_tracer.py), so most of its ops are refused (MIG118)
+    assert parsed > 1500 and changed >= 1 and changed + patched > 10
     assert problems == []
