@@ -104,6 +104,9 @@ def report_object_methods(
                 if assigned and all(_defines(ctx, name, each) for each in assigned):
                     made, source = assigned, ", as every assignment of it gives"
             classes = [c for qualname in made if (c := ctx.project.find_class(qualname, ctx.info))]
+            if not classes:
+                _report_unknown_holder(ctx, call, func)
+                continue
             decided = [
                 held_by_holders(ctx, c, family)
                 if ctx.project.is_module(c) or not plain_why(ctx, c)
@@ -125,6 +128,31 @@ def report_object_methods(
                 f"reaches ({labels}): a method of another object stays a call of that object: "
                 f"{_why(ctx, classes, owner, attr, [why for _, why in decided])}; left as is",
             )
+
+
+def _report_unknown_holder(ctx: FileContext, call: ast.Call, func: ast.Attribute) -> None:
+    """Report a call `self.<attr>.<name>(...)` whose object's class is not known statically
+    (`self.head = head`, a constructor argument or a default built in `__init__`), when a
+    class of the file defines `<name>` running ops (fcos's `self.head.compute_loss(...)`):
+    which class runs it is not known, and no class rewrites it (`object_method_unknown.py`)."""
+    found = {
+        cls.name: labels
+        for cls in ctx.info.classes.values()
+        if func.attr in cls.methods() and (labels := _ops_of(ctx, cls, func.attr))
+    }
+    if not found:
+        return
+    ctx.helpers_seen.add(id(call))
+    labels = sorted({label for each in found.values() for label in each})
+    owners = ", ".join(f"`{name}`" for name in found)
+    ctx.report(
+        call,
+        "MIG115",
+        f"`{ctx.text(func)}` may run the method of {owners}, {len(labels)} op(s) "
+        f"({', '.join(labels)}): the class of `{ctx.text(func.value)}` is not known statically "
+        "(`fix --evidence` reads it from built models), and a method of another object stays a "
+        "call of that object; left as is",
+    )
 
 
 def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) -> None:
