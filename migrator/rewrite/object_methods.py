@@ -135,23 +135,13 @@ def _report_unknown_holder(ctx: FileContext, call: ast.Call, func: ast.Attribute
     (`self.head = head`, a constructor argument or a default built in `__init__`), when a
     class of the file defines `<name>` running ops (fcos's `self.head.compute_loss(...)`):
     which class runs it is not known, and no class rewrites it (`object_method_unknown.py`)."""
-    found = {
-        cls.name: labels
-        for cls in ctx.info.classes.values()
-        if func.attr in cls.methods() and (labels := _ops_of(ctx, cls, func.attr))
-    }
-    if not found:
-        return
-    ctx.helpers_seen.add(id(call))
-    labels = sorted({label for each in found.values() for label in each})
-    owners = ", ".join(f"`{name}`" for name in found)
-    ctx.report(
+    _report_file_definers(
+        ctx,
         call,
-        "MIG115",
-        f"`{ctx.text(func)}` may run the method of {owners}, {len(labels)} op(s) "
-        f"({', '.join(labels)}): the class of `{ctx.text(func.value)}` is not known statically "
-        "(`fix --evidence` reads it from built models), and a method of another object stays a "
-        "call of that object; left as is",
+        func,
+        "",
+        f"the class of `{ctx.text(func.value)}` is not known statically (`fix --evidence` reads "
+        "it from built models)",
     )
 
 
@@ -162,6 +152,15 @@ def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) 
     known, and no class rewrites it (`object_method_walked.py`)."""
     if not isinstance(func.value, ast.Name) or func.attr == "forward" or func.attr[:2] == "__":
         return
+    aside = f" (`{func.value.id}` walking the children)"
+    _report_file_definers(ctx, call, func, aside, "which child runs it is not known")
+
+
+def _report_file_definers(
+    ctx: FileContext, call: ast.Call, func: ast.Attribute, aside: str, unknown: str
+) -> None:
+    """Report `call` of `func`, a method of an object `unknown` says is of no class known,
+    with the ops of that method in each class of the file defining it (none: no report)."""
     found = {
         cls.name: labels
         for cls in ctx.info.classes.values()
@@ -175,9 +174,9 @@ def _report_walked_child(ctx: FileContext, call: ast.Call, func: ast.Attribute) 
     ctx.report(
         call,
         "MIG115",
-        f"`{ctx.text(func)}` (`{func.value.id}` walking the children) may run the method of "
-        f"{owners}, {len(labels)} op(s) ({', '.join(labels)}): which child runs it is not "
-        "known, and a method of another object stays a call of that object; left as is",
+        f"`{ctx.text(func)}`{aside} may run the method of {owners}, {len(labels)} op(s) "
+        f"({', '.join(labels)}): {unknown}, and a method of another object stays a call of "
+        "that object; left as is",
     )
 
 
