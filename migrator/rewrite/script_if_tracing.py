@@ -13,18 +13,18 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from migrator.rewrite.tensors import NOT_TENSOR_METHODS, TUPLE_METHODS
+
 DECORATORS = frozenset({"torch.jit._script_if_tracing", "torch.jit.script_if_tracing"})
 
-# tensor methods and torch functions whose result is a Python value (a size, a flag, a dtype)
-_VALUE_METHODS = frozenset(
-    {
-        "size", "dim", "ndimension", "numel", "nelement", "item", "tolist", "numpy",
-        "stride", "storage_offset", "data_ptr", "element_size", "get_device", "type",
-        "equal", "allclose", "is_contiguous", "is_floating_point", "is_complex",
-        "is_nonzero", "is_same_size", "is_set_to", "is_signed", "is_pinned", "is_shared",
-        "__len__", "__bool__", "__int__", "__float__", "__index__", "__iter__",
-    }
-)  # fmt: skip
+# tensor methods whose result is a Python value (a size, a flag, a dtype), beside those the
+# tensor inference knows (`NOT_TENSOR_METHODS`, less the tuples of tensors it lists there)
+_VALUE_METHODS = (NOT_TENSOR_METHODS - TUPLE_METHODS) | frozenset(
+    """
+    is_nonzero is_same_size is_set_to is_pinned is_shared __bool__ __int__ __float__ __index__
+    __iter__
+""".split()
+)
 _VALUE_NAMESPACES = ("torch.jit.", "torch._C.", "torch.fx.", "torch.onnx.", "torch.cuda.")
 
 # statements and expressions whose run depends on a Python value, or that may read one
