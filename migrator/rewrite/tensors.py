@@ -126,18 +126,21 @@ class TensorNames:
         """Names proven to hold no tensor (sizes, flags, counters)."""
         self.plain_items: set[str] = set()
         """Names whose items hold no tensor either (`padded = (tp, hp, wp)`, `x.shape`)."""
-        self._nested = {n.name: n for n in nodes if type(n) is ast.FunctionDef}
-        self._bindings = [b for node in nodes if type(node) in _BINDING for b in _bindings(node)]
-        self._stored = [s for node in nodes if type(node) in _STORING for s in _stored_items(node)]
+        groups = _grouped(nodes)
+        self._nested = {n.name: n for n in cast(list[ast.FunctionDef], groups["def"])}
+        self._bindings = [b for node in groups["binding"] for b in _bindings(node)]
+        self._stored = [s for node in groups["storing"] for s in _stored_items(node)]
         """(name, what is stored) of each item stored into a named container (`_stored_items`)."""
         self._returned: dict[int, Kind | None] = {}
         """The kind each call returns, by its annotation (worked out once per call)."""
         self._counts: dict[str, int] = {}
         """How many times the function binds each name (parameters included)."""
+        self._params = [(p, self._annotation_kind(p.annotation)) for p in _parameters(func)]
+        """Each parameter (but `self`) with the kind its annotation declares."""
         for name in (
-            [p.arg for p in _parameters(func)]
+            [p.arg for p, _ in self._params]
             + [name for name, _ in self._bindings]
-            + [n.arg for n in nodes if type(n) is ast.arg]
+            + [cast(ast.arg, n).arg for n in groups["arg"]]
         ):
             self._counts[name] = self._counts.get(name, 0) + 1
         self._passed_values = self._passed(nodes)
@@ -147,32 +150,26 @@ class TensorNames:
             self._counts.setdefault(key, 1)
         self._bound = set(self._counts) | set(self._nested)
         """Names the function binds (others are globals: plain)."""
-        self._seed(func, nodes, first_is_tensor)
-        self._propagate(nodes)
-        self._find_plain(func, nodes)
+        self._seed(groups, first_is_tensor)
+        self._propagate(groups["step"])
+        self._find_plain(func, groups["arg"])
 
     # -- seeding -------------------------------------------------------------------------------
-    def _seed(self, func: ast.FunctionDef, nodes: list[ast.AST], first_is_tensor: bool) -> None:
-        params = _parameters(func)
-        for i, param in enumerate(params):
-            kind = self._annotation_kind(param.annotation)
+    def _seed(self, groups: dict[str, list[ast.AST]], first_is_tensor: bool) -> None:
+        for i, (param, kind) in enumerate(self._params):
             if kind == "tensor" or (
                 kind is None and ((i == 0 and first_is_tensor) or param.arg in self.tensor_params)
             ):
                 self.names.add(param.arg)
             else:
                 self._declare(param.arg, kind)
-        for node in [n for n in nodes if type(n) in _DECLARING]:  # nested functions' parameters,
+        for node in groups["declaring"]:  # nested functions' parameters,
             if isinstance(node, ast.arg) and node.arg != "self":  # and annotated assignments
                 self._declare(node.arg, self._annotation_kind(node.annotation))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self._declare(node.target.id, self._annotation_kind(node.annotation))
-        evidence = {
-            p.arg
-            for p in params
-            if self._annotation_kind(p.annotation) is None and not self.plain_params
-        }
-        for node in [n for n in nodes if type(n) in _EVIDENT]:
+        evidence = {p.arg for p, kind in self._params if kind is None and not self.plain_params}
+        for node in groups["evident"]:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 name = node.value.id
                 if name in evidence and (
@@ -211,10 +208,9 @@ class TensorNames:
             self.kinds[name] = kind
 
     def _propagate(self, nodes: list[ast.AST]) -> None:
-        steps = cast(
-            list[ast.Assign | ast.AnnAssign | ast.For | ast.comprehension],
-            [n for n in nodes if type(n) in _STEPS],
-        )
+        """Grow the tensors known from the seeds through `nodes` (`_STEPS`) until nothing
+        changes."""
+        steps = cast(list[ast.Assign | ast.AnnAssign | ast.For | ast.comprehension], list(nodes))
         steps += [  # a parameter of a nested function takes what each call passes
             ast.Assign(targets=[ast.Name(key, ast.Store())], value=value)
             for key, values in self._passed_values.items()
@@ -326,17 +322,16 @@ class TensorNames:
                         self._bind(elt, item)
         return (len(self.names), len(self.tuples), len(self.kinds)) != before
 
-    def _find_plain(self, func: ast.FunctionDef, nodes: list[ast.AST]) -> None:
+    def _find_plain(self, func: ast.FunctionDef, args: list[ast.AST]) -> None:
         """Names every binding of which is a plain value (or a parameter annotated or
-        defaulted as one), and those whose items are plain too."""
+        defaulted as one), and those whose items are plain too. `args`: the parameters of the
+        function's nodes (its nested functions')."""
         bindings: dict[str, list[ast.expr | None]] = {}
-        params = _parameters(func)
         defaults = parameter_defaults(func.args)
         holders: set[str] = set()
         """Parameters declared containers of tensors: no tensor, but their items may be."""
-        for param in params:
+        for param, kind in self._params:
             default = defaults.get(param.arg)
-            kind = self._annotation_kind(param.annotation)
             plain = (
                 kind == "plain"
                 or self.plain_params
@@ -354,8 +349,8 @@ class TensorNames:
             bindings.setdefault(name, []).append(value)
         for name, values in self._passed_values.items():
             bindings.setdefault(name, []).extend(values)
-        for node in nodes:  # a nested function's parameters, unless the name is bound here
-            if type(node) is ast.arg and node.arg not in bindings:
+        for node in cast(list[ast.arg], args):  # unless the name is bound here
+            if node.arg not in bindings:
                 plain = self._annotation_kind(node.annotation) == "plain"
                 bindings[node.arg] = [ast.Constant(0) if plain else None]
         for name in self._nested:
@@ -893,12 +888,35 @@ def _loop_targets(target: ast.expr, iterable: ast.expr):
 _STORING = frozenset({ast.Call, ast.Assign, ast.AugAssign})
 """The node classes `_stored_items` finds stores in."""
 _DECLARING = frozenset({ast.arg, ast.AnnAssign})
-"""The node classes `_seed` reads declarations from (a set lookup per node is cheaper than
-`isinstance` tests)."""
+"""The node classes `_seed` reads declarations from."""
 _EVIDENT = frozenset({ast.Attribute, ast.Call})
 """The node classes `_seed` reads evidence of a tensor from."""
 _STEPS = frozenset({ast.Assign, ast.AnnAssign, ast.For, ast.comprehension})
 """The node classes `_propagate` steps through."""
+_GROUPS = {
+    "binding": _BINDING,
+    "storing": _STORING,
+    "declaring": _DECLARING,
+    "evident": _EVIDENT,
+    "step": _STEPS,
+    "arg": frozenset({ast.arg}),
+    "def": frozenset({ast.FunctionDef}),
+}
+_ROLES = {
+    cls: tuple(group for group, classes in _GROUPS.items() if cls in classes)
+    for cls in frozenset().union(*_GROUPS.values())
+}
+"""Node class -> the groups (`_GROUPS`) its nodes go in."""
+
+
+def _grouped(nodes: list[ast.AST]) -> dict[str, list[ast.AST]]:
+    """The nodes of each group of `_GROUPS`, in their order: one pass over a function's nodes
+    (a lookup per node, where a pass per group tested each node again)."""
+    groups: dict[str, list[ast.AST]] = {group: [] for group in _GROUPS}
+    for node in nodes:
+        for group in _ROLES.get(type(node), ()):
+            groups[group].append(node)
+    return groups
 
 
 def _stored_items(node: ast.AST):
