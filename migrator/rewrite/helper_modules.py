@@ -19,6 +19,7 @@ import ast
 import copy
 import functools
 from collections import Counter
+from pathlib import Path
 from typing import Callable, NamedTuple, Protocol
 
 from migrator import catalog
@@ -114,6 +115,22 @@ class HelperModules:
         (`Twins.deps`)."""
         self._back: dict[str, bool] = {}
         """Module of another file -> whether its helpers reach this file's (`reaches_back`)."""
+        self._settings: dict[Path | None, RunSettings | None] = {}
+        """Path of another file -> the settings it is processed with (`_read`), asked once
+        while the same work-outs record (`_recorders`)."""
+        self._recorders: list[object] = []
+        """The project's traces when `_settings` was last asked."""
+        self._files_called: dict[
+            int, tuple[FileInfo, tuple[int, Lookups | None], list[FileInfo]]
+        ] = {}
+        """id of another file -> (it, the project's state when asked, `_callees` of it)."""
+        self._ops: dict[tuple[int, bool], bool] = {}
+        """(id of a helper, whether its first parameter is given a tensor) -> whether it holds
+        ops (`has_work`)."""
+        self._made: dict[int, tuple[tuple[int, Lookups | None], frozenset[str]]] = {}
+        """id of a helper (of any file) -> (the project's state when asked, `modules_made` of
+        it): found again when a file was registered since or the project records its lookups
+        for another search (as `helper_calls`)."""
 
     def add_twins(self) -> None:
         """Give each helper of the file that a method in another file of its package calls, or
@@ -217,15 +234,34 @@ class HelperModules:
             while todo and module not in self._back:
                 each = todo.pop()
                 self._read(each)
-                for function in each.functions.values():
-                    for (file, _), _ in called_helpers(self.ctx, function, each):
-                        if file is self.ctx.info:
-                            self._back[module] = True
-                        elif file.names.module not in seen:
-                            seen.add(file.names.module)
-                            todo.append(file)
+                for file in self._callees(each):
+                    if file is self.ctx.info:
+                        self._back[module] = True
+                    elif file.names.module not in seen:
+                        seen.add(file.names.module)
+                        todo.append(file)
             self._back.setdefault(module, False)
         return self._back[module]
+
+    def _callees(self, info: FileInfo) -> list[FileInfo]:
+        """The file of each helper the module-level functions of another file `info` call, in
+        order: found again when the lookups may find otherwise (as `helper_calls`)."""
+        state = self._lookup_state
+        kept = self._files_called.get(id(info))
+        if kept is None or kept[1] != state:
+            files = [
+                file
+                for function in info.functions.values()
+                for (file, _), _ in called_helpers(self.ctx, function, info)
+            ]
+            kept = self._files_called[id(info)] = (info, state, files)
+        return kept[2]
+
+    @property
+    def _lookup_state(self) -> tuple[int, Lookups | None]:
+        """What a lookup's result holds for: the files registered (`Project.generation`) and
+        the search recording lookups (`Project.lookups`, which must record each)."""
+        return self.ctx.project.generation, self.ctx.project.lookups
 
     def _twin(
         self, found: tuple[FileInfo, ast.FunctionDef] | None
@@ -249,8 +285,17 @@ class HelperModules:
         return found[0], found[1], name
 
     def _read(self, info: FileInfo) -> None:
-        """Note another file the twins decision reads (`Twins.deps`)."""
-        self.deps[info.names.module] = (info.source, self.ctx.project.processes(info.path))
+        """Note another file the twins decision reads (`Twins.deps`), its settings asked once
+        while the same work-outs record them (`Project.processes`)."""
+        project = self.ctx.project
+        if len(project.traces) != len(self._recorders) or any(
+            a is not b for a, b in zip(project.traces, self._recorders)
+        ):
+            self._recorders = list(project.traces)
+            self._settings.clear()
+        if info.path not in self._settings:
+            self._settings[info.path] = project.processes(info.path)
+        self.deps[info.names.module] = (info.source, self._settings[info.path])
 
     def twin_of(self, info: FileInfo, function: ast.FunctionDef) -> str | None:
         """The twin class of another file's helper, when it has (or gets in this run) one and
@@ -277,7 +322,12 @@ class HelperModules:
         twins = self.analysis.twins_of(info) if twin else None
         if twins is not None and twin.rsplit(".", 1)[1] in twins.earlier:
             return Written(made_in_init(info, twin.rsplit(".", 1)[1]))
-        return Written(modules_made(self.ctx, info, function))
+        state = self._lookup_state
+        made = self._made.get(id(function))
+        if made is None or made[0] != state:
+            self.ctx.hold(function)
+            made = self._made[id(function)] = (state, modules_made(self.ctx, info, function))
+        return Written(made[1])
 
     def target(
         self, call: ast.Call, caller: ast.FunctionDef, methods: dict[str, ast.FunctionDef]
@@ -354,7 +404,11 @@ class HelperModules:
         """Whether a helper holds ops or calls helpers (which may) of this file, or of another
         whose twins its module may use (`reaches_back`); `tensor_first`: its first parameter
         is given a tensor."""
-        return any(ops_in(self.ctx.info, function, tensor_first)) or any(
+        key = (id(function), tensor_first)
+        if key not in self._ops:
+            self.ctx.hold(function)
+            self._ops[key] = any(ops_in(self.ctx.info, function, tensor_first))
+        return self._ops[key] or any(
             info is self.ctx.info or not self.reaches_back(info)
             for (info, _), _ in called_helpers(self.ctx, function, self.ctx.info)
         )

@@ -1313,7 +1313,7 @@ def _module_methods(function: ast.FunctionDef, call: ast.Call, label: str) -> No
         for k in call.keywords
         if k.arg and isinstance(k.value, ast.Name) and k.value.id == "self"
     }
-    for node in all_nodes(function):
+    for node in all_nodes(function) if passed else ():
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
