@@ -128,8 +128,8 @@ def attributes_stored_elsewhere(path: Path) -> frozenset[str]:
     something but `self` or `cls` (`layers._SLOPE = 0.5`, `pkg.layers.EPS += 1`): a global of
     `path` of such a name may be changed through its module after a constructor read it."""
     own = resolved(path)
-    found = _stored_attributes(_package_top(own))
-    return frozenset(name for name, paths in found.items() if any(p != own for p in paths))
+    found = _stored_attributes(_package_top(own))  # each file once a name
+    return frozenset(name for name, paths in found.items() if len(paths) > 1 or paths[0] != own)
 
 
 @functools.lru_cache(maxsize=4)
@@ -338,10 +338,14 @@ def _reached(
         (path, name, calls) for path, _, functions in bodies for name, calls in functions.items()
     ]
     while True:
-        more = [each for each in todo if {each[1], each[1].strip("_"), f"{each[1]}_ops"} & called]
+        more: list[tuple[Path, str, _Calls]] = []
+        rest: list[tuple[Path, str, _Calls]] = []
+        for each in todo:
+            name = each[1]
+            (more if {name, name.strip("_"), f"{name}_ops"} & called else rest).append(each)
         if not more:
             return reached
-        todo = [each for each in todo if each not in more]
+        todo = rest
         for path, _, (names, through) in more:
             reached.append((path, names, through))
             called |= names | {c for _, c in through}
