@@ -112,6 +112,7 @@ class FileContext:
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _call_visits: dict[int, list[tuple[ast.Call, Visit]]] = field(default_factory=dict)
+    _of_kinds: dict[tuple[int, frozenset[type]], list[Visit]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     _held: dict[int, object] = field(default_factory=dict)
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
@@ -186,8 +187,11 @@ class FileContext:
         """The visits of `func` (`visits`) whose node is of one of the node classes `kinds`, in
         their order, found once per function and `kinds`: the passes reading a few classes of
         nodes (assignments, attributes) need not go over every node again."""
-        self.visits(func)
-        return of_kinds(func, kinds)
+        found = self._of_kinds.get((id(func), kinds))
+        if found is None:
+            self.visits(func)
+            found = self._of_kinds[id(func), kinds] = of_kinds(func, kinds)
+        return found
 
     def call_visits(self, func: ast.FunctionDef) -> list[tuple[ast.Call, Visit]]:
         """(call, its visit) of each call in `func`'s body (in the order of `visits`), found

@@ -76,8 +76,12 @@ class ModuleNames:
             base = f"{self.module}.{node.id}"
         else:
             return None
-        found = ".".join([base, *reversed(parts)])
-        if not patched and any(found == p or found.startswith(p + ".") for p in self.patched):
+        found = ".".join([base, *reversed(parts)]) if parts else base
+        if (
+            not patched
+            and self.patched  # most files patch none: no generator to make
+            and any(found == p or found.startswith(p + ".") for p in self.patched)
+        ):
             return None
         return found
 
