@@ -356,7 +356,7 @@ class ClassAnalysis:
         if forward.returns is not None and _is_dict_annotation(forward.returns):
             self.ctx.report(forward, "MIG201", "forward is annotated to return a dict")
             return
-        for node in (v.node for v in self.ctx.visits(forward)):
+        for node in (v.node for v in self.ctx.visits_of(forward, _RETURNS)):
             if isinstance(node, ast.Return) and (
                 isinstance(node.value, ast.Dict)
                 or (
@@ -366,6 +366,9 @@ class ClassAnalysis:
                 )
             ):
                 self.ctx.report(node, "MIG201", "forward returns a dict")
+
+
+_RETURNS = frozenset({ast.Return})
 
 
 def _is_dict_annotation(node: ast.expr) -> bool:

@@ -7,16 +7,16 @@ import ast
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, cast
 
 from migrator.findings import Finding
 from migrator.refusal import Refusal
 from migrator.rewrite.layout import from_import_text
 from migrator.rewrite.plan import Located, Plan, Positions, Replace
-from migrator.rewrite.names import function_locals
+from migrator.rewrite.names import BINDERS, function_locals
 from migrator.rewrite.order import post_order
 from migrator.rewrite.project import FileInfo, Project
-from migrator.rewrite.walk import Visit, all_nodes, walked
+from migrator.rewrite.walk import Visit, all_nodes, of_kinds, walked
 from migrator.suppress import Suppressions, suppressed
 
 if TYPE_CHECKING:
@@ -54,15 +54,15 @@ _CALL_VISITS: weakref.WeakKeyDictionary[ast.AST, list[tuple[ast.Call, Visit]]] =
 )
 _POSITIONS: weakref.WeakKeyDictionary[ast.AST, dict[int, int]] = weakref.WeakKeyDictionary()
 _LOCALS: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
-_OF_KINDS: weakref.WeakKeyDictionary[ast.AST, dict[frozenset[type], list[Visit]]] = (
-    weakref.WeakKeyDictionary()
-)
-"""What `calls_in`, `call_visits`, `visits_of`, `positions_of` and `locals_of` found for a
-function, kept a process while the function is alive (as its walk, `walk.walked`): they depend
-on the function alone, and the files of a run read the same bases and siblings. Shared: never
-changed."""
+"""What `calls_in`, `call_visits`, `positions_of` and `locals_of` found for a function, kept a
+process while the function is alive (as its walk, `walk.walked`; `visits_of` is
+`walk.of_kinds`): they depend on the function alone, and the files of a run read the same bases
+and siblings. Shared: never changed."""
 ATTRIBUTES = frozenset({ast.Attribute})
 """The node classes of `visits_of` attributes."""
+_CALL_KINDS = frozenset({ast.Call})
+_ALIASING = frozenset({ast.Name, ast.arg, ast.Assign})
+"""The node classes `aliases` reads."""
 
 
 def _once(
@@ -112,6 +112,7 @@ class FileContext:
     _locals: dict[int, set[str]] = field(default_factory=dict)
     _calls: dict[int, list[ast.Call]] = field(default_factory=dict)
     _call_visits: dict[int, list[tuple[ast.Call, Visit]]] = field(default_factory=dict)
+    _of_kinds: dict[tuple[int, frozenset[type]], list[Visit]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
     _held: dict[int, object] = field(default_factory=dict)
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
@@ -166,7 +167,7 @@ class FileContext:
         to (`act = self.act`: `act` -> `act`; None: not an alias)."""
         bound: dict[str, int] = {}
         found: dict[str, str] = {}
-        for node in (visit.node for visit in self.visits(func)):
+        for node in (visit.node for visit in self.visits_of(func, _ALIASING)):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 bound[node.id] = bound.get(node.id, 0) + 1
             elif isinstance(node, ast.arg):
@@ -186,21 +187,21 @@ class FileContext:
         """The visits of `func` (`visits`) whose node is of one of the node classes `kinds`, in
         their order, found once per function and `kinds`: the passes reading a few classes of
         nodes (assignments, attributes) need not go over every node again."""
-        visits = self.visits(func)
-        found = _OF_KINDS.setdefault(func, {})
-        if kinds not in found:
-            found[kinds] = [v for v in visits if v.node.__class__ in kinds]
-        return found[kinds]
+        found = self._of_kinds.get((id(func), kinds))
+        if found is None:
+            self.visits(func)
+            found = self._of_kinds[id(func), kinds] = of_kinds(func, kinds)
+        return found
 
     def call_visits(self, func: ast.FunctionDef) -> list[tuple[ast.Call, Visit]]:
         """(call, its visit) of each call in `func`'s body (in the order of `visits`), found
         once per function: the loops that read calls alone need not pass over every node."""
         if id(func) not in self._call_visits:
-            visits = self.visits(func)
+            calls = self.visits_of(func, _CALL_KINDS)
             self._call_visits[id(func)] = _once(
                 _CALL_VISITS,
                 func,
-                lambda: [(v.node, v) for v in visits if isinstance(v.node, ast.Call)],
+                lambda: [(cast(ast.Call, v.node), v) for v in calls],
             )
         return self._call_visits[id(func)]
 
@@ -213,7 +214,7 @@ class FileContext:
                 _CALLS,
                 func,
                 lambda: [
-                    *(v.node for v in self.visits(func) if isinstance(v.node, ast.Call)),
+                    *(node for node, _ in self.call_visits(func)),
                     *(n for part in head for n in all_nodes(part) if isinstance(n, ast.Call)),
                 ],
             )
@@ -231,7 +232,9 @@ class FileContext:
         if id(func) not in self._locals:
             self.hold(func)
             self._locals[id(func)] = _once(
-                _LOCALS, func, lambda: function_locals(func, (v.node for v in self.visits(func)))
+                _LOCALS,
+                func,
+                lambda: function_locals(func, (v.node for v in self.visits_of(func, BINDERS))),
             )
         return self._locals[id(func)]
 
@@ -360,10 +363,8 @@ class FileContext:
 
 
 def self_attr(node: object) -> TypeGuard[ast.Attribute]:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
+    return (  # `type(...) is`: no class derives from these (cheaper than `isinstance`)
+        type(node) is ast.Attribute and type(value := node.value) is ast.Name and value.id == "self"
     )
 
 

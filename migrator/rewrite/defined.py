@@ -40,7 +40,7 @@ def names_defined(
     by_name: bool = True,
 ) -> set[str]:
     """Attribute, method and class-level names a class defines or uses on `self` (`nodes_of`:
-    the nodes of a method, its walk when one is kept), also by name (`setattr(self, "relu",
+    the nodes of a method, or those of `SCANNED` from its walk when one is kept), also by name (`setattr(self, "relu",
     m)`, `self.add_module(...)`); the names an f-string naming one can make, as a glob pattern
     (`relu*`); with a name not known statically, every identifier the class spells as a
     string. Not `by_name`: its text names no attribute by name (`names_by_name`)."""
@@ -145,6 +145,10 @@ def anchored_matches(
         if 0 <= start and start >= end and (found := pattern.match(text, start)) is not None:
             yield found
             end = found.end()
+
+
+SCANNED = frozenset({ast.Attribute, ast.FunctionDef, ast.AsyncFunctionDef, ast.Call, ast.Subscript})
+"""The node classes `names_defined` reads in a method (its `nodes_of` may give those alone)."""
 
 
 def _scan(cls: ast.ClassDef, nodes_of, names: set[str], views: bool, by_name: bool = True) -> bool:

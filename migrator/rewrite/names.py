@@ -76,8 +76,12 @@ class ModuleNames:
             base = f"{self.module}.{node.id}"
         else:
             return None
-        found = ".".join([base, *reversed(parts)])
-        if not patched and any(found == p or found.startswith(p + ".") for p in self.patched):
+        found = ".".join([base, *reversed(parts)]) if parts else base
+        if (
+            not patched
+            and self.patched  # most files patch none: no generator to make
+            and any(found == p or found.startswith(p + ".") for p in self.patched)
+        ):
             return None
         return found
 
@@ -534,12 +538,13 @@ def function_locals(
     nodes: Iterable[ast.AST] | None = None,
 ) -> set[str]:
     """Names a function binds itself (parameters, assignments, imports, nested defs).
-    `nodes`: the nodes below `func`, when the caller has them already."""
+    `nodes`: the nodes below `func` (those of `BINDERS` suffice), when the caller has them
+    already."""
     args = func.args
     bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
     for node in nodes if nodes is not None else ast.walk(func):
-        if type(node) not in _BINDERS or node is func:
+        if type(node) not in BINDERS or node is func:
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
@@ -552,7 +557,7 @@ def function_locals(
     return bound
 
 
-_BINDERS = frozenset(
+BINDERS = frozenset(
     {ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
     | {ast.arg}
 )

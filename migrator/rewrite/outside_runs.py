@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from migrator.rewrite.context import FileContext, self_attr
+from migrator.rewrite.context import ATTRIBUTES, FileContext, self_attr
 from migrator.rewrite.defined import anchored_matches
 from migrator.rewrite.family import Family
 from migrator.rewrite.helpers import as_function
@@ -58,7 +58,7 @@ def outside_runs(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, 
             found[name] = Outside(start, why, instead, unreported)
             todo += [
                 n.attr
-                for v in ctx.visits(methods[name])
+                for v in ctx.visits_of(methods[name], ATTRIBUTES)
                 if self_attr(n := v.node) and n.attr in methods
             ]
     return found

@@ -13,6 +13,10 @@ from migrator.rewrite.layout import INDENT, call_text
 from migrator.rewrite.order import ForwardOrder, Key
 
 
+_RUNNING = frozenset({ast.Call, ast.For, ast.AsyncFor})
+"""The node classes `record_runs` reads."""
+
+
 @dataclass
 class Registration:
     """A module the rewrite creates in `__init__`, placed where forward runs it."""
@@ -54,7 +58,7 @@ class Placement:
     def record_runs(self, method: ast.FunctionDef, module_attrs: set[str]) -> None:
         """Calls of module attributes (`self.conv(x)`, `self.blocks[i](x)`, `for b in
         self.blocks`) in `method`, also of attributes holding what `__init__` was given."""
-        for visit in self.ctx.visits(method):
+        for visit in self.ctx.visits_of(method, _RUNNING):
             node = visit.node
             if isinstance(node, ast.Call):
                 owner = node.func.value if isinstance(node.func, ast.Subscript) else node.func

@@ -20,6 +20,22 @@ from migrator.rewrite.walk import Visit, all_nodes
 
 
 _ASSIGNS_AND_CALLS = frozenset({ast.Assign, ast.Call})
+_HANDING = frozenset(
+    {
+        ast.Name,
+        ast.Call,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.List,
+        ast.Tuple,
+        ast.Set,
+        ast.BinOp,
+        ast.Dict,
+    }
+)
+"""The node classes `_handed_locals` reads how names are bound and handed on from."""
+_PRODUCTS = frozenset({ast.BinOp})
+_ASSIGNS = frozenset({ast.Assign})
 
 
 def find_shared(ctx: FileContext, family: Family) -> None:
@@ -160,8 +176,7 @@ def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[s
     of a literal (`Mid(head)` twice, or `self.head = head` and `Mid(head)`): name -> (the
     class's qualified name, the first hand-over, how it is handed on)."""
     made: dict[str, str] = {}
-    visits = ctx.visits(init)
-    for visit in visits:
+    for visit in ctx.visits_of(init, _ASSIGNS):
         node = visit.node
         if (
             isinstance(node, ast.Assign)
@@ -176,6 +191,7 @@ def _handed_locals(ctx: FileContext, init: ast.FunctionDef) -> dict[str, tuple[s
             made[target.id] = qualname
     if not made:
         return {}  # most `__init__`s: no need to read how each name is bound and handed on
+    visits = ctx.visits_of(init, _HANDING)
     bound: dict[str, int] = {}
     handed: set[int] = set()
     repeated: set[int] = set()
@@ -217,7 +233,7 @@ def _repeated_in_literals(ctx: FileContext, init: ast.FunctionDef) -> list[tuple
     """The classes of the project whose instance `init` repeats by multiplying a list or
     tuple holding it (`[Mid()] * 3`: one instance, three items), with the element."""
     found = []
-    for visit in ctx.visits(init):
+    for visit in ctx.visits_of(init, _PRODUCTS):
         node = visit.node
         if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
             continue

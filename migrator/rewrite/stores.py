@@ -12,7 +12,7 @@ from typing import NamedTuple, cast
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.family import Family
 from migrator.rewrite.project import ClassInfo
-from migrator.rewrite.walk import all_nodes, walked
+from migrator.rewrite.walk import all_nodes, of_kinds
 
 
 class Store(NamedTuple):
@@ -329,18 +329,18 @@ _OUTSIDE_KEPT: dict[str, tuple[str, dict[str, tuple[str, int]]]] = {}
 def _method_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Store]:
     name = method.name
     head = [*method.decorator_list, method.args, *([method.returns] if method.returns else [])]
-    # every node of the method, parents first (so an assignment before its targets); the
-    # body's from the walk the analysis keeps
+    # every node of the method `_STORING` holds, parents first (so an assignment before its
+    # targets); the body's from the walk the analysis keeps
     nodes: list[ast.AST] = [method]
     for header in head:
         nodes += all_nodes(header)
-    nodes += [v.node for v in walked(method)]
+    nodes += [v.node for v in of_kinds(method, _STORING)]
     plain: set[int] = set()
     loops: list[dict[str, tuple[str, ...]]] = []
 
     def loop_names() -> dict[str, tuple[str, ...]]:  # worked out when a setter needs them
         if not loops:
-            loops.append(_loop_names(method, nodes))
+            loops.append(_loop_names(method, [v.node for v in of_kinds(method, _LOOP_NAMES)]))
         return loops[0]
 
     named = [  # `name = value`: what a name stands for
@@ -388,14 +388,16 @@ _STORING = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call, ast.Attribute, ast.Subscript}
 )
 """The node classes `_method_stores` reads."""
+_LOOP_NAMES = frozenset({ast.Assign, ast.For, ast.AsyncFor})
+"""The node classes `_loop_names` reads."""
 
 
 def _loop_names(
     method: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
 ) -> dict[str, tuple[str, ...]]:
-    """Loop variables of `method` (whose `nodes` are given) that take string literals only:
-    `for n in ("fc", "head")`, also through a local name bound once to such a tuple and sliced
-    (`for n in names[i:]`)."""
+    """Loop variables of `method` (whose nodes of `_LOOP_NAMES` are given) that take string
+    literals only: `for n in ("fc", "head")`, also through a local name bound once to such a
+    tuple and sliced (`for n in names[i:]`)."""
     literals: dict[str, tuple[str, ...] | None] = {
         a.arg: None for a in ast.walk(method.args) if isinstance(a, ast.arg)
     }

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from functools import partial
 from typing import Protocol
 
 from migrator import catalog
 from migrator.rewrite.context import FileContext
-from migrator.rewrite.defined import GIVEN, names_by_name, names_defined
+from migrator.rewrite.defined import GIVEN, SCANNED, names_by_name, names_defined
 from migrator.rewrite.facts import class_fact
 from migrator.rewrite.mentions import attributes_stored_on_others
 from migrator.rewrite.family import Family
@@ -69,7 +71,7 @@ class TakenNames:
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
         if cls.qualname not in self.ctx.class_names:
-            self.ctx.class_names[cls.qualname] = _kept_names(cls, self.ctx.visits)
+            self.ctx.class_names[cls.qualname] = _kept_names(cls, self.ctx.visits_of)
         return self.ctx.class_names[cls.qualname]
 
     def taken(self, name: str) -> bool:
@@ -97,10 +99,14 @@ def _made(pattern: str) -> re.Pattern[str]:
     return re.compile("[A-Za-z0-9]*".join(re.escape(part) for part in pattern.split("*")))
 
 
-def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
+VisitsOf = Callable[[ast.FunctionDef, frozenset[type]], list[Visit]]
+"""`FileContext.visits_of`."""
+
+
+def _kept_names(cls: ClassInfo, visits_of: VisitsOf) -> frozenset[str]:
     """`names_defined` of `cls`: for a class of a file read from disk, from its file's summary
     (`ClassInfo.facts`); else kept a process (`facts.class_fact`), the analysis's walks
-    (`visits`) serving the classes of the files it analyses."""
+    (`visits_of`) serving the classes of the files it analyses."""
     if cls.facts is not None:
         return cls.facts.defined
     file = cls.file
@@ -109,10 +115,11 @@ def _kept_names(cls: ClassInfo, visits) -> frozenset[str]:
         return class_fact(
             "names",
             cls,
-            lambda: frozenset(names_defined(cls.node, lambda f: _nodes(visits(f)), by_name)),
+            lambda: frozenset(names_defined(cls.node, partial(_nodes, visits_of), by_name)),
         )
     return class_fact("names", cls, lambda: frozenset(names_defined(cls.node, by_name=by_name)))
 
 
-def _nodes(visits: list[Visit]) -> list[ast.AST]:
-    return [v.node for v in visits]
+def _nodes(visits_of: VisitsOf, method: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of `method` that `names_defined` reads, from its walk."""
+    return [v.node for v in visits_of(method, SCANNED)]

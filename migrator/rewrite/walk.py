@@ -140,6 +140,41 @@ def walked(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Visit]:
     return visits
 
 
+_INDEX: weakref.WeakKeyDictionary[ast.AST, dict[type, list[int]]] = weakref.WeakKeyDictionary()
+"""Function -> node class -> where in `walked(func)` its nodes are, kept as `_WALKED`."""
+_OF_KINDS: weakref.WeakKeyDictionary[ast.AST, dict[frozenset[type], list[Visit]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Function -> node classes -> `of_kinds` of them, kept as `_WALKED`."""
+
+
+def of_kinds(func: ast.FunctionDef | ast.AsyncFunctionDef, kinds: frozenset[type]) -> list[Visit]:
+    """The visits of `walked(func)` whose node is of one of the classes `kinds`, in their order,
+    found once a process per function and `kinds` while `func` is alive, from one pass over
+    its walk sorting the visits by class: each pass reading a few classes of nodes
+    (assignments, calls) goes over those alone (the list is shared: never change it)."""
+    kept = _OF_KINDS.get(func)
+    if kept is None:
+        kept = _OF_KINDS[func] = {}
+    found = kept.get(kinds)
+    if found is None:
+        visits = walked(func)
+        index = _INDEX.get(func)
+        if index is None:
+            index = _INDEX[func] = {}
+            for at, visit in enumerate(visits):
+                kind = visit.node.__class__
+                if kind in index:
+                    index[kind].append(at)
+                else:
+                    index[kind] = [at]
+        places = [index[kind] for kind in kinds if kind in index]
+        if len(places) > 1:  # sorted runs: `sorted` merges them
+            places = [sorted(at for each in places for at in each)]
+        found = kept[kinds] = [visits[at] for at in places[0]] if places else []
+    return found
+
+
 def repeats(node: ast.AST) -> str:
     """Why a node that `node` repeats can run any number of times per call."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
