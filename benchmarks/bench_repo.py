@@ -5,10 +5,11 @@
 2. speed and memory over dense model code: a synthetic tree of copies of the example and
    fixture models, and a tree 10 times larger (100,000+ lines): flat memory means the peak RSS
    is bounded by the largest file, not by the number of files;
-3. the pre-commit case: `migrator check` on one unchanged model file against
+3. the pre-commit case: `migrator check` on one model file (an unchanged fixture, or any file
+   given, such as one of a large package that its analysis reads) against
    `python -c "import libcst"`.
 
-    python benchmarks/bench_repo.py [TREE] [--rounds N]
+    python benchmarks/bench_repo.py [TREE] [--rounds N] [--one-file FILE [--only-one-file]]
 
 Every step runs as its own process, timed (wall clock, best of the rounds) and measured (peak
 RSS of it and its workers) by a small wrapper process. migrator's modules are byte-compiled first,
@@ -159,25 +160,36 @@ def zoo(rounds: int) -> None:
             )
 
 
-def one_file(rounds: int) -> None:
-    print(f"\n3. pre-commit case: one unchanged model file ({ONE_FILE.name})")
-    row("step", "seconds", "x libcst")
+def one_file(path: Path, rounds: int) -> None:
+    print(f"\n3. pre-commit case: one model file ({path})")
+    row("step", "seconds", "x libcst", "peak MiB")
     base, _ = measure([sys.executable, "-c", "import libcst"], rounds)
-    seconds, _ = measure(migrator("check", str(ONE_FILE)), rounds)
+    seconds, rss = measure(migrator("check", str(path)), rounds)
     row('python -c "import libcst" (baseline)', f"{base:.3f}", "1.00")
-    row("migrator check FILE", f"{seconds:.3f}", f"{seconds / base:.2f}")
+    row("migrator check FILE", f"{seconds:.3f}", f"{seconds / base:.2f}", f"{rss:.0f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", nargs="?", help="default: the installed torch package")
     parser.add_argument("--rounds", type=int, default=1, help="runs per step (best is shown)")
+    parser.add_argument(
+        "--one-file",
+        type=Path,
+        default=ONE_FILE,
+        help="the pre-commit case's file (default: a migrated fixture; a model file of a large "
+        "package, such as transformers' models/bert/modeling_bert.py, reads its package)",
+    )
+    parser.add_argument(
+        "--only-one-file", action="store_true", help="run the pre-commit case alone"
+    )
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "migrator", quiet=1)
-    tree = Path(args.tree or Path(importlib.util.find_spec("torch").origin).parent)
-    speed(tree, args.rounds)
-    zoo(args.rounds)
-    one_file(max(args.rounds, 7))
+    if not args.only_one_file:
+        tree = Path(args.tree or Path(importlib.util.find_spec("torch").origin).parent)
+        speed(tree, args.rounds)
+        zoo(args.rounds)
+    one_file(args.one_file, max(args.rounds, 7) if args.one_file == ONE_FILE else args.rounds)
 
 
 if __name__ == "__main__":

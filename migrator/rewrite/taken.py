@@ -37,9 +37,12 @@ class TakenNames:
     ) -> None:
         self.ctx = ctx
         self.cls = cls
-        self._taken = self._collect(family, analysis)
-        self._patterns = [_made(n) for n in sorted(self._taken) if "*" in n]
-        """The names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, `relu0`, ...)."""
+        self._family = family
+        self._known = self._collect(family, analysis)
+        """The names taken in the class's family in the project (the search of the package for
+        subclasses elsewhere waits for the first name asked: most classes create nothing)."""
+        self._all: set[str] | None = None
+        self._patterns: list[re.Pattern[str]] = []
         self._tried: dict[str, int] = {}
         """Base name -> the last suffix found taken: names are never freed, so the search for a
         free one goes on from there."""
@@ -65,9 +68,19 @@ class TakenNames:
             if cls.qualname.startswith("torch."):  # torch sets the names of its own state
                 names -= {GIVEN}
             taken |= names
-        taken |= family.names_elsewhere(self.cls, self._class_names)  # not what is created there
-        path = self.ctx.info.path
-        return taken | attributes_stored_on_others(path, self.ctx.source)
+        return taken
+
+    @property
+    def _taken(self) -> set[str]:
+        """Every name taken: the family's, its subclasses' elsewhere in the package (not what
+        is created there), those stored on instances by other code, and the ones allocated."""
+        if self._all is None:
+            elsewhere = self._family.names_elsewhere(self.cls, self._class_names)
+            stored = attributes_stored_on_others(self.ctx.info.path, self.ctx.source)
+            self._all = self._known | elsewhere | stored
+            self._patterns = [_made(n) for n in sorted(self._all) if "*" in n]
+            """The names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, ...)."""
+        return self._all
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
         if cls.qualname not in self.ctx.class_names:
