@@ -101,9 +101,9 @@ def check(
             continue
         if was is None or was.asking or was.searched:
             return None
-        real, _, root, text = _on_disk(project, path)
-        if real != was.path or text is None or text != was.text:
-            return None  # its module name may be another: `Project._load` registers it as asked too
+        real, name, root, text = _on_disk(project, path)
+        if real != was.path or name != module or text is None or text != was.text:
+            return None
         if os.fspath(root) not in roots:
             roots.append(root)
         folder = os.path.dirname(real)

@@ -626,7 +626,10 @@ class Project:
         """The parsed file of a module (None: not found or not parsable)."""
         if self.lookups is None and not self.traces and not self.captures:
             return self._load(module)
-        return self._seen(("module", module), self._load(module))
+        found = self._load(module)
+        if found is not None and self._by_module.get(module) is not found:
+            self._unusable()  # registered under another name: read again next time
+        return self._seen(("module", module), found)
 
     def _load(self, module: str) -> FileInfo | None:
         if module in self._by_module:
@@ -642,10 +645,7 @@ class Project:
             self._by_module[module] = _TORCH_FILES[module]
             return _TORCH_FILES[module]
         self._by_module[module] = None
-        found = self._read_file(module, self.root_index().first_file(module))
-        self._by_module[module] = found  # also when registered under another name (a file
-        # of a folder searched as a root, `_add_roots`): the same answer each time asked
-        return found
+        return self._read_file(module, self.root_index().first_file(module))
 
     def _read(self, module: str, rel: Path, roots: Sequence[Path | None]) -> FileInfo | None:
         """A torch file: most of its classes are never asked about (`activation.py` holds
