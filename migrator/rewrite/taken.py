@@ -78,8 +78,8 @@ class TakenNames:
             elsewhere = self._family.names_elsewhere(self.cls, self._class_names)
             stored = attributes_stored_on_others(self.ctx.info.path, self.ctx.source)
             self._all = self._known | elsewhere | stored
+            # the names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, `relu0`, ...)
             self._patterns = [_made(n) for n in sorted(self._all) if "*" in n]
-            """The names f-strings make (`setattr(self, f"relu{i}", m)`: `relu`, ...)."""
         return self._all
 
     def _class_names(self, cls: ClassInfo) -> frozenset[str]:
@@ -89,7 +89,8 @@ class TakenNames:
 
     def taken(self, name: str) -> bool:
         """Whether a new module cannot take `name`."""
-        return name in self._taken or any(p.fullmatch(name) for p in self._patterns)
+        taken = self._taken  # makes `_patterns` the first time
+        return name in taken or any(p.fullmatch(name) for p in self._patterns)
 
     def new(self, base: str) -> str:
         """A free name `base` or `base_<n>` (past `_TRIES`, one f-strings may make: their
