@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from migrator.rewrite import defined, held_methods, mentions, names
+from migrator.rewrite import defined, held_methods, mentions, names, outside_runs
 from migrator.rewrite.project import Project, _torch_lacks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +27,8 @@ TRICKY = [
     "globals()['A'] = 1",
     "register_globals = 1\nsys.modules\n",
     "x = 'sys.modules[__name__]'",
+    "a.forward.forward\nsetattr(Block1, 'forward', f); setattr(Foo.forward)\nMyBlock.forward",
+    "Bé.forward = f\nsetattr(Z‿1, 'forward', g)\nsetattr(",
     "",
 ]
 
@@ -53,6 +55,16 @@ def test_globals_words_find_what_the_pattern_finds():
     for text in _texts():
         found = names._GLOBALS.search(text) is not None
         assert names._may_store_through_globals(text) == found, text[:80]
+
+
+def test_words_at_forward_tell_which_names_are_spelled_bound():
+    for text in _texts():
+        before, after = outside_runs._words_at_forward(text)
+        names_ = {w for w in re.findall(r"\w+", text)} | {"forward", "Block", "lock", "Z", "B"}
+        for name in names_:
+            spelled = f"{name}.forward" in text or f"setattr({name}" in text
+            found = any(w.endswith(name) for w in before) or any(w.startswith(name) for w in after)
+            assert found == spelled, (name, text[:80])
 
 
 def test_view_word_lines_are_the_lines_spelling_a_view_word():
