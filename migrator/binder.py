@@ -145,7 +145,6 @@ def bind(
         if arg.role is Role.VARIADIC:
             inputs += [Input(arg, v, True) for v in cast(tuple, value)]
             continue
-        shown = predicates.show(value) if passed else f"{value} (default)"
         if arg.role is Role.INPUT:
             inputs.append(Input(arg, value, passed))
         elif arg.role is Role.INPUTS:
@@ -169,7 +168,8 @@ def bind(
                     continue
                 if reason:
                     unfixed = unfixed or Refusal(
-                        "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
+                        "MIG101",
+                        f"`{arg.name}={_shown(value, passed, predicates)}` is not fixed at __init__ time: {reason}",
                     )
                     continue
                 ctor.append((arg.ctor_name, value))
@@ -183,7 +183,8 @@ def bind(
                 ctor.append((arg.mode, literal))
             elif not (passed and predicates.follows_mode(value)):
                 return Refusal(
-                    "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
+                    "MIG102",
+                    f"`training={_shown(value, passed, predicates)}`; the module would follow `self.training` instead",
                 )
         elif arg.role is Role.AFFINE:
             none = not passed or predicates.constant(value) is None
@@ -194,14 +195,14 @@ def bind(
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
                 return Refusal(
                     "MIG107",
-                    f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
+                    f"`{arg.name}={_shown(value, passed, predicates)}` is not supported by the module (only {arg.default!r})",
                 )
         elif arg.role in (Role.DATA, Role.STATE):
             held = predicates.held(value) if passed else None
             if held and (held[0] or arg.role is Role.STATE):
                 return Refusal(
                     "MIG106",
-                    f"`{arg.name}={shown}` {held[1]}: moving it into a new {op.module_name} "
+                    f"`{arg.name}={_shown(value, passed, predicates)}` {held[1]}: moving it into a new {op.module_name} "
                     "would change its state_dict key, and as a forward input it would be "
                     "quantized as an activation; left as is",
                 )
@@ -226,6 +227,11 @@ def bind(
         tuple(call),
         weight,
     )
+
+
+def _shown(value: V, passed: bool, predicates: Predicates[V]) -> str:
+    """The value as a refusal shows it: read only when the call is refused (most are not)."""
+    return predicates.show(value) if passed else f"{value} (default)"
 
 
 def _is_default(arg: Arg, value: V, predicates: Predicates[V]) -> bool:
