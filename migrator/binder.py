@@ -85,8 +85,7 @@ def arguments(
 ) -> dict[str, V] | Refusal:
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
-    params = [a for a in op.args if not a.keyword_only]
-    rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+    params, rest = _positional(op)
     if rest is not None:  # the tuple of the remaining positional arguments
         variadic = cast(V, tuple(positional[rest:]))
         positional = [*positional[:rest], variadic] if len(positional) > rest else positional
@@ -102,6 +101,21 @@ def arguments(
             return Refusal(None, f"argument `{name}` is given twice")
         values[name] = value
     return values
+
+
+_POSITIONAL: dict[int, tuple[Op, list[Arg], int | None]] = {}
+"""By id of an op (held with it): `_positional` of it."""
+
+
+def _positional(op: Op) -> tuple[list[Arg], int | None]:
+    """The op's positional parameters, and the index of its variadic one (None: it has none);
+    read once an op, not at each of its calls."""
+    found = _POSITIONAL.get(id(op))
+    if found is None or found[0] is not op:
+        params = [a for a in op.args if not a.keyword_only]
+        rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+        found = _POSITIONAL[id(op)] = (op, params, rest)
+    return found[1], found[2]
 
 
 def fits(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]]) -> bool:

@@ -40,9 +40,8 @@ class ModuleCreator:
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
         self._found: dict[tuple[str, str], object] = {}
-        """What `_looked_up` worked out, while the project is as `_counts` and `_recorders` say."""
-        self._counts = (-1, -1)
-        self._recorders: list[object] = []
+        """What `_looked_up` worked out, while the project is as `_state` says."""
+        self._state: tuple[object, ...] = ()
 
     def reference(self, module: str, written: Written | None = None, listed: bool = False) -> str:
         """How `__init__` names a new module of class `module` (qualified; imported as needed;
@@ -192,15 +191,11 @@ class ModuleCreator:
         project = self.ctx.project
         if project.captures:  # a capture keeps every lookup
             return work_out()
-        counts = (project.generation, project.replacements)
-        recorders: list[object] = [project.lookups, *project.traces]
-        if (
-            counts != self._counts
-            or len(recorders) != len(self._recorders)
-            or any(a is not b for a, b in zip(recorders, self._recorders))
-        ):
+        # recorders compare by identity (they define no `==`)
+        state = (project.generation, project.replacements, project.lookups, *project.traces)
+        if state != self._state:
             self._found.clear()
-            self._counts, self._recorders = counts, recorders
+            self._state = state
         if key not in self._found:
             self._found[key] = work_out()
         return self._found[key]  # type: ignore[return-value]
