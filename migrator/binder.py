@@ -85,8 +85,7 @@ def arguments(
 ) -> dict[str, V] | Refusal:
     """The values a call passes, by parameter name; a `Refusal` without code when the call does
     not fit the op's signature."""
-    params = [a for a in op.args if not a.keyword_only]
-    rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+    params, rest = _positional(op)
     if rest is not None:  # the tuple of the remaining positional arguments
         variadic = cast(V, tuple(positional[rest:]))
         positional = [*positional[:rest], variadic] if len(positional) > rest else positional
@@ -102,6 +101,21 @@ def arguments(
             return Refusal(None, f"argument `{name}` is given twice")
         values[name] = value
     return values
+
+
+_POSITIONAL: dict[int, tuple[Op, list[Arg], int | None]] = {}
+"""By id of an op (held with it): `_positional` of it."""
+
+
+def _positional(op: Op) -> tuple[list[Arg], int | None]:
+    """The op's positional parameters, and the index of its variadic one (None: it has none);
+    read once an op, not at each of its calls."""
+    found = _POSITIONAL.get(id(op))
+    if found is None or found[0] is not op:
+        params = [a for a in op.args if not a.keyword_only]
+        rest = next((i for i, a in enumerate(params) if a.role is Role.VARIADIC), None)
+        found = _POSITIONAL[id(op)] = (op, params, rest)
+    return found[1], found[2]
 
 
 def fits(op: Op, positional: Sequence[V], keywords: Sequence[tuple[str, V]]) -> bool:
@@ -145,7 +159,6 @@ def bind(
         if arg.role is Role.VARIADIC:
             inputs += [Input(arg, v, True) for v in cast(tuple, value)]
             continue
-        shown = predicates.show(value) if passed else f"{value} (default)"
         if arg.role is Role.INPUT:
             inputs.append(Input(arg, value, passed))
         elif arg.role is Role.INPUTS:
@@ -169,7 +182,8 @@ def bind(
                     continue
                 if reason:
                     unfixed = unfixed or Refusal(
-                        "MIG101", f"`{arg.name}={shown}` is not fixed at __init__ time: {reason}"
+                        "MIG101",
+                        f"`{arg.name}={_shown(value, passed, predicates)}` is not fixed at __init__ time: {reason}",
                     )
                     continue
                 ctor.append((arg.ctor_name, value))
@@ -183,7 +197,8 @@ def bind(
                 ctor.append((arg.mode, literal))
             elif not (passed and predicates.follows_mode(value)):
                 return Refusal(
-                    "MIG102", f"`training={shown}`; the module would follow `self.training` instead"
+                    "MIG102",
+                    f"`training={_shown(value, passed, predicates)}`; the module would follow `self.training` instead",
                 )
         elif arg.role is Role.AFFINE:
             none = not passed or predicates.constant(value) is None
@@ -194,14 +209,14 @@ def bind(
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
                 return Refusal(
                     "MIG107",
-                    f"`{arg.name}={shown}` is not supported by the module (only {arg.default!r})",
+                    f"`{arg.name}={_shown(value, passed, predicates)}` is not supported by the module (only {arg.default!r})",
                 )
         elif arg.role in (Role.DATA, Role.STATE):
             held = predicates.held(value) if passed else None
             if held and (held[0] or arg.role is Role.STATE):
                 return Refusal(
                     "MIG106",
-                    f"`{arg.name}={shown}` {held[1]}: moving it into a new {op.module_name} "
+                    f"`{arg.name}={_shown(value, passed, predicates)}` {held[1]}: moving it into a new {op.module_name} "
                     "would change its state_dict key, and as a forward input it would be "
                     "quantized as an activation; left as is",
                 )
@@ -226,6 +241,11 @@ def bind(
         tuple(call),
         weight,
     )
+
+
+def _shown(value: V, passed: bool, predicates: Predicates[V]) -> str:
+    """The value as a refusal shows it: read only when the call is refused (most are not)."""
+    return predicates.show(value) if passed else f"{value} (default)"
 
 
 def _is_default(arg: Arg, value: V, predicates: Predicates[V]) -> bool:

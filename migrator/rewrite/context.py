@@ -114,6 +114,11 @@ class FileContext:
     _call_visits: dict[int, list[tuple[ast.Call, Visit]]] = field(default_factory=dict)
     _of_kinds: dict[tuple[int, frozenset[type]], list[Visit]] = field(default_factory=dict)
     _positions: dict[int, dict[int, int]] = field(default_factory=dict)
+    patches: dict[int, tuple[object, tuple[str, tuple[str, int]] | None]] = field(
+        default_factory=dict
+    )
+    """By id of a catalog op (held with it): where the project stores into a callable of it,
+    and that store (`scan._patch_of`); it depends on the op and the file alone."""
     _held: dict[int, object] = field(default_factory=dict)
     """Everything a cache keyed by `id` holds results of, by id (`hold`)."""
     inferred_returns: dict[int, ast.expr | None] = field(default_factory=dict)

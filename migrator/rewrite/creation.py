@@ -4,6 +4,8 @@ name, planned for `__init__` once it is known that `__init__` can hold it."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import TypeVar
 
 from migrator.rewrite.attributes import ClassAttributes, InitAttr
 from migrator.refusal import Refusal
@@ -16,6 +18,8 @@ from migrator.rewrite.placement import Registration
 from migrator.rewrite.project import ClassInfo
 from migrator.rewrite.submodule_walks import MODULE_LIST, Walk, Written, submodule_walks
 from migrator.rewrite.taken import TakenNames
+
+T = TypeVar("T")
 
 _CONTAINERS = frozenset(
     f"torch.nn.{c}" for c in "Sequential ModuleList ModuleDict ParameterList ParameterDict".split()
@@ -35,6 +39,9 @@ class ModuleCreator:
         self.registrations: list[Registration] = []
         self._walks: list[Walk] | None = None
         """The methods going through the class's submodules (None: not looked yet)."""
+        self._found: dict[tuple[str, str], object] = {}
+        """What `_looked_up` worked out, while the project is as `_state` says."""
+        self._state: tuple[object, ...] = ()
 
     def reference(self, module: str, written: Written | None = None, listed: bool = False) -> str:
         """How `__init__` names a new module of class `module` (qualified; imported as needed;
@@ -43,8 +50,11 @@ class ModuleCreator:
         recurse)."""
         self.can_create(written or module, listed)
         cls = self.attributes.cls
-        made = self.ctx.project.find_class(module)
-        if made is not None and (made is cls or self.family.derives(made, cls)):
+        made = self._looked_up(("made", module), lambda: self.ctx.project.find_class(module))
+        if made is not None and (
+            made is cls
+            or self._looked_up(("derives", module), lambda: self.family.derives(made, cls))
+        ):
             raise Refusal(
                 "MIG116",
                 f"the module it would become, `{module.rsplit('.', 1)[1]}`, is this "
@@ -169,7 +179,26 @@ class ModuleCreator:
             )
 
     def _container(self) -> str | None:
-        return container_base(self.family, self.attributes.cls)
+        return self._looked_up(
+            ("container", ""), lambda: container_base(self.family, self.attributes.cls)
+        )
+
+    def _looked_up(self, key: tuple[str, str], work_out: Callable[[], T]) -> T:
+        """`work_out()`, a fact of the project's classes (asked at each op of the class), worked
+        out again only when its lookups could find or record something new: the project has
+        registered a file, or records lookups elsewhere than when it was worked out (each
+        recorder keeps the first of each lookup: the same lookups again add nothing)."""
+        project = self.ctx.project
+        if project.captures:  # a capture keeps every lookup
+            return work_out()
+        # recorders compare by identity (they define no `==`)
+        state = (project.generation, project.replacements, project.lookups, *project.traces)
+        if state != self._state:
+            self._found.clear()
+            self._state = state
+        if key not in self._found:
+            self._found[key] = work_out()
+        return self._found[key]  # type: ignore[return-value]
 
     def _walked_by(self, made: str | Written | None, listed: bool) -> None:
         """Refuse when a method going through the class's submodules may act on a new one of

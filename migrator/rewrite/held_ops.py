@@ -132,6 +132,10 @@ THROUGH = (
 _BOUND: weakref.WeakKeyDictionary[ast.AST, dict[str, list[ast.expr]]] = weakref.WeakKeyDictionary()
 
 
+_BINDING = frozenset({ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension})
+"""The node classes `_bound` reads a binding from (no class derives from them)."""
+
+
 def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
     """Name -> the values an assignment binds to it (plain, annotated, `:=`, or unpacked:
     `f, g = F.relu, F.gelu`), or a loop over a container (an item of it: `for fn in
@@ -142,6 +146,8 @@ def _bound(scope: ast.FunctionDef | ast.Module) -> dict[str, list[ast.expr]]:
         statements = all_nodes(scope) if isinstance(scope, ast.FunctionDef) else scope.body
         found = _BOUND[scope] = {}
         for stmt in statements:
+            if stmt.__class__ not in _BINDING:  # most nodes (one set lookup)
+                continue
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 pairs = _unpacked(stmt.targets[0], stmt.value)
             elif isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and stmt.value is not None:

@@ -115,6 +115,10 @@ class Scanner:
         """`_changed_later` of each attribute asked about."""
         self._aliases: dict[str, str] | None = None
         """`_module_aliases`, worked out when a call of a local name asks."""
+        self._hyper: dict[int, tuple[str, set[str]]] = {}
+        """Each hyper-parameter value the binder found fixed, by node id (`_predicates`): an
+        op's binding writes those of its constructor before `_convert` reads them."""
+        self._binding: Predicates[ast.expr] | None = None
 
     def steps(self) -> list[tuple[Key, int, Visit]]:
         """The method's nodes, each with when it runs on the forward path (and its place in the
@@ -1062,12 +1066,12 @@ class Scanner:
             keywords = [(k, v, ref) for k, v, ref in keywords if k != "out"]
         self._mode_kept(op, [v for v, _ in positional] + [v for _, v, _ in keywords], label)
         refs = {id(v): ref for v, ref in positional} | {id(v): ref for _, v, ref in keywords}
-        hyper: dict[int, tuple[str, set[str]]] = {}
+        hyper = self._hyper
         bound = bind(
             op,
             [v for v, _ in positional],
             [(k, v) for k, v, _ in keywords if k],
-            self._predicates(hyper),
+            self._predicates(),
             twin,
         )
         if isinstance(bound, Refusal) and bound.code is None:
@@ -1174,14 +1178,11 @@ class Scanner:
         """Refuse an op the project replaces a callable of (`torch.Tensor.relu = f`, `F.relu =
         f`, `setattr(torch.Tensor, name, f)`): the call runs the replacement, a module would
         not (MIG118)."""
-        spellings = catalog.spellings(op)
-        patch = patch_among(self.ctx.info.names.patched, spellings)
-        where = "this file"
-        if patch is None and self.ctx.path:
-            elsewhere = patched_elsewhere(Path(self.ctx.path), spellings)
-            if elsewhere is not None:
-                where, patch = f"module `{elsewhere[0]}`", elsewhere[1:]
-        if patch is not None:
+        held = self.ctx.patches.get(id(op))
+        if held is None or held[0] is not op:  # asked once a file and op (each of its calls)
+            held = self.ctx.patches[id(op)] = (op, _patch_of(op, self.ctx))
+        if held[1] is not None:
+            where, patch = held[1]
             raise Refusal(
                 "MIG118",
                 f"{label}: {where} stores into `{patch[0]}` at line {patch[1]}, so the call may "
@@ -1208,10 +1209,15 @@ class Scanner:
             return None
         return toolkit
 
-    def _predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates[ast.expr]:
-        """What the binder asks about `ast` values; each fixed hyper-parameter's (text valid in
-        `__init__`, `self` attributes it reads) goes to `hyper`, by node id."""
+    def _predicates(self) -> Predicates[ast.expr]:
+        """What the binder asks about `ast` values, made once a method; each fixed
+        hyper-parameter's (text valid in `__init__`, `self` attributes it reads) goes to
+        `_hyper`, by node id."""
+        if self._binding is None:
+            self._binding = self._make_predicates(self._hyper)
+        return self._binding
 
+    def _make_predicates(self, hyper: dict[int, tuple[str, set[str]]]) -> Predicates[ast.expr]:
         def unfixed(value: ast.expr) -> str | None:
             try:
                 hyper[id(value)] = self.hyper.resolve(value, self.shadowed)
@@ -1404,6 +1410,19 @@ def _builtin(func: ast.expr, name: str, info: FileInfo, shadowed: set[str]) -> b
         and name not in shadowed
         and info.names.is_free(name)
     )
+
+
+def _patch_of(op: Op, ctx: FileContext) -> tuple[str, tuple[str, int]] | None:
+    """(where, (name, line)) of the first store into a callable of `op` (`catalog.spellings`):
+    in the file, else in another file of its package; None when there is none."""
+    spellings = catalog.spellings(op)
+    patch = patch_among(ctx.info.names.patched, spellings)
+    if patch is not None:
+        return "this file", patch
+    elsewhere = patched_elsewhere(Path(ctx.path), spellings) if ctx.path else None
+    if elsewhere is not None:
+        return f"module `{elsewhere[0]}`", elsewhere[1:]
+    return None
 
 
 def _starred(args: list[ast.expr], keyword_names: list[str | None]) -> bool:
