@@ -77,6 +77,23 @@ TREES = {
             "    def forward(self, x):\n        return self.mul(super().forward(x)) - x\n"
         ),
     },
+    "module_found_by_folder": {  # `extra` found as `pkg/extra.py` (`pkg` searched as a root)
+        "mid.py": (
+            "from extra import helper\nfrom pkg.base import Base\n\n\nclass Mid(Base):\n"
+            "    def forward(self, x):\n        return helper(super().forward(x))\n"
+        ),
+        "extra.py": "import torch\n\n\ndef helper(x):\n    return torch.sigmoid(x) * x\n",
+        "a.py": (
+            "from pkg.mid import Mid\n\n\nclass A(Mid):\n"
+            "    def forward(self, x):\n        return super().forward(x) + x\n"
+        ),
+        "b.py": (
+            "import torch.nn as nn\n\nfrom pkg.mid import Mid\n\n\nclass B(Mid):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mul = nn.Identity()\n\n"
+            "    def forward(self, x):\n        return self.mul(super().forward(x)) - x\n"
+        ),
+    },
 }
 
 

@@ -22,6 +22,9 @@ class Seen(NamedTuple):
     text: str
     asking: bool
     searched: bool
+    alias: str | None = None
+    """The module name the file registered under, when not the one looked up (found by a
+    folder searched as a root: `import accelerate` finding `integrations/accelerate.py`)."""
 
 
 Key = tuple[str, "str | Path"]
@@ -51,11 +54,13 @@ class Lookups:
         elif found.path is None or found.text is None:
             self.usable = False
         else:
+            named = found.names.module
             seen = Seen(
                 found.real_path,
                 _TEXTS.setdefault(found.text, found.text),
                 found is self._asking,
                 found is self._searched,
+                named if key[0] == "module" and named != key[1] else None,
             )
             self.seen[key] = _POOL.setdefault(seen, seen)
 
@@ -76,7 +81,7 @@ def check(
 ) -> tuple[list[Path], list[str]] | None:
     """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
     (the folders the files it would load add to the project's, the modules it would find
-    missing); None otherwise. Files not registered in `project` are read from disk."""
+    missing, or found under another name: never looked for again); None otherwise. Files not registered in `project` are read from disk."""
     roots = RootIndex(base=project.root_index())
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""
@@ -102,8 +107,10 @@ def check(
         if was is None or was.asking or was.searched:
             return None
         real, name, root, text = _on_disk(project, path)
-        if real != was.path or name != module or text is None or text != was.text:
+        if real != was.path or name != (was.alias or module) or text != was.text:
             return None
+        if was.alias is not None and (project.registered(name)[0] or name in loaded):
+            return None  # registered before: the read would have replaced it
         if os.fspath(root) not in roots:
             roots.append(root)
         folder = os.path.dirname(real)
@@ -114,7 +121,7 @@ def check(
             if again is None or (again != path and _real(again) != real):
                 return None  # looked up by name later, the module would be another file
         loaded[module] = was
-    return roots.all_roots(), [module for module, was in loaded.items() if was is None]
+    return roots.all_roots(), [m for m, was in loaded.items() if was is None or was.alias]
 
 
 def _on_disk(project: Project, path: Path) -> tuple[str, str, Path, str | None]:

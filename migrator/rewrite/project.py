@@ -626,9 +626,11 @@ class Project:
         """The parsed file of a module (None: not found or not parsable)."""
         if self.lookups is None and not self.traces and not self.captures:
             return self._load(module)
+        replacements = self.replacements
         found = self._load(module)
         if found is not None and self._by_module.get(module) is not found:
-            self._unusable()  # registered under another name: read again next time
+            if replacements != self.replacements or not found.names.module:
+                self._unusable()  # it replaced a file registered under its own name
         return self._seen(("module", module), found)
 
     def _load(self, module: str) -> FileInfo | None:
