@@ -827,17 +827,11 @@ class Project:
 
     def _class_stateless(self, cls: ClassInfo) -> bool | None:
         verdicts = [self.stateless(base, cls.file) for base in cls.bases]
-        for method in cls.methods().values():
-            plain = _plain_parameters(method)
-            for node in all_nodes(method):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
-                        return False
-                    if cls.file.names.resolve(func) in _PARAMETER:
-                        return False
-                elif isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets):
-                    verdicts.append(self.value_stateless(node.value, cls.file, plain))
+        registers, assigned = _state_scan(cls)
+        for value, plain in assigned:
+            verdicts.append(self.value_stateless(value, cls.file, plain))
+        if registers:
+            return False
         if False in verdicts:
             return False
         return None if None in verdicts else True
@@ -886,6 +880,45 @@ def is_torch_module(qualname: str) -> bool:
         and parts[2][:1].isupper()
         and qualname not in _NOT_MODULES
     )
+
+
+_StateScan = tuple[bool, tuple[tuple[ast.expr, frozenset[str]], ...]]
+_STATE_SCANS: weakref.WeakKeyDictionary[ast.ClassDef, tuple[ModuleNames, _StateScan]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Class statement -> (the names it was read with, its `_state_scan`): every file of a run asks
+about the same bases (`PreTrainedModel`: each project walks its methods again), and the tree of
+a file read from disk and its summary's names are shared while they are kept."""
+
+
+def _state_scan(cls: ClassInfo) -> _StateScan:
+    """(whether a method registers state, by `register_buffer` / `register_parameter` or a
+    parameter made, the values assigned to `self` attributes before the first such call, each
+    with its method's `_plain_parameters`), in the order `_class_stateless` weighs them: the
+    statement's and its names' alone, so kept by statement (`_STATE_SCANS`)."""
+    node, names = cls.node, cls.file.names
+    kept = _STATE_SCANS.get(node)
+    if kept is not None and kept[0] is names:
+        return kept[1]
+    scan = _scan_state(cls.methods().values(), names)
+    _STATE_SCANS[node] = (names, scan)
+    return scan
+
+
+def _scan_state(methods: Collection[ast.FunctionDef], names: ModuleNames) -> _StateScan:
+    assigned: list[tuple[ast.expr, frozenset[str]]] = []
+    for method in methods:
+        plain = _plain_parameters(method)
+        for node in all_nodes(method):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
+                    return True, tuple(assigned)
+                if names.resolve(func) in _PARAMETER:
+                    return True, tuple(assigned)
+            elif isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets):
+                assigned.append((node.value, plain))
+    return False, tuple(assigned)
 
 
 def _is_self_attr(node: ast.expr) -> bool:
@@ -1022,25 +1055,39 @@ def summarized(
 ) -> tuple[Summary, ast.Module | None]:
     """The summary of a file's text under its module name, from one parse (raises what
     `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept);
-    without `facts`, its classes' statement facts are None (`ClassInfo.facts`)."""
+    without `facts`, its classes' statement facts are None (`ClassInfo.facts`). The summary
+    kept with facts (or without) gives the other's all but the facts: files a search reads
+    without (`mentions`) are loaded with them, and the bases every file reads with (torch's
+    are read without), each a parse again once the tree was dropped."""
     global _summary_chars
     key = (source, module, is_package, facts)
     summary, tree = _SUMMARIES.pop(key, None), None
     if summary is None:
-        tree = parse_cached(source)
-        read_type_comments(tree, source)
-        names = collect(tree, module, is_package, source)
-        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
-        for index, stmt in enumerate(tree.body):
-            if isinstance(stmt, ast.ClassDef):
-                bases = tuple(names.resolve(b) for b in stmt.bases)
-                told = statement_facts(stmt, names_by_name(source)) if facts else None
-                classes[stmt.name] = (index, stmt.lineno, bases, told)
-        summary = Summary(
-            source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
-        )
+        other = _SUMMARIES.get((source, module, is_package, not facts))
+        if other is not None and not facts:
+            summary = other._replace(classes=tuple((*c[:4], None) for c in other.classes))
+        else:
+            summary, tree = _summary(source, module, is_package, facts, other)
         _summary_chars += len(source)
     _SUMMARIES[key] = summary
     while _summary_chars > _SUMMARY_CHARS and len(_SUMMARIES) > 1:
         _summary_chars -= len(_SUMMARIES.popitem(last=False)[0][0])
     return summary, tree
+
+
+def _summary(
+    source: str, module: str, is_package: bool, facts: bool, other: Summary | None
+) -> tuple[Summary, ast.Module]:
+    """The summary of `summarized` from a parse, and the tree; the names and the names bound
+    again taken from `other`, the same text's summary under the same module name, if any."""
+    tree = parse_cached(source)
+    read_type_comments(tree, source)
+    names = other.names if other is not None else collect(tree, module, is_package, source)
+    classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
+    for index, stmt in enumerate(tree.body):
+        if isinstance(stmt, ast.ClassDef):
+            bases = tuple(names.resolve(b) for b in stmt.bases)
+            told = statement_facts(stmt, names_by_name(source)) if facts else None
+            classes[stmt.name] = (index, stmt.lineno, bases, told)
+    rebound = other.rebound if other is not None else _rebound(tree, source)
+    return Summary(source, names, tuple((n, *rest) for n, rest in classes.items()), rebound), tree
