@@ -481,6 +481,18 @@ class Project:
         when it serves it (`seen_again`), as working it out again would."""
         """The work-outs of other files being recorded, innermost last (`worked`): each
         lookup, and each read and write of what the analysis keeps across files, goes to all."""
+        self._classes: dict[
+            tuple[str, FileInfo | None],
+            tuple[
+                int, ClassInfo | None, list[tuple[tuple[str, str | Path], FileInfo | None] | None]
+            ],
+        ] = {}
+        """(qualified name, the file asking when of that module) -> (`replacements` then, the
+        class `find_class` found, the lookups it made): the bases of a package's classes are
+        asked for again and again (each class's ancestors walk them), and while no module name
+        is registered again, the modules of the chain (all looked up: found for good) give the
+        same, looked up again as recorded (`seen_again`). One that read something another
+        project could read otherwise (`_unusable`) is not kept: the next lookup reads no more."""
         self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
         """Path -> (real path, module name, import root, text; None: unreadable), read once a
         project by `lookups.check` (which asks about the same files for each class)."""
@@ -743,12 +755,24 @@ class Project:
             return found if found is not None and found.name not in found.file.rebound else None
         if qualname in (TORCH_MODULE, "torch.nn.modules.module.Module"):
             return None  # its attribute names are catalog.MODULE_ATTRIBUTES
-        found = self._find(
-            qualname,
-            within,
-            lambda info, name: info.classes.get(name) if name not in info.rebound else None,
-        )
-        return found[1] if found else None
+        if within is not None and within.names.module != qualname.rsplit(".", 1)[0]:
+            within = None  # `_find` reads it only for a name of its own module
+        kept = self._classes.get((qualname, within))
+        if kept is not None and kept[0] == self.replacements:
+            if kept[2] and self.recording():
+                self.seen_again(kept[2])
+            return kept[1]
+        replacements = self.replacements
+        seen: list[tuple[tuple[str, str | Path], FileInfo | None] | None] = []
+        self.captures.append(seen)
+        try:
+            found = self._find(qualname, within, _class_named)
+        finally:
+            self.captures.pop()
+        cls = found[1] if found else None
+        if replacements == self.replacements and None not in seen:
+            self._classes[qualname, within] = (replacements, cls, seen)
+        return cls
 
     def find_function(
         self, qualname: str, within: FileInfo | None = None
@@ -864,6 +888,11 @@ class Project:
         ):
             return True
         return None
+
+
+def _class_named(info: FileInfo, name: str) -> ClassInfo | None:
+    """The class `name` of `info`, unless the module binds the name again (`rebound`)."""
+    return info.classes.get(name) if name not in info.rebound else None
 
 
 OP_MODULES = frozenset(m for m in replacing_modules() if m.startswith("migrator.nn."))
