@@ -134,6 +134,8 @@ class FileInfo:
     rebound: frozenset[str] = frozenset()
     """Names the module's top level binds more than once (`_rebound`): a class or function
     of such a name may not be what the name holds when it is called (`Proj = Pass`)."""
+    function_names: frozenset[str] | None = None
+    """The names of `functions`, when known without the tree (from the file's summary)."""
 
     @property
     def tree(self) -> ast.Module:
@@ -144,6 +146,14 @@ class FileInfo:
             self.parsed = parse_cached(self.text)
             read_type_comments(self.parsed, self.text)
         return self.parsed
+
+    def function(self, name: str) -> ast.FunctionDef | None:
+        """`functions.get(name)`, without parsing the file when its summary tells that it
+        defines no such function (`find_function` follows re-exports through files that only
+        import the name)."""
+        if self.function_names is not None and name not in self.function_names:
+            return None
+        return self.functions.get(name)
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
@@ -553,6 +563,7 @@ class Project:
             source=summary.text,
             text=summary.text,
             rebound=summary.rebound,
+            function_names=summary.functions,
         )
         self._files.append(info)
         for name, index, line, bases, told in summary.classes:
@@ -779,7 +790,7 @@ class Project:
     ) -> tuple[FileInfo, ast.FunctionDef] | None:
         """The module-level function named by a qualified name and the file that defines it,
         following re-exports (`from .pool1d import global_pool_nlc` in a package)."""
-        return self._find(qualname, within, lambda info, name: info.functions.get(name))
+        return self._find(qualname, within, FileInfo.function)
 
     def _find(self, qualname: str, within: FileInfo | None, pick, _depth: int = 0):
         """(file, what `pick(file, name)` finds there) for `module.name`, following imports and
@@ -1069,6 +1080,8 @@ class Summary(NamedTuple):
     next files ask about their classes after the trees were dropped)."""
     rebound: frozenset[str]
     """`FileInfo.rebound`."""
+    functions: frozenset[str]
+    """The names of `FileInfo.functions`."""
 
 
 _SUMMARIES: OrderedDict[tuple[str, str, bool, bool], Summary] = OrderedDict()
@@ -1119,4 +1132,10 @@ def _summary(
             told = statement_facts(stmt, names_by_name(source)) if facts else None
             classes[stmt.name] = (index, stmt.lineno, bases, told)
     rebound = other.rebound if other is not None else _rebound(tree, source)
-    return Summary(source, names, tuple((n, *rest) for n, rest in classes.items()), rebound), tree
+    functions = frozenset(
+        s.name for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in rebound
+    )
+    summary = Summary(
+        source, names, tuple((n, *rest) for n, rest in classes.items()), rebound, functions
+    )
+    return summary, tree
