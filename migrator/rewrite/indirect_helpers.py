@@ -18,6 +18,7 @@ from migrator import catalog
 from migrator.rewrite.context import FileContext
 from migrator.rewrite.helpers import imported_root, spelled_ops
 from migrator.rewrite.object_methods import ops_from
+from migrator.rewrite.names import ModuleNames
 from migrator.rewrite.project import FileInfo
 from migrator.rewrite.walk import all_nodes
 
@@ -66,7 +67,7 @@ def _report_decorators(ctx: FileContext, owner: str, method: ast.FunctionDef) ->
         if found is None:
             continue
         info, function = found
-        labels = sorted({label for n in ast.walk(function) for label, _ in spelled_ops(info, n)})
+        labels = _labels(info, function)
         if not labels:
             continue
         ctx.report(
@@ -78,6 +79,23 @@ def _report_decorators(ctx: FileContext, owner: str, method: ast.FunctionDef) ->
             "its calls cannot be counted; left as is",
             op=function.name,
         )
+
+
+def _labels(info: FileInfo, function: ast.FunctionDef) -> list[str]:
+    """The sorted labels of the ops `function` of `info` may run (`spelled_ops`), kept by
+    function with the names they were read with (`_LABELS`): a decorator (`@auto_docstring`)
+    decorates a method of nearly every class of every file of a package."""
+    kept = _LABELS.get(function)
+    if kept is None or kept[0] is not info.names:
+        labels = sorted({label for n in ast.walk(function) for label, _ in spelled_ops(info, n)})
+        kept = _LABELS[function] = (info.names, labels)
+    return kept[1]
+
+
+_LABELS: weakref.WeakKeyDictionary[ast.FunctionDef, tuple[ModuleNames, list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""A function -> (the names of its file, its `_labels`), kept while it is alive."""
 
 
 def _report_handed_on(ctx: FileContext, owner: str, method: ast.FunctionDef) -> None:

@@ -134,6 +134,8 @@ class FileInfo:
     rebound: frozenset[str] = frozenset()
     """Names the module's top level binds more than once (`_rebound`): a class or function
     of such a name may not be what the name holds when it is called (`Proj = Pass`)."""
+    function_names: frozenset[str] | None = None
+    """The names of `functions`, when known without the tree (from the file's summary)."""
 
     @property
     def tree(self) -> ast.Module:
@@ -144,6 +146,14 @@ class FileInfo:
             self.parsed = parse_cached(self.text)
             read_type_comments(self.parsed, self.text)
         return self.parsed
+
+    def function(self, name: str) -> ast.FunctionDef | None:
+        """`functions.get(name)`, without parsing the file when its summary tells that it
+        defines no such function (`find_function` follows re-exports through files that only
+        import the name)."""
+        if self.function_names is not None and name not in self.function_names:
+            return None
+        return self.functions.get(name)
 
     @functools.cached_property
     def functions(self) -> dict[str, ast.FunctionDef]:
@@ -481,6 +491,18 @@ class Project:
         when it serves it (`seen_again`), as working it out again would."""
         """The work-outs of other files being recorded, innermost last (`worked`): each
         lookup, and each read and write of what the analysis keeps across files, goes to all."""
+        self._classes: dict[
+            tuple[str, FileInfo | None],
+            tuple[
+                int, ClassInfo | None, list[tuple[tuple[str, str | Path], FileInfo | None] | None]
+            ],
+        ] = {}
+        """(qualified name, the file asking when of that module) -> (`replacements` then, the
+        class `find_class` found, the lookups it made): the bases of a package's classes are
+        asked for again and again (each class's ancestors walk them), and while no module name
+        is registered again, the modules of the chain (all looked up: found for good) give the
+        same, looked up again as recorded (`seen_again`). One that read something another
+        project could read otherwise (`_unusable`) is not kept: the next lookup reads no more."""
         self.on_disk: dict[Path, tuple[str, str, Path, str | None]] = {}
         """Path -> (real path, module name, import root, text; None: unreadable), read once a
         project by `lookups.check` (which asks about the same files for each class)."""
@@ -541,6 +563,7 @@ class Project:
             source=summary.text,
             text=summary.text,
             rebound=summary.rebound,
+            function_names=summary.functions,
         )
         self._files.append(info)
         for name, index, line, bases, told in summary.classes:
@@ -745,19 +768,31 @@ class Project:
             return found if found is not None and found.name not in found.file.rebound else None
         if qualname in (TORCH_MODULE, "torch.nn.modules.module.Module"):
             return None  # its attribute names are catalog.MODULE_ATTRIBUTES
-        found = self._find(
-            qualname,
-            within,
-            lambda info, name: info.classes.get(name) if name not in info.rebound else None,
-        )
-        return found[1] if found else None
+        if within is not None and within.names.module != qualname.rsplit(".", 1)[0]:
+            within = None  # `_find` reads it only for a name of its own module
+        kept = self._classes.get((qualname, within))
+        if kept is not None and kept[0] == self.replacements:
+            if kept[2] and self.recording():
+                self.seen_again(kept[2])
+            return kept[1]
+        replacements = self.replacements
+        seen: list[tuple[tuple[str, str | Path], FileInfo | None] | None] = []
+        self.captures.append(seen)
+        try:
+            found = self._find(qualname, within, _class_named)
+        finally:
+            self.captures.pop()
+        cls = found[1] if found else None
+        if replacements == self.replacements and None not in seen:
+            self._classes[qualname, within] = (replacements, cls, seen)
+        return cls
 
     def find_function(
         self, qualname: str, within: FileInfo | None = None
     ) -> tuple[FileInfo, ast.FunctionDef] | None:
         """The module-level function named by a qualified name and the file that defines it,
         following re-exports (`from .pool1d import global_pool_nlc` in a package)."""
-        return self._find(qualname, within, lambda info, name: info.functions.get(name))
+        return self._find(qualname, within, FileInfo.function)
 
     def _find(self, qualname: str, within: FileInfo | None, pick, _depth: int = 0):
         """(file, what `pick(file, name)` finds there) for `module.name`, following imports and
@@ -829,17 +864,11 @@ class Project:
 
     def _class_stateless(self, cls: ClassInfo) -> bool | None:
         verdicts = [self.stateless(base, cls.file) for base in cls.bases]
-        for method in cls.methods().values():
-            plain = _plain_parameters(method)
-            for node in all_nodes(method):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
-                        return False
-                    if cls.file.names.resolve(func) in _PARAMETER:
-                        return False
-                elif isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets):
-                    verdicts.append(self.value_stateless(node.value, cls.file, plain))
+        registers, assigned = _state_scan(cls)
+        for value, plain in assigned:
+            verdicts.append(self.value_stateless(value, cls.file, plain))
+        if registers:
+            return False
         if False in verdicts:
             return False
         return None if None in verdicts else True
@@ -874,6 +903,11 @@ class Project:
         return None
 
 
+def _class_named(info: FileInfo, name: str) -> ClassInfo | None:
+    """The class `name` of `info`, unless the module binds the name again (`rebound`)."""
+    return info.classes.get(name) if name not in info.rebound else None
+
+
 OP_MODULES = frozenset(m for m in replacing_modules() if m.startswith("migrator.nn."))
 
 
@@ -888,6 +922,45 @@ def is_torch_module(qualname: str) -> bool:
         and parts[2][:1].isupper()
         and qualname not in _NOT_MODULES
     )
+
+
+_StateScan = tuple[bool, tuple[tuple[ast.expr, frozenset[str]], ...]]
+_STATE_SCANS: weakref.WeakKeyDictionary[ast.ClassDef, tuple[ModuleNames, _StateScan]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Class statement -> (the names it was read with, its `_state_scan`): every file of a run asks
+about the same bases (`PreTrainedModel`: each project walks its methods again), and the tree of
+a file read from disk and its summary's names are shared while they are kept."""
+
+
+def _state_scan(cls: ClassInfo) -> _StateScan:
+    """(whether a method registers state, by `register_buffer` / `register_parameter` or a
+    parameter made, the values assigned to `self` attributes before the first such call, each
+    with its method's `_plain_parameters`), in the order `_class_stateless` weighs them: the
+    statement's and its names' alone, so kept by statement (`_STATE_SCANS`)."""
+    node, names = cls.node, cls.file.names
+    kept = _STATE_SCANS.get(node)
+    if kept is not None and kept[0] is names:
+        return kept[1]
+    scan = _scan_state(cls.methods().values(), names)
+    _STATE_SCANS[node] = (names, scan)
+    return scan
+
+
+def _scan_state(methods: Collection[ast.FunctionDef], names: ModuleNames) -> _StateScan:
+    assigned: list[tuple[ast.expr, frozenset[str]]] = []
+    for method in methods:
+        plain = _plain_parameters(method)
+        for node in all_nodes(method):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in _REGISTERS_STATE:
+                    return True, tuple(assigned)
+                if names.resolve(func) in _PARAMETER:
+                    return True, tuple(assigned)
+            elif isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets):
+                assigned.append((node.value, plain))
+    return False, tuple(assigned)
 
 
 def _is_self_attr(node: ast.expr) -> bool:
@@ -1009,6 +1082,8 @@ class Summary(NamedTuple):
     next files ask about their classes after the trees were dropped)."""
     rebound: frozenset[str]
     """`FileInfo.rebound`."""
+    functions: frozenset[str]
+    """The names of `FileInfo.functions`."""
 
 
 _SUMMARIES: OrderedDict[tuple[str, str, bool, bool], Summary] = OrderedDict()
@@ -1024,25 +1099,45 @@ def summarized(
 ) -> tuple[Summary, ast.Module | None]:
     """The summary of a file's text under its module name, from one parse (raises what
     `ast.parse` raises), and the tree when it was parsed for it (None: the summary was kept);
-    without `facts`, its classes' statement facts are None (`ClassInfo.facts`)."""
+    without `facts`, its classes' statement facts are None (`ClassInfo.facts`). The summary
+    kept with facts (or without) gives the other's all but the facts: files a search reads
+    without (`mentions`) are loaded with them, and the bases every file reads with (torch's
+    are read without), each a parse again once the tree was dropped."""
     global _summary_chars
     key = (source, module, is_package, facts)
     summary, tree = _SUMMARIES.pop(key, None), None
     if summary is None:
-        tree = parse_cached(source)
-        read_type_comments(tree, source)
-        names = collect(tree, module, is_package, source)
-        classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
-        for index, stmt in enumerate(tree.body):
-            if isinstance(stmt, ast.ClassDef):
-                bases = tuple(names.resolve(b) for b in stmt.bases)
-                told = statement_facts(stmt, names_by_name(source)) if facts else None
-                classes[stmt.name] = (index, stmt.lineno, bases, told)
-        summary = Summary(
-            source, names, tuple((n, *rest) for n, rest in classes.items()), _rebound(tree, source)
-        )
+        other = _SUMMARIES.get((source, module, is_package, not facts))
+        if other is not None and not facts:
+            summary = other._replace(classes=tuple((*c[:4], None) for c in other.classes))
+        else:
+            summary, tree = _summary(source, module, is_package, facts, other)
         _summary_chars += len(source)
     _SUMMARIES[key] = summary
     while _summary_chars > _SUMMARY_CHARS and len(_SUMMARIES) > 1:
         _summary_chars -= len(_SUMMARIES.popitem(last=False)[0][0])
+    return summary, tree
+
+
+def _summary(
+    source: str, module: str, is_package: bool, facts: bool, other: Summary | None
+) -> tuple[Summary, ast.Module]:
+    """The summary of `summarized` from a parse, and the tree; the names and the names bound
+    again taken from `other`, the same text's summary under the same module name, if any."""
+    tree = parse_cached(source)
+    read_type_comments(tree, source)
+    names = other.names if other is not None else collect(tree, module, is_package, source)
+    classes: dict[str, tuple[int, int, tuple[str | None, ...], StatementFacts | None]] = {}
+    for index, stmt in enumerate(tree.body):
+        if isinstance(stmt, ast.ClassDef):
+            bases = tuple(names.resolve(b) for b in stmt.bases)
+            told = statement_facts(stmt, names_by_name(source)) if facts else None
+            classes[stmt.name] = (index, stmt.lineno, bases, told)
+    rebound = other.rebound if other is not None else _rebound(tree, source)
+    functions = frozenset(
+        s.name for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in rebound
+    )
+    summary = Summary(
+        source, names, tuple((n, *rest) for n, rest in classes.items()), rebound, functions
+    )
     return summary, tree
