@@ -156,7 +156,20 @@ def init_reach(ctx: FileContext, cls: ClassInfo, family: Family) -> dict[str, In
 
 def _self_calls(ctx: FileContext, func: ast.FunctionDef) -> list[list[str]]:
     """The names of the `self.<name>(...)` calls in each top-level statement of `func`'s body,
-    read from its walk (which visits a statement before what it holds)."""
+    found once per function (each class's `init_reach` reads its bases' `__init__` again)."""
+    found = _SELF_CALLS.get(func)
+    if found is None:
+        found = _SELF_CALLS[func] = _find_self_calls(ctx, func)
+    return found
+
+
+_SELF_CALLS: weakref.WeakKeyDictionary[ast.AST, list[list[str]]] = weakref.WeakKeyDictionary()
+"""`_find_self_calls` of a function, kept while it is alive: it depends on the function alone."""
+
+
+def _find_self_calls(ctx: FileContext, func: ast.FunctionDef) -> list[list[str]]:
+    """`_self_calls`, read from the function's walk (which visits a statement before what it
+    holds)."""
     top = {id(stmt): index for index, stmt in enumerate(func.body)}
     calls: list[list[str]] = [[] for _ in func.body]
     at = 0
