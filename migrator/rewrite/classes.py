@@ -148,8 +148,12 @@ class ClassAnalysis:
             reused.loops[id(method)] = loops
             steps += [(key, index, at, scanner, visit) for key, at, visit in scanner.steps()]
         # the nodes of all methods in the order forward runs them: created modules are named so
-        for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):
-            scanner.scan(visit)
+        try:
+            for *_, scanner, visit in sorted(steps, key=lambda step: step[:3]):
+                scanner.scan(visit)
+        finally:
+            for *_, scanner, _ in steps:
+                scanner.release()
         if "MIG115" not in self.ctx.disable:
             helpers = report_helper_ops(
                 self.ctx, self.cls.name, methods, [methods[name] for name in reached]

@@ -1209,6 +1209,12 @@ class Scanner:
             return None
         return toolkit
 
+    def release(self) -> None:
+        """Drop the binder's predicates once the scan is over: their functions hold the scanner,
+        a cycle that would keep the class's analysis alive until a collection (the analysis
+        runs with the collector paused: reference counting frees it)."""
+        self._binding = None
+
     def _predicates(self) -> Predicates[ast.expr]:
         """What the binder asks about `ast` values, made once a method; each fixed
         hyper-parameter's (text valid in `__init__`, `self` attributes it reads) goes to
