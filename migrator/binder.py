@@ -183,7 +183,8 @@ def bind(
                 if reason:
                     unfixed = unfixed or Refusal(
                         "MIG101",
-                        f"`{arg.name}={_shown(value, passed, predicates)}` is not fixed at __init__ time: {reason}",
+                        f"`{arg.name}={_shown(value, passed, predicates)}` is not fixed at "
+                        f"__init__ time: {reason}",
                     )
                     continue
                 ctor.append((arg.ctor_name, value))
@@ -198,7 +199,8 @@ def bind(
             elif not (passed and predicates.follows_mode(value)):
                 return Refusal(
                     "MIG102",
-                    f"`training={_shown(value, passed, predicates)}`; the module would follow `self.training` instead",
+                    f"`training={_shown(value, passed, predicates)}`; the module would follow "
+                    "`self.training` instead",
                 )
         elif arg.role is Role.AFFINE:
             none = not passed or predicates.constant(value) is None
@@ -209,14 +211,16 @@ def bind(
             if constant is NOT_CONSTANT or not (constant is arg.default or constant == arg.default):
                 return Refusal(
                     "MIG107",
-                    f"`{arg.name}={_shown(value, passed, predicates)}` is not supported by the module (only {arg.default!r})",
+                    f"`{arg.name}={_shown(value, passed, predicates)}` is not supported by the "
+                    f"module (only {arg.default!r})",
                 )
         elif arg.role in (Role.DATA, Role.STATE):
             held = predicates.held(value) if passed else None
             if held and (held[0] or arg.role is Role.STATE):
                 return Refusal(
                     "MIG106",
-                    f"`{arg.name}={_shown(value, passed, predicates)}` {held[1]}: moving it into a new {op.module_name} "
+                    f"`{arg.name}={_shown(value, passed, predicates)}` {held[1]}: moving it "
+                    f"into a new {op.module_name} "
                     "would change its state_dict key, and as a forward input it would be "
                     "quantized as an activation; left as is",
                 )

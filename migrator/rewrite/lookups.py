@@ -81,7 +81,8 @@ def check(
 ) -> tuple[list[Path], list[str]] | None:
     """Whether each lookup of `seen`, made again in order in `project`, finds the same: then
     (the folders the files it would load add to the project's, the modules it would find
-    missing, or found under another name: never looked for again); None otherwise. Files not registered in `project` are read from disk."""
+    missing, or found under another name: never looked for again); None otherwise. Files not
+    registered in `project` are read from disk."""
     roots = RootIndex(base=project.root_index())
     loaded: dict[str, Seen | None] = {}
     """Modules the search would register (None: found missing)."""

@@ -160,11 +160,7 @@ class FileInfo:
         """The module-level functions whose name nothing else binds at the top level
         (`rebound`: `act = _fast`, a second `def` under an `if`: a call may then run something
         else); worked out once: the tree does not change."""
-        return {
-            s.name: s
-            for s in self.tree.body
-            if isinstance(s, ast.FunctionDef) and s.name not in self.rebound
-        }
+        return _module_functions(self.tree, self.rebound)
 
     @functools.cached_property
     def aliases(self) -> dict[str, ast.expr]:
@@ -1134,10 +1130,18 @@ def _summary(
             told = statement_facts(stmt, names_by_name(source)) if facts else None
             classes[stmt.name] = (index, stmt.lineno, bases, told)
     rebound = other.rebound if other is not None else _rebound(tree, source)
-    functions = frozenset(
-        s.name for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in rebound
-    )
     summary = Summary(
-        source, names, tuple((n, *rest) for n, rest in classes.items()), rebound, functions
+        source,
+        names,
+        tuple((n, *rest) for n, rest in classes.items()),
+        rebound,
+        frozenset(_module_functions(tree, rebound)),
     )
     return summary, tree
+
+
+def _module_functions(tree: ast.Module, rebound: frozenset[str]) -> dict[str, ast.FunctionDef]:
+    """`FileInfo.functions` of a tree whose names bound again are `rebound`."""
+    return {
+        s.name: s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in rebound
+    }
